@@ -1,0 +1,61 @@
+"""Core benchmark: ring all-reduce on a 4096-rank ring and a 64x64 torus, 1 MiB and 1 GiB.
+
+For each case: generate the schedule, verify it on data (full, and on a sample of blocks),
+and time it with the analytical model (both sizes in one pass). Wall times are written to
+benchmarks/results/core.json. Run: `.venv/bin/python benchmarks/bench_core.py`.
+For scale: ASTRA-sim's analytical backend needs about 12 minutes for the 4096-rank ring case.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+
+from fabricsim.collectives.api import build_schedule
+from fabricsim.collectives.verify import verify
+from fabricsim.network import time_schedule
+from fabricsim.topology import parse_topology
+
+CASES = [("ring:4096", "ring"), ("torus:64x64", "ring"), ("torus:64x64", "hierarchical")]
+SIZES = [2.0**20, 2.0**30]
+SAMPLE = 256
+
+
+def clock(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def main() -> dict:
+    results = []
+    for topo_spec, alg in CASES:
+        topo, t_topo = clock(lambda: parse_topology(topo_spec, "400Gbps", "100ns"))
+        sched, t_gen = clock(lambda: build_schedule(topo, "all-reduce", alg))
+        _, t_ver_sample = clock(lambda: verify(sched, sample=SAMPLE))
+        _, t_ver_full = clock(lambda: verify(sched))
+        timing, t_time = clock(lambda: time_schedule(topo, sched, SIZES))
+        row = {
+            "topology": topo_spec, "algorithm": alg, "ranks": sched.p, "steps": sched.n_steps,
+            "transfers": sched.n_transfers, "step_shapes": len(sched.steps),
+            "build_topology_s": t_topo, "generate_s": t_gen, f"verify_sample{SAMPLE}_s": t_ver_sample,
+            "verify_full_s": t_ver_full, "time_model_s": t_time,
+            "total_s_with_sampled_verify": t_topo + t_gen + t_ver_sample + t_time,
+            "simulated_time_1MiB_s": float(timing.times[0]), "simulated_time_1GiB_s": float(timing.times[1]),
+        }
+        results.append(row)
+        print(f"{topo_spec:<12} {alg:<13} steps={row['steps']:<6} generate {t_gen:.3f}s  verify(sample {SAMPLE}) "
+              f"{t_ver_sample:.2f}s  verify(full) {t_ver_full:.2f}s  time {t_time:.3f}s  -> "
+              f"1MiB {timing.times[0] * 1e3:.4f} ms, 1GiB {timing.times[1] * 1e3:.3f} ms")
+    out = {"benchmark": "core ring all-reduce", "machine": platform.machine(), "python": platform.python_version(),
+           "cpus": __import__("os").cpu_count(), "results": results}
+    path = Path(__file__).parent / "results" / "core.json"
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"written {path}")
+    return out
+
+
+if __name__ == "__main__":
+    main()

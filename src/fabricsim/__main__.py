@@ -1,0 +1,3 @@
+from .cli import _console_main
+
+_console_main()

@@ -1,0 +1,240 @@
+"""The `fabricsim` command line.
+
+Bad input ends in one line on stderr naming the field, the value and what is accepted, and
+exit code 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .collectives.api import build_schedule, normalize_collective
+from .collectives.registry import ALGORITHMS, get_algorithm
+from .collectives.verify import ScheduleError, verify
+from .errors import ConfigError
+from .network.analytical import MODELS, time_schedule
+from .report.tables import avg_busbw, collective_rows, rows_to_csv, rows_to_json
+from .topology.spec import FAMILIES, parse_topology
+from .units import format_size, parse_size_range
+
+# typer runs on click (vendored in recent releases): take its exception classes from there
+_click_exc = sys.modules[typer.BadParameter.__module__]
+_ClickExit = getattr(_click_exc, "Exit", typer.Exit)
+_ClickAbort = getattr(_click_exc, "Abort", typer.Abort)
+
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    help="fabricsim: simulate the networks that train large neural networks.",
+)
+
+VERIFY_FULL_LIMIT = 5_000_000  # (steps x transfers) above which verify samples blocks
+
+
+def _out() -> Console:
+    # tables stay readable when piped or in a narrow terminal
+    return Console(soft_wrap=True, width=max(shutil.get_terminal_size((160, 24)).columns, 150))
+
+
+def parse_group(text: str | None) -> list[int] | None:
+    """`0,1,2,3`, `0-7`, `0-15:2` (range with stride), or a mix."""
+    if text is None:
+        return None
+    ranks: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part)
+        if not m:
+            raise ConfigError("group", text, "accepted: ranks like 0,1,2,3 or ranges 0-7 or 0-15:2")
+        a = int(m.group(1))
+        b = int(m.group(2)) if m.group(2) else a
+        stride = int(m.group(3)) if m.group(3) else 1
+        if b < a or stride < 1:
+            raise ConfigError("group", text, "accepted: ranges A-B with A <= B and stride >= 1")
+        ranks.extend(range(a, b + 1, stride))
+    return ranks
+
+
+def parse_options(items: list[str]) -> dict:
+    opts = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError("option", item, "accepted: KEY=VALUE, e.g. bidirectional=true or chunks=8")
+        v = value.strip()
+        if v.lower() in ("true", "yes", "on"):
+            val: object = True
+        elif v.lower() in ("false", "no", "off"):
+            val = False
+        elif re.fullmatch(r"-?\d+", v):
+            val = int(v)
+        elif re.fullmatch(r"\d+(x\d+)+", v):
+            val = tuple(int(x) for x in v.split("x"))
+        else:
+            val = v
+        opts[key.strip().replace("-", "_")] = val
+    return opts
+
+
+def run_collective(topology: str, bandwidth: str, latency: str, collective: str, algorithm: str,
+                   sizes: str, model: str, group: str | None = None, root: int = 0,
+                   options: list[str] | None = None, check: bool = True):
+    """Everything `fabricsim collective` does, minus printing: (header, rows)."""
+    if model not in MODELS:
+        raise ConfigError("model", model, f"accepted: {', '.join(MODELS)}")
+    size_list = parse_size_range(sizes, "sizes")
+    topo = parse_topology(topology, bandwidth, latency)
+    coll = normalize_collective(collective)
+    ranks = parse_group(group)
+    if ranks is not None and len(ranks) > topo.n_npus:
+        raise ConfigError("group", group, f"names {len(ranks)} ranks; accepted: at most {topo.n_npus} on {topo.name}")
+    sched = build_schedule(topo, coll, algorithm, group=ranks, root=root, **parse_options(options or []))
+    verified = None
+    if check:
+        work = sched.n_transfers
+        sample = None if work <= VERIFY_FULL_LIMIT else 256
+        rep = verify(sched, sample=sample)
+        verified = {"blocks_checked": rep.blocks_checked, "nblocks": rep.nblocks, "sampled": sample is not None}
+    timing = time_schedule(topo, sched, size_list, model)
+    rows = collective_rows(coll, sched.p, timing.sizes, timing.times)
+    header = {
+        "topology": topo.name, "npus": topo.n_npus, "bandwidth": bandwidth, "latency": latency,
+        "collective": coll, "algorithm": sched.algorithm, "ranks": sched.p, "model": model,
+        "steps": sched.n_steps, "options": {k: v for k, v in sched.meta.items() if isinstance(v, (int, float, str, bool))},
+        "verified": verified,
+    }
+    return header, rows
+
+
+@app.command()
+def collective(
+    topology: str = typer.Option(..., "--topology", "-t", help="e.g. torus:8x8, ring:16, switch:8,reduce, fat-tree:64,leaf=8"),
+    bandwidth: str = typer.Option("400Gbps", "--bandwidth", "-B", help="per link and direction; one value or one per dimension (comma list)"),
+    latency: str = typer.Option("100ns", "--latency", "-L", help="per link; one value or one per dimension"),
+    collective_name: str = typer.Option("all-reduce", "--collective", "-c", help="all-reduce, reduce-scatter, all-gather, all-to-all, broadcast, reduce"),
+    algorithm: str = typer.Option("ring", "--algorithm", "-a", help="see `fabricsim algorithms`"),
+    sizes: str = typer.Option("1KiB:1GiB", "--sizes", "-s", help="MIN:MAX (doubling), MIN:MAX:FACTOR, or a comma list"),
+    model: str = typer.Option("congestion-aware", "--model", "-m", help="congestion-aware or congestion-unaware"),
+    group: Optional[str] = typer.Option(None, "--group", "-g", help="ranks, e.g. 0-7 or 0,2,4,6 (default: all NPUs)"),
+    root: int = typer.Option(0, "--root", help="root rank (index in the group) for broadcast and reduce"),
+    option: list[str] = typer.Option([], "--option", "-o", help="algorithm option KEY=VALUE, e.g. bidirectional=true"),
+    check: bool = typer.Option(True, "--verify/--no-verify", help="execute the schedule on data before timing it"),
+    json_out: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
+    csv_out: bool = typer.Option(False, "--csv", help="print CSV instead of a table"),
+):
+    """Time one collective over a range of sizes; print an nccl-tests-style table."""
+    header, rows = run_collective(topology, bandwidth, latency, collective_name, algorithm, sizes, model,
+                                  group, root, option, check)
+    if json_out:
+        print(rows_to_json(header, rows))
+        return
+    if csv_out:
+        print(rows_to_csv(rows), end="")
+        return
+    con = _out()
+    v = header["verified"]
+    vtxt = "not verified" if v is None else (f"verified on data ({v['blocks_checked']} of {v['nblocks']} blocks)" if v["sampled"] else "verified on data")
+    con.print(f"# fabricsim collective: {header['collective']}, {header['algorithm']} on {header['topology']} "
+              f"({header['ranks']} ranks), {header['steps']} steps, {header['model']}, {bandwidth}/link, {latency}; {vtxt}")
+    table = Table(box=None, header_style="bold")
+    for col in ("size (B)", "size", "count (elements)", "type", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(str(r["size_bytes"]), format_size(r["size_bytes"]), str(r["count"]), "float",
+                      f"{r['time_us']:.2f}", f"{r['algbw_GBps']:.2f}", f"{r['busbw_GBps']:.2f}")
+    con.print(table)
+    con.print(f"# Avg bus bandwidth    : {avg_busbw(rows):.3f} GB/s")
+
+
+@app.command()
+def topologies():
+    """List topology families, one line each."""
+    con = _out()
+    for fam in FAMILIES.values():
+        con.print(f"{fam.name:<16} {fam.example:<40} {fam.summary}", highlight=False)
+
+
+@app.command()
+def algorithms():
+    """List collective algorithms with the collectives and group sizes they support."""
+    con = _out()
+    for alg in ALGORITHMS.values():
+        colls = ", ".join(c + ("*" if c in alg.pow2_only else "") for c in alg.collectives)
+        con.print(f"{alg.name:<20} {colls:<72} {alg.group_sizes:<28} {alg.summary}", highlight=False)
+    con.print("(* power-of-two groups only)", highlight=False)
+
+
+DEMO_CASES = (
+    ("torus:8x8", "ring"), ("torus:8x8", "hierarchical"), ("torus:8x8", "halving_doubling"),
+    ("torus:8x8", "recursive_doubling"), ("torus:8x8", "double_binary_tree"), ("torus:8x8", "direct"),
+    ("switch:64,reduce", "ring"), ("switch:64,reduce", "halving_doubling"), ("switch:64,reduce", "in_network"),
+)
+
+
+@app.command()
+def demo(
+    bandwidth: str = typer.Option("400Gbps", "--bandwidth", "-B"),
+    latency: str = typer.Option("100ns", "--latency", "-L"),
+):
+    """All-reduce algorithms compared on an 8x8 torus and a 64-port switch (embedded defaults)."""
+    con = _out()
+    sizes = "4KiB,1MiB,64MiB,1GiB"
+    con.print(f"# fabricsim demo: 64-rank all-reduce, {bandwidth} links, {latency}, congestion-aware; every schedule verified on data")
+    table = Table(box=None, header_style="bold")
+    table.add_column("topology")
+    table.add_column("algorithm")
+    table.add_column("steps", justify="right")
+    for s in sizes.split(","):
+        table.add_column(f"busbw {s} (GB/s)", justify="right")
+    for topo, alg in DEMO_CASES:
+        if alg not in ALGORITHMS:
+            continue
+        header, rows = run_collective(topo, bandwidth, latency, "all-reduce", alg, sizes, "congestion-aware")
+        table.add_row(topo, alg, str(header["steps"]), *(f"{r['busbw_GBps']:.2f}" for r in rows))
+    con.print(table)
+    con.print("# busbw = algbw x 2(n-1)/n (nccl-tests); link bandwidth is "
+              f"{parse_topology('ring:2', bandwidth, latency).link_bw[0] / 1e9:g} GB/s per direction")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: runs the app and turns every input error into one line and exit code 2."""
+    cmd = typer.main.get_command(app)
+    try:
+        rv = cmd.main(args=argv, prog_name="fabricsim", standalone_mode=False)
+        return int(rv) if isinstance(rv, int) else 0
+    except ConfigError as e:
+        print(f"fabricsim: error: {e}", file=sys.stderr)
+        return 2
+    except _click_exc.ClickException as e:
+        if type(e).__name__ == "NoArgsIsHelpError":  # bare `fabricsim`: help, not an error
+            print(e.format_message(), file=sys.stderr)
+            return 0
+        msg = " ".join(e.format_message().split())
+        print(f"fabricsim: error: {msg}", file=sys.stderr)
+        return 2
+    except _ClickExit as e:
+        return e.exit_code
+    except _ClickAbort:
+        print("fabricsim: aborted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # output piped into `head`: not an error
+        return 0
+    except ScheduleError as e:  # a bug in an algorithm, not in the input: say so plainly
+        print(f"fabricsim: internal error: schedule failed verification: {e}", file=sys.stderr)
+        return 1
+
+
+def _console_main() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _console_main()

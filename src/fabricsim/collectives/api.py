@@ -1,0 +1,93 @@
+"""Build a collective's schedule for a group of NPUs on a topology.
+
+This is where topology facts meet pure algorithms: the group (default: every NPU in rank
+order), the dimensions of a multi-dimensional network (for `hierarchical`, when the group is
+the whole network in rank order), and the switch that reduces in the network (for
+`in_network`). The returned schedule is placed: its nodes are topology nodes.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ConfigError, UnsupportedGroupSize
+from ..topology.graph import Topology
+from .registry import get_algorithm
+from .schedule import COLLECTIVES, Schedule
+
+
+def normalize_collective(name: str) -> str:
+    key = str(name).strip().lower().replace("_", "-").replace("allreduce", "all-reduce")
+    key = {"allgather": "all-gather", "reducescatter": "reduce-scatter", "alltoall": "all-to-all",
+           "bcast": "broadcast"}.get(key, key)
+    if key not in COLLECTIVES:
+        raise ConfigError("collective", name, f"accepted: {', '.join(COLLECTIVES)}")
+    return key
+
+
+def resolve_group(topo: Topology, group: Sequence[int] | None) -> np.ndarray:
+    if group is None:
+        return np.arange(topo.n_npus, dtype=np.int64)
+    g = np.asarray(list(group), dtype=np.int64)
+    if len(g) > topo.n_npus:
+        raise ConfigError("group", len(g), f"accepted: at most {topo.n_npus} ranks on {topo.name}")
+    if len(g) and (g.min() < 0 or g.max() >= topo.n_npus):
+        raise ConfigError("group", g.tolist() if len(g) < 20 else f"{len(g)} ranks",
+                          f"accepted: NPU ids 0..{topo.n_npus - 1} of {topo.name}")
+    if len(np.unique(g)) != len(g):
+        raise ConfigError("group", g.tolist() if len(g) < 20 else f"{len(g)} ranks", "accepted: distinct NPU ids")
+    return g
+
+
+def reducing_switch(topo: Topology, group: np.ndarray) -> int:
+    """A switch that can reduce and multicast and is directly linked, both ways, to every rank."""
+    able = np.flatnonzero(topo.can_reduce & topo.can_multicast)
+    for s in able:
+        up = set(topo.link_src[topo.link_dst == s].tolist())
+        down = set(topo.link_dst[topo.link_src == s].tolist())
+        if set(group.tolist()) <= (up & down):
+            return int(s)
+    raise ConfigError(
+        "algorithm", "in_network",
+        f"needs a switch that reduces and multicasts, attached to every rank of the group; "
+        f"{topo.name} has none (try --topology switch:{len(group)},reduce)",
+    )
+
+
+def build_schedule(
+    topo: Topology,
+    collective: str,
+    algorithm: str,
+    *,
+    group: Sequence[int] | None = None,
+    root: int = 0,
+    **options,
+) -> Schedule:
+    collective = normalize_collective(collective)
+    alg = get_algorithm(algorithm)
+    g = resolve_group(topo, group)
+    p = len(g)
+    reason = alg.supports(collective, p)
+    if reason is not None:
+        if collective not in alg.collectives:
+            raise ConfigError("collective", collective, reason)
+        raise UnsupportedGroupSize(alg.name, collective, p, reason)
+    unknown = set(options) - set(alg.options) - {"dims"}
+    if unknown:
+        raise ConfigError("option", sorted(unknown)[0], f"{alg.name} accepts: {', '.join(sorted(alg.options)) or 'no options'}")
+    if "dims" in alg.needs and "dims" not in options:
+        whole = p == topo.n_npus and np.array_equal(g, np.arange(p))
+        options["dims"] = tuple(topo.dims) if whole else (p,)
+    if collective in ("broadcast", "reduce"):
+        if not 0 <= int(root) < p:
+            raise ConfigError("root", root, f"accepted: a rank 0..{p - 1} of the group")
+        options["root"] = int(root)
+    s = alg.build(collective, p, **options)
+    nodes = g
+    if s.n_extra:
+        if "reducing-switch" not in alg.needs:
+            raise ValueError(f"{alg.name}: schedule has helper nodes but declares no topology need")
+        nodes = np.concatenate([g, [reducing_switch(topo, g)]])
+    return s.placed(nodes)

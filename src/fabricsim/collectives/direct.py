@@ -1,0 +1,75 @@
+"""Direct algorithms: every message goes straight from its source to its destination.
+
+Each phase is a single step in which every rank talks to every other rank at once (a full
+mesh of p*(p-1) transfers), so the latency term is one hop per phase and every byte crosses
+the network exactly once; the price is p-1 concurrent messages per rank, which only a fabric
+with full bisection (or a switch that handles incast well) runs at full speed.
+
+- reduce-scatter: p blocks; every rank sends block j to rank j, which adds them up (reduce).
+- all-gather: p blocks; rank j sends its block j to every other rank (copy).
+- all-reduce: the reduce-scatter, then the all-gather (2 steps, size*(p-1)/p per rank each).
+- all-to-all: p*p blocks; rank i sends block i*p+j to rank j for every j != i (1 step).
+- broadcast: the root sends the whole buffer (one block) to every other rank (1 step).
+- reduce: every other rank sends its whole buffer to the root, which adds them (1 step).
+
+Every step is built from index arrays (no per-rank Python loop), so p = 1000 costs ~1M
+array entries per step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import require_collective, require_group, require_root
+from .schedule import Schedule, Step, make_step
+
+COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast", "reduce")
+
+
+def _pairs(p: int) -> tuple[np.ndarray, np.ndarray]:
+    """All ordered pairs (i, j) with i != j, i-major: p*(p-1) of each."""
+    i = np.repeat(np.arange(p, dtype=np.int64), p - 1)
+    k = np.tile(np.arange(p - 1, dtype=np.int64), p)
+    j = k + (k >= i)  # skip j == i
+    return i, j
+
+
+def direct_reduce_scatter(p: int) -> Step:
+    """Rank i sends block j to rank j (reduce), for all j != i; rank j ends owning block j."""
+    i, j = _pairs(p)
+    return make_step(i, j, j, True)
+
+
+def direct_all_gather(p: int) -> Step:
+    """Rank j sends its block j to every other rank i (copy)."""
+    i, j = _pairs(p)
+    return make_step(j, i, j, False)
+
+
+def direct_all_to_all(p: int) -> Step:
+    """Rank i sends block i*p+j to rank j (copy), for all j != i."""
+    i, j = _pairs(p)
+    return make_step(i, j, i * p + j, False)
+
+
+def direct(collective: str, p: int, *, root: int = 0) -> Schedule:
+    require_collective("direct", collective, COLLECTIVES)
+    require_group("direct", collective, p)
+    p = int(p)
+    owner = np.arange(p)
+    if collective == "all-reduce":
+        steps = (direct_reduce_scatter(p), direct_all_gather(p))
+        return Schedule(collective, "direct", p, p, steps, owner=owner)
+    if collective == "reduce-scatter":
+        return Schedule(collective, "direct", p, p, (direct_reduce_scatter(p),), owner=owner)
+    if collective == "all-gather":
+        return Schedule(collective, "direct", p, p, (direct_all_gather(p),), owner=owner)
+    if collective == "all-to-all":
+        return Schedule(collective, "direct", p, p * p, (direct_all_to_all(p),))
+    root = require_root(root, p)
+    others = np.delete(np.arange(p, dtype=np.int64), root)
+    if collective == "broadcast":
+        step = make_step(np.full(p - 1, root), others, np.zeros(p - 1, np.int64), False)
+    else:  # reduce
+        step = make_step(others, np.full(p - 1, root), np.zeros(p - 1, np.int64), True)
+    return Schedule(collective, "direct", p, 1, (step,), root=root)

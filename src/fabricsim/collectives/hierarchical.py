@@ -1,0 +1,240 @@
+"""Hierarchical (multi-dimensional) collectives, as in ASTRA-sim's multi-dim schedulers.
+
+The group is a `dims[0] x dims[1] x ...` grid (prod(dims) == p) with dimension 0 fastest:
+rank r has coordinates coord_d = (r // prod(dims[:d])) % dims[d], like the topology's
+`dims`. A *line* along dimension d is the dims[d] ranks that differ only in coord_d; on a
+torus or a stack of switches a line is one physical ring or switch, so each phase below runs
+on links of one dimension only.
+
+All-reduce, order "rs-ag" (default; ASTRA-sim's `localBWAware`, accepted as an alias):
+reduce-scatter along dimension 0, then 1, ..., then all-gather back down ..., 1, 0. Each
+phase runs a 1-D algorithm (`inner`: ring, direct or halving_doubling, one per dimension or
+one for all) independently and concurrently on every line of that dimension, on the part of
+the buffer the ranks still own, so the data shrinks by dims[d] at each reduce-scatter phase:
+the fast, wide first dimension carries the most bytes. localBWAware's all-reduce on the last
+dimension is its reduce-scatter followed by its all-gather, which is exactly what the lock-
+step schedule does. Order "baseline": a full all-reduce of the whole buffer on each
+dimension in turn (dims ascending). Reduce-scatter and all-gather use the reduce-scatter or
+the all-gather half of "rs-ag" (for both orders).
+
+Block layout: p blocks; block id b is the mixed-radix number whose digits are coordinates,
+dimension 0 MOST significant (digit_d = (b // prod(dims[d+1:])) % dims[d]). After the
+reduce-scatter along dimensions 0..d-1 a rank owns the aligned, contiguous range of blocks
+whose first d digits are its coordinates, and the inner algorithm's block j on its line is
+the sub-range with digit_d = j. So a rotation of inner block ids by s mod q (a compressed ring
+step) is a rotation of the lifted ids by s*W mod q*W inside aligned ranges (W = the sub-range
+width): lifted steps keep the inner `repeat`/`shift`/`mod` compression, and a 64x64 ring
+all-reduce is 4 `Step` objects. At the end of the reduce-scatter rank r owns the single block
+whose digits are r's coordinates (`owner`). In "baseline" the inner block j of dimension d is
+the set of blocks with digit_d = j (one aligned range per value of the leading digits),
+which keeps the compression too.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import ConfigError
+from ._common import require_collective, require_group
+from .schedule import Schedule, Step
+from .ring import ring_phase
+
+COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather")
+INNER = ("ring", "direct", "halving_doubling")
+ORDERS = {"rs-ag": "rs-ag", "rsag": "rs-ag", "localbwaware": "rs-ag", "local_bw_aware": "rs-ag",
+          "baseline": "baseline"}
+_INNER_ALIASES = {"hd": "halving_doubling", "rabenseifner": "halving_doubling",
+                  "halvingdoubling": "halving_doubling"}
+_NO_WRAP_MOD = 1 << 62  # a range so large that ids never wrap in it
+
+
+# ---- options -------------------------------------------------------------------------------
+
+
+def _parse_dims(dims, p: int) -> tuple[int, ...]:
+    if dims is None:
+        return (p,)
+    raw = dims
+    if isinstance(dims, str):
+        dims = [x for x in dims.replace(",", "x").split("x") if x.strip()]
+    try:
+        out = tuple(int(d) for d in dims)
+    except (TypeError, ValueError):
+        raise ConfigError("dims", raw, "accepted: a tuple of positive integers, e.g. (8, 8)") from None
+    if not out or any(d < 1 for d in out) or math.prod(out) != p:
+        raise ConfigError("dims", raw, f"accepted: positive sizes whose product is the group size {p}")
+    return out
+
+
+def _parse_inner(inner, ndims: int) -> tuple[str, ...]:
+    items = [inner] * ndims if isinstance(inner, str) else list(inner)
+    if len(items) != ndims:
+        raise ConfigError("inner", inner, f"accepted: one of {', '.join(INNER)} or a tuple of {ndims} of them (one per dimension)")
+    out = []
+    for it in items:
+        key = str(it).strip().lower().replace("-", "_")
+        key = _INNER_ALIASES.get(key, key)
+        if key not in INNER:
+            raise ConfigError("inner", it, f"accepted: {', '.join(INNER)}")
+        out.append(key)
+    return tuple(out)
+
+
+def _parse_order(order) -> str:
+    key = str(order).strip().lower()
+    if key not in ORDERS:
+        raise ConfigError("order", order, "accepted: rs-ag (= localBWAware), baseline")
+    return ORDERS[key]
+
+
+# ---- the inner 1-D algorithms ---------------------------------------------------------------
+
+
+def _inner_steps(name: str, q: int, part: str, dim: int, collective: str) -> list[Step]:
+    """Steps of the 1-D algorithm on ranks 0..q-1 over blocks 0..q-1: part 'rs' (rank i ends
+    owning block i), 'ag' (rank i starts owning block i) or 'ar' (all-reduce)."""
+    if name == "halving_doubling":
+        require_group(f"hierarchical (inner halving_doubling on dimension {dim}, size {q})", collective, q, pow2=True)
+    if name == "ring":
+        phases = {"rs": ("rs",), "ag": ("ag",), "ar": ("rs", "ag")}[part]
+        return [ring_phase(q, ph) for ph in phases]
+    if name == "direct":
+        from .direct import direct as build
+    else:
+        from .halving_doubling import halving_doubling as build
+    coll = {"rs": "reduce-scatter", "ag": "all-gather", "ar": "all-reduce"}[part]
+    s = build(coll, q)
+    if s.nblocks != q or s.n_extra or (part != "ar" and not np.array_equal(s.owner, np.arange(q))):
+        raise RuntimeError(f"hierarchical: inner {name} {coll} on {q} ranks does not use blocks 0..{q - 1} owned by rank i")
+    return list(s.steps)
+
+
+# ---- lifting a 1-D step onto every line of a dimension ----------------------------------------
+
+
+def lift(step: Step, nodes: np.ndarray, base: np.ndarray, offsets: np.ndarray, width: int) -> list[Step]:
+    """Run `step` (on local ranks 0..q-1) on every line at once.
+
+    `nodes[l, i]` is the rank of local rank i on line l. Inner block j on line l becomes the
+    lifted ids `base[l] + j*width + offsets` (offsets: the ids of one inner block relative to
+    its first, e.g. 0..width-1, or those plus multiples of q*width). A rotating inner entry keeps
+    rotating after the lift (shift*width inside aligned ranges of mod*width ids) when its lifted
+    ids sit in such aligned ranges; otherwise the step is expanded into its repetitions."""
+    L = nodes.shape[0]
+    K = len(step.blocks)
+    n_off = len(offsets)
+    j = step.blocks
+    ids = base[:, None, None] + (j * width)[None, :, None] + offsets[None, None, :]  # (L, K, n_off)
+    counts = np.tile(step.blocks_per_transfer * n_off, L)
+    ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    src = nodes[:, step.src].reshape(-1)
+    dst = nodes[:, step.dst].reshape(-1)
+    red = np.tile(step.reduce, L)
+
+    shift = mod = None
+    if step.repeat > 1 and step.shift is not None and np.any(step.shift != 0):
+        s, m = step.shift, step.mod
+        rot = s != 0
+        lshift = np.where(rot, s * width, 0)
+        lmod = np.ones(K, dtype=np.int64)
+        # rotating entries whose lifted ids lie in aligned ranges of m*width ids keep rotating
+        # there: (id - (j mod m)*width) mod (m*width) < width on every line and offset
+        pos = j % m
+        small = rot & (m <= (1 << 40) // max(width, 1))
+        aligned = np.zeros(K, dtype=bool)
+        if small.any():
+            mw = m[small] * width
+            rel = ids[:, small, :] - (pos[small] * width)[None, :, None]
+            aligned[small] = np.all(rel % mw[None, :, None] < width, axis=(0, 2))
+            lmod[aligned] = m[aligned] * width
+        # the others are fine when they never wrap in their inner range
+        rest = rot & ~aligned
+        end = pos + (step.repeat - 1) * s
+        nowrap = rest & (end >= 0) & (end < m)
+        lmod[nowrap] = _NO_WRAP_MOD
+        if np.any(rest & ~nowrap):
+            return [s_ for k in range(step.repeat) for s_ in lift(step.single(k), nodes, base, offsets, width)]
+        shift = np.broadcast_to(lshift[None, :, None], ids.shape).reshape(-1)
+        mod = np.broadcast_to(lmod[None, :, None], ids.shape).reshape(-1)
+    return [Step(src, dst, red, ptr, ids.reshape(-1), repeat=step.repeat, shift=shift, mod=mod)]
+
+
+def _lift_all(steps: list[Step], nodes, base, offsets, width) -> list[Step]:
+    return [ls for st in steps for ls in lift(st, nodes, base, offsets, width)]
+
+
+# ---- the algorithm --------------------------------------------------------------------------
+
+
+def hierarchical(
+    collective: str,
+    p: int,
+    *,
+    dims=None,
+    order: str = "rs-ag",
+    inner="ring",
+    root: int = 0,
+) -> Schedule:
+    """Multi-dimensional all-reduce / reduce-scatter / all-gather (see module doc). `root` is
+    accepted for a uniform signature and ignored."""
+    require_collective("hierarchical", collective, COLLECTIVES)
+    require_group("hierarchical", collective, p)
+    p = int(p)
+    dims = _parse_dims(dims, p)
+    inners = _parse_inner(inner, len(dims))
+    order = _parse_order(order)
+    D = len(dims)
+    rstride = [math.prod(dims[:d]) for d in range(D)]  # rank stride of dimension d
+    bstride = [math.prod(dims[d + 1 :]) for d in range(D)]  # block stride of digit d
+    ranks = np.arange(p, dtype=np.int64)
+    coords = [(ranks // rstride[d]) % dims[d] for d in range(D)]
+    active = [d for d in range(D) if dims[d] > 1]
+    # validate every inner/dimension pair before building anything
+    for d in active:
+        if inners[d] == "halving_doubling":
+            require_group(f"hierarchical (inner halving_doubling on dimension {d}, size {dims[d]})", collective, dims[d], pow2=True)
+
+    def lines(d: int) -> np.ndarray:
+        first = ranks[coords[d] == 0]
+        return first[:, None] + np.arange(dims[d], dtype=np.int64)[None, :] * rstride[d]
+
+    def owned_base(d: int, nodes: np.ndarray) -> np.ndarray:
+        """First block of the range the line's ranks own before phase d (digits < d fixed)."""
+        first = nodes[:, 0]
+        b = np.zeros(len(first), dtype=np.int64)
+        for e in range(d):
+            b += ((first // rstride[e]) % dims[e]) * bstride[e]
+        return b
+
+    def shrinking_phase(d: int, part: str) -> list[Step]:
+        nodes = lines(d)
+        return _lift_all(_inner_steps(inners[d], dims[d], part, d, collective), nodes,
+                         owned_base(d, nodes), np.arange(bstride[d], dtype=np.int64), bstride[d])
+
+    def whole_buffer_phase(d: int) -> list[Step]:
+        nodes = lines(d)
+        W, M = bstride[d], bstride[d] * dims[d]
+        offsets = (np.arange(p // M, dtype=np.int64)[:, None] * M + np.arange(W, dtype=np.int64)[None, :]).reshape(-1)
+        return _lift_all(_inner_steps(inners[d], dims[d], "ar", d, collective), nodes,
+                         np.zeros(len(nodes), dtype=np.int64), offsets, W)
+
+    steps: list[Step] = []
+    if collective == "all-reduce" and order == "baseline":
+        for d in active:
+            steps += whole_buffer_phase(d)
+    else:
+        if collective in ("all-reduce", "reduce-scatter"):
+            for d in active:
+                steps += shrinking_phase(d, "rs")
+        if collective in ("all-reduce", "all-gather"):
+            for d in reversed(active):
+                steps += shrinking_phase(d, "ag")
+
+    # block b is owned by the rank whose coordinates are b's digits
+    blocks = np.arange(p, dtype=np.int64)
+    owner = sum(((blocks // bstride[d]) % dims[d]) * rstride[d] for d in range(D))
+    meta = {"dims": dims, "order": order, "inner": inners}
+    return Schedule(collective, "hierarchical", p, p, tuple(steps), owner=owner, meta=meta)

@@ -1,0 +1,94 @@
+"""In-network collectives on one switch that reduces and multicasts (SHARP / NVLS style).
+
+The schedule has one helper node, schedule node p: the switch every rank hangs off. Data
+goes up once and comes down once, so an all-reduce moves exactly `size` bytes out of and
+into every rank (half of what the bandwidth-optimal ring needs), in two hops whatever p.
+The switch starts holding nothing; reducing into it accumulates the ranks' contributions.
+
+- all-reduce: every rank sends its buffer up (reduce into the switch), the switch sends the
+  sum down to every rank (copy, one multicast).
+- reduce-scatter (p blocks, rank r owns block r): every rank sends its whole buffer up
+  (reduce), the switch sends block r to rank r.
+- all-gather (p blocks): rank r sends its block r up (copy), the switch multicasts every
+  block to every rank that does not already hold it.
+- broadcast: the root sends the buffer up, the switch multicasts it to the other ranks.
+- reduce: every rank sends its buffer up (reduce), the switch sends the sum to the root.
+
+`chunks` pipelines the two hops: the buffer is cut into `chunks` pieces, and at step t the
+ranks send piece t up while the switch sends piece t-1 down (chunks + 1 steps). The middle
+steps all have the same shape, so they are one `Step` repeated with block ids moving by one
+piece. For reduce-scatter and all-gather each piece holds one block per rank (block
+c*p + r is owned by rank r).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import require_collective, require_group, require_root
+from .schedule import Schedule, Step, make_step, merge_steps
+
+COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce")
+
+
+def _piece(collective: str, p: int, root: int, q: int) -> tuple[tuple, tuple]:
+    """(up, down) transfers of piece 0 as (src, dst, blocks, reduce); blocks 0..q-1."""
+    sw = p
+    r = np.arange(p, dtype=np.int64)
+    all_blocks = np.broadcast_to(np.arange(q, dtype=np.int64), (p, q))
+    if collective == "all-reduce":
+        return (r, np.full(p, sw), all_blocks, True), (np.full(p, sw), r, all_blocks, False)
+    if collective == "reduce-scatter":
+        return (r, np.full(p, sw), all_blocks, True), (np.full(p, sw), r, r, False)
+    if collective == "all-gather":
+        return (r, np.full(p, sw), r, False), (np.full(p, sw), r, _others(p), False)
+    others = np.delete(r, root)
+    if collective == "broadcast":
+        return (np.array([root]), np.array([sw]), np.zeros((1, 1), np.int64), False), (
+            np.full(p - 1, sw), others, np.zeros((p - 1, 1), np.int64), False)
+    # reduce
+    return (r, np.full(p, sw), np.zeros((p, 1), np.int64), True), (
+        np.array([sw]), np.array([root]), np.zeros((1, 1), np.int64), False)
+
+
+def _others(p: int) -> np.ndarray:
+    """Row i: 0..p-1 without i (vectorized)."""
+    k = np.arange(p - 1, dtype=np.int64)[None, :]
+    i = np.arange(p, dtype=np.int64)[:, None]
+    return k + (k >= i)
+
+
+def in_network(collective: str, p: int, *, chunks: int = 1, root: int = 0) -> Schedule:
+    """One reducing, multicasting switch (schedule node p); `chunks` pipeline pieces."""
+    require_collective("in_network", collective, COLLECTIVES)
+    require_group("in_network", collective, p)
+    p = int(p)
+    if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
+        from ..errors import ConfigError
+
+        raise ConfigError("chunks", chunks, "accepted: an integer >= 1")
+    chunks = int(chunks)
+    rooted = collective in ("broadcast", "reduce")
+    root = require_root(root, p) if rooted else 0
+    q = p if collective in ("reduce-scatter", "all-gather") else 1  # blocks per piece
+    nblocks = q * chunks
+    (us, ud, ub, ur), (ds, dd, db, dr) = _piece(collective, p, root, q)
+    up = make_step(us, ud, ub, ur)
+    down = make_step(ds, dd, db, dr)
+    steps: list[Step] = [up]
+    if chunks > 1:
+        # piece t up and piece t-1 down, t = 1..chunks-1: one repeated step
+        both = merge_steps(
+            make_step(us, ud, np.asarray(ub) + q, ur),
+            make_step(ds, dd, db, dr),
+        )
+        if chunks > 2:
+            both = Step(both.src, both.dst, both.reduce, both.ptr, both.blocks,
+                        repeat=chunks - 1, shift=np.full(len(both.blocks), q), mod=np.full(len(both.blocks), nblocks))
+        steps.append(both)
+    last = down.blocks + (chunks - 1) * q
+    steps.append(Step(down.src, down.dst, down.reduce, down.ptr, last))
+    owner = np.tile(np.arange(p), chunks) if q == p else None
+    meta = {"switch_node": p, "chunks": chunks}
+    return Schedule(collective, "in_network", p, nblocks, tuple(steps), owner=owner,
+                    root=root if rooted else None, n_extra=1, meta=meta)

@@ -1,0 +1,104 @@
+"""Recursive doubling and binomial trees: the latency-optimal algorithms (log2 p steps).
+
+- all-reduce: at step s rank r exchanges its whole buffer with r XOR 2^s and adds what it
+  receives, so after s steps every rank holds the sum over its aligned group of 2^s ranks;
+  log2 p steps of the full size each. Fewest steps of any all-reduce, but every step moves
+  the whole buffer, so it suits small messages. A group that is not a power of two is first
+  folded onto p' = the largest power of two <= p (rank r >= p' sends its buffer to r - p',
+  which adds it in; r then idles), and unfolded at the end (r - p' sends the result back
+  to r): log2 p' + 2 steps.
+- all-gather (power of two only): p blocks, rank r starts with block r; at step s rank r
+  sends everything it holds (its aligned group of 2^s blocks) to r XOR 2^s, so the held set
+  doubles at every step.
+- broadcast / reduce: binomial tree over relative ranks v = (r - root) mod p, any p. In a
+  broadcast, at step s every v < 2^s that holds the buffer sends it to v + 2^s (when that is
+  a rank), so the informed set doubles; ceil(log2 p) steps. A reduce runs the same tree
+  backwards with reduce: children send their partial sums to their parent, toward the root.
+
+The buffer is a single block for all-reduce, broadcast and reduce (nothing is split).
+`fold_step` / `unfold_step` are shared with `halving_doubling`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import require_collective, require_group, require_root
+from .schedule import Schedule, Step, make_step
+
+COLLECTIVES = ("all-reduce", "all-gather", "broadcast", "reduce")
+
+
+def pow2_floor(p: int) -> int:
+    """The largest power of two <= p."""
+    return 1 << (int(p).bit_length() - 1)
+
+
+def fold_step(p: int, nblocks: int) -> Step | None:
+    """Ranks r >= p' send blocks 0..nblocks-1 to r - p' (reduce); None when p is a power of two."""
+    p2 = pow2_floor(p)
+    if p2 == p:
+        return None
+    extra = np.arange(p2, p, dtype=np.int64)
+    blocks = np.broadcast_to(np.arange(nblocks, dtype=np.int64), (len(extra), nblocks))
+    return make_step(extra, extra - p2, blocks, True)
+
+
+def unfold_step(p: int, nblocks: int) -> Step | None:
+    """Rank r - p' sends the finished blocks 0..nblocks-1 back to r >= p' (copy)."""
+    p2 = pow2_floor(p)
+    if p2 == p:
+        return None
+    extra = np.arange(p2, p, dtype=np.int64)
+    blocks = np.broadcast_to(np.arange(nblocks, dtype=np.int64), (len(extra), nblocks))
+    return make_step(extra - p2, extra, blocks, False)
+
+
+def doubling_all_gather(p: int) -> list[Step]:
+    """All-gather on a power of two p, rank r owning block r: at step s (distance d = 2^s) rank
+    r sends its d held blocks (r's aligned group of d) to r XOR d."""
+    r = np.arange(p, dtype=np.int64)
+    steps = []
+    for s in range(p.bit_length() - 1):
+        d = 1 << s
+        held = (r & ~(d - 1))[:, None] + np.arange(d, dtype=np.int64)
+        steps.append(make_step(r, r ^ d, held, False))
+    return steps
+
+
+def doubling_all_reduce(p: int) -> list[Step]:
+    """Whole-buffer (block 0) exchange with r XOR 2^s, reduce, on a power of two p."""
+    r = np.arange(p, dtype=np.int64)
+    zero = np.zeros(p, dtype=np.int64)
+    return [make_step(r, r ^ (1 << s), zero, True) for s in range(p.bit_length() - 1)]
+
+
+def binomial_tree(p: int, root: int, reduce: bool) -> list[Step]:
+    """Binomial broadcast from `root` (reduce=False) or its mirror, a reduce to `root`."""
+    steps = []
+    for s in range((p - 1).bit_length()):
+        d = 1 << s
+        v = np.arange(min(d, p - d), dtype=np.int64)  # relative senders with v + d < p
+        parent, child = (v + root) % p, (v + d + root) % p
+        zero = np.zeros(len(v), dtype=np.int64)
+        if reduce:
+            steps.append(make_step(child, parent, zero, True))
+        else:
+            steps.append(make_step(parent, child, zero, False))
+    return steps[::-1] if reduce else steps
+
+
+def recursive_doubling(collective: str, p: int, *, root: int = 0) -> Schedule:
+    require_collective("recursive_doubling", collective, COLLECTIVES)
+    require_group("recursive_doubling", collective, p, pow2=collective == "all-gather")
+    p = int(p)
+    if collective == "all-reduce":
+        p2 = pow2_floor(p)
+        steps = [fold_step(p, 1), *doubling_all_reduce(p2), unfold_step(p, 1)]
+        return Schedule(collective, "recursive_doubling", p, 1, tuple(s for s in steps if s is not None),
+                        meta={"folded_to": p2})
+    if collective == "all-gather":
+        return Schedule(collective, "recursive_doubling", p, p, tuple(doubling_all_gather(p)), owner=np.arange(p))
+    root = require_root(root, p)
+    steps = binomial_tree(p, root, reduce=collective == "reduce")
+    return Schedule(collective, "recursive_doubling", p, 1, tuple(steps), root=root)

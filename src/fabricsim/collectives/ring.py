@@ -1,0 +1,77 @@
+"""Ring algorithms.
+
+All-reduce = reduce-scatter + all-gather, p-1 steps each, one block of size/p per step to the
+next rank. `bidirectional=True` runs two half-size rings in opposite directions at once
+(blocks 0..p-1 clockwise, p..2p-1 counter-clockwise). Broadcast and reduce are pipelined
+chains around the ring in `chunks` pieces (default p).
+
+Every step of a ring phase has the same shape (rank r -> r+1), so each phase is one `Step`
+repeated p-1 times with its block ids rotating: O(p) memory for any p.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import require_collective, require_group, require_root
+from .schedule import Schedule, Step, make_step, parallel
+
+COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce")
+
+
+def ring_phase(p: int, phase: str, direction: int = 1, block_base: int = 0) -> Step:
+    """One ring reduce-scatter ('rs') or all-gather ('ag') on ranks 0..p-1 over blocks
+    block_base..block_base+p-1, where rank r ends owning / starts owning block_base + r."""
+    r = np.arange(p)
+    dst = (r + direction) % p
+    if phase == "rs":
+        first = (r - direction) % p  # at step k rank r passes on block r - dir(k+1)
+    else:
+        first = r  # the block it owns
+    return make_step(
+        r, dst, block_base + first, phase == "rs", repeat=p - 1, shift=-direction, mod=p
+    )
+
+
+def _chain(p: int, order: np.ndarray, chunks: int, reduce: bool) -> list[Step]:
+    """Pipelined chain along `order` (order[0] first); chunk c leaves position d at step c+d."""
+    steps = []
+    n_links = p - 1
+    for t in range(chunks + n_links - 1):
+        d = np.arange(n_links)
+        c = t - d
+        ok = (c >= 0) & (c < chunks)
+        if not ok.any():
+            continue
+        steps.append(make_step(order[d[ok]], order[d[ok] + 1], c[ok], reduce))
+    return steps
+
+
+def ring(collective: str, p: int, *, root: int = 0, bidirectional: bool = False, chunks: int | None = None) -> Schedule:
+    require_collective("ring", collective, COLLECTIVES)
+    require_group("ring", collective, p)
+    meta = {"bidirectional": bidirectional}
+    if collective in ("broadcast", "reduce"):
+        root = require_root(root, p)
+        chunks = p if chunks is None else int(chunks)
+        if chunks < 1:
+            from ..errors import ConfigError
+
+            raise ConfigError("chunks", chunks, "accepted: an integer >= 1")
+        if collective == "broadcast":
+            order = (root + np.arange(p)) % p
+            steps = _chain(p, order, chunks, reduce=False)
+        else:
+            order = (root + 1 + np.arange(p)) % p  # root last
+            steps = _chain(p, order, chunks, reduce=True)
+        return Schedule(collective, "ring", p, chunks, tuple(steps), root=root, meta={"chunks": chunks})
+
+    phases = {"all-reduce": ("rs", "ag"), "reduce-scatter": ("rs",), "all-gather": ("ag",)}[collective]
+    if not bidirectional:
+        steps = tuple(ring_phase(p, ph) for ph in phases)
+        return Schedule(collective, "ring", p, p, steps, owner=np.arange(p), meta=meta)
+    cw = [ring_phase(p, ph, +1, 0) for ph in phases]
+    ccw = [ring_phase(p, ph, -1, p) for ph in phases]
+    return Schedule(
+        collective, "ring", p, 2 * p, parallel(cw, ccw), owner=np.tile(np.arange(p), 2), meta=meta
+    )

@@ -1,0 +1,293 @@
+"""The Schedule: the one intermediate representation of a collective.
+
+A schedule moves *blocks* of a buffer between *schedule nodes*. Nodes `0..p-1` are the ranks
+of the group (in group order); nodes `p..p+n_extra-1` are helpers that hold no data at the
+start, e.g. a switch that reduces in the network. `nodes` maps schedule nodes to topology
+nodes when the schedule has been placed on a topology.
+
+The buffer of `size` bytes is split into `nblocks` equal blocks of `block_frac * size` bytes
+each, so one schedule serves every message size. What the blocks mean depends on the
+collective (see `verify`): all-reduce, reduce-scatter, all-gather, broadcast and reduce split
+one buffer (nccl-tests' size: for all-gather the gathered output, for reduce-scatter the
+input); all-to-all has `p*p` blocks, block `i*p + j` going from rank `i` to rank `j`, each
+`size/p` bytes (size = one rank's send buffer).
+
+Steps run one after another (lock-step); the transfers of one step run concurrently and read
+their source data as it was at the start of the step. A transfer either copies its blocks
+into the destination or reduces (adds) them into it.
+
+A `Step` may stand for a run of `repeat` steps of the same shape: the same sources,
+destinations and block counts, with every block id moving by `shift` inside its aligned range
+of `mod` ids at each repetition (a ring step is one pattern, rotated). Network models time the
+shape once; `verify` expands it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Iterator, Sequence
+
+import numpy as np
+
+COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast", "reduce")
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class Step:
+    """Concurrent transfers; transfer `t` moves blocks `blocks[ptr[t]:ptr[t+1]]` from
+    `src[t]` to `dst[t]`, adding them in if `reduce[t]`, else copying. Repeated `repeat`
+    times with block ids rotating (see module doc)."""
+
+    src: np.ndarray  # int64[T]
+    dst: np.ndarray  # int64[T]
+    reduce: np.ndarray  # bool[T]
+    ptr: np.ndarray  # int64[T+1]
+    blocks: np.ndarray  # int64[K], ids at repetition 0
+    repeat: int = 1
+    shift: np.ndarray | None = None  # int64[K]: id change per repetition
+    mod: np.ndarray | None = None  # int64[K]: size of the aligned id range it rotates in
+
+    def __post_init__(self):
+        for name in ("src", "dst", "ptr", "blocks", "shift", "mod"):
+            a = getattr(self, name)
+            if a is not None:
+                object.__setattr__(self, name, _frozen(np.ascontiguousarray(a, dtype=np.int64)))
+        object.__setattr__(self, "reduce", _frozen(np.ascontiguousarray(self.reduce, dtype=bool)))
+        t = len(self.src)
+        if len(self.dst) != t or len(self.reduce) != t or len(self.ptr) != t + 1:
+            raise ValueError("Step: src, dst, reduce and ptr lengths disagree")
+        if self.ptr[-1] != len(self.blocks) or (t and self.ptr[0] != 0):
+            raise ValueError("Step: ptr does not cover blocks")
+        if self.repeat < 1:
+            raise ValueError("Step: repeat must be >= 1")
+        if (self.shift is None) != (self.mod is None):
+            raise ValueError("Step: shift and mod go together")
+
+    @property
+    def n_transfers(self) -> int:
+        return len(self.src)
+
+    @property
+    def blocks_per_transfer(self) -> np.ndarray:
+        return np.diff(self.ptr)
+
+    def blocks_at(self, k: int) -> np.ndarray:
+        """Block ids of all entries at repetition k (0-based)."""
+        if k == 0 or self.shift is None:
+            return self.blocks
+        base = self.blocks - self.blocks % self.mod
+        return base + (self.blocks % self.mod + k * self.shift) % self.mod
+
+    def entry_src(self) -> np.ndarray:
+        return np.repeat(self.src, self.blocks_per_transfer)
+
+    def entry_dst(self) -> np.ndarray:
+        return np.repeat(self.dst, self.blocks_per_transfer)
+
+    def entry_reduce(self) -> np.ndarray:
+        return np.repeat(self.reduce, self.blocks_per_transfer)
+
+    def window(self, k0: int, k1: int) -> "Step":
+        """Repetitions k0..k1-1 of this step as a step of its own."""
+        if not 0 <= k0 < k1 <= self.repeat:
+            raise ValueError("Step.window out of range")
+        return replace(self, blocks=self.blocks_at(k0), repeat=k1 - k0)
+
+    def single(self, k: int) -> "Step":
+        """Repetition k alone, without rotation."""
+        return Step(self.src, self.dst, self.reduce, self.ptr, self.blocks_at(k))
+
+
+def make_step(
+    src,
+    dst,
+    blocks,
+    reduce,
+    *,
+    repeat: int = 1,
+    shift=None,
+    mod=None,
+) -> Step:
+    """Build a step from per-transfer arrays.
+
+    `blocks` is a 1-D array (one block per transfer), a 2-D array (the same number of blocks
+    per transfer) or a list of 1-D arrays. `reduce` is a bool or a per-transfer array.
+    `shift`/`mod` are scalars or per-entry arrays (shape like `blocks`).
+    """
+    src = np.asarray(src, dtype=np.int64).ravel()
+    dst = np.asarray(dst, dtype=np.int64).ravel()
+    t = len(src)
+    if isinstance(blocks, (list, tuple)) and (len(blocks) == 0 or np.ndim(blocks[0]) == 1):
+        counts = np.array([len(b) for b in blocks], dtype=np.int64)
+        flat = np.concatenate([np.asarray(b, dtype=np.int64) for b in blocks]) if t else np.zeros(0, np.int64)
+    else:
+        arr = np.asarray(blocks, dtype=np.int64)
+        if arr.ndim == 1:
+            arr = arr[:, None]
+        counts = np.full(t, arr.shape[1], dtype=np.int64)
+        flat = arr.reshape(-1)
+    ptr = np.zeros(t + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    red = np.broadcast_to(np.asarray(reduce, dtype=bool), (t,)).copy()
+    sh = md = None
+    if shift is not None:
+        sh = np.broadcast_to(np.asarray(shift, dtype=np.int64).reshape(-1) if np.ndim(shift) else shift, flat.shape).copy()
+        md = np.broadcast_to(np.asarray(mod, dtype=np.int64).reshape(-1) if np.ndim(mod) else mod, flat.shape).copy()
+    return Step(src, dst, red, ptr, flat, repeat=repeat, shift=sh, mod=md)
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    collective: str
+    algorithm: str
+    p: int
+    nblocks: int
+    steps: tuple[Step, ...]
+    block_frac: float | None = None  # bytes per block / size; default 1/nblocks (1/p for all-to-all)
+    owner: np.ndarray | None = None  # reduce-scatter / all-gather: rank that owns each block
+    root: int | None = None  # broadcast / reduce
+    n_extra: int = 0  # helper nodes p..p+n_extra-1 (e.g. a reducing switch)
+    nodes: np.ndarray | None = None  # topology node of each schedule node, once placed
+    meta: dict = field(default_factory=dict)  # algorithm options, for reports
+
+    def __post_init__(self):
+        if self.collective not in COLLECTIVES:
+            raise ValueError(f"unknown collective {self.collective!r}")
+        if self.block_frac is None:
+            frac = 1.0 / self.p if self.collective == "all-to-all" else 1.0 / self.nblocks
+            object.__setattr__(self, "block_frac", frac)
+        object.__setattr__(self, "steps", tuple(self.steps))
+        if self.owner is not None:
+            object.__setattr__(self, "owner", _frozen(np.asarray(self.owner, dtype=np.int64)))
+        if self.nodes is not None:
+            object.__setattr__(self, "nodes", _frozen(np.asarray(self.nodes, dtype=np.int64)))
+
+    @property
+    def n_nodes(self) -> int:
+        return self.p + self.n_extra
+
+    @property
+    def n_steps(self) -> int:
+        """Lock-step steps, repetitions included."""
+        return sum(s.repeat for s in self.steps)
+
+    @property
+    def n_transfers(self) -> int:
+        return sum(s.n_transfers * s.repeat for s in self.steps)
+
+    def transfer_fraction(self, step: Step) -> np.ndarray:
+        """Bytes of each transfer of `step`, as a fraction of `size`."""
+        return step.blocks_per_transfer * self.block_frac
+
+    def expanded(self) -> Iterator[tuple[int, Step]]:
+        """(index of the lock-step step, that single step) for every repetition."""
+        i = 0
+        for st in self.steps:
+            for k in range(st.repeat):
+                yield i, st.single(k)
+                i += 1
+
+    def placed(self, nodes: Sequence[int]) -> "Schedule":
+        """The same schedule with schedule nodes mapped to topology nodes."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        if len(nodes) != self.n_nodes:
+            raise ValueError(f"placed: need {self.n_nodes} topology nodes, got {len(nodes)}")
+        return replace(self, nodes=nodes)
+
+    def topology_nodes(self) -> np.ndarray:
+        """Topology node of each schedule node (identity when not placed)."""
+        return self.nodes if self.nodes is not None else np.arange(self.n_nodes, dtype=np.int64)
+
+    def bytes_sent(self, size: float) -> np.ndarray:
+        """Bytes each schedule node sends in total."""
+        out = np.zeros(self.n_nodes)
+        for st in self.steps:
+            np.add.at(out, st.src, self.transfer_fraction(st) * size * st.repeat)
+        return out
+
+    def bytes_received(self, size: float) -> np.ndarray:
+        out = np.zeros(self.n_nodes)
+        for st in self.steps:
+            np.add.at(out, st.dst, self.transfer_fraction(st) * size * st.repeat)
+        return out
+
+
+# ---- composition ---------------------------------------------------------------------------
+
+
+def sequence(*parts: Sequence[Step]) -> tuple[Step, ...]:
+    """Steps of several phases, one phase after another."""
+    return tuple(s for part in parts for s in part)
+
+
+def align(a: Sequence[Step], b: Sequence[Step]) -> tuple[list[Step], list[Step]]:
+    """Split repeated steps so that both lists have the same repetition structure."""
+    a, b = list(a), list(b)
+    out_a: list[Step] = []
+    out_b: list[Step] = []
+    i = j = 0
+    ka = kb = 0  # repetitions already consumed of a[i], b[j]
+    while i < len(a) and j < len(b):
+        ra, rb = a[i].repeat - ka, b[j].repeat - kb
+        n = min(ra, rb)
+        out_a.append(a[i].window(ka, ka + n) if (ka, n) != (0, a[i].repeat) else a[i])
+        out_b.append(b[j].window(kb, kb + n) if (kb, n) != (0, b[j].repeat) else b[j])
+        ka += n
+        kb += n
+        if ka == a[i].repeat:
+            i, ka = i + 1, 0
+        if kb == b[j].repeat:
+            j, kb = j + 1, 0
+    out_a.extend(a[i:] if ka == 0 else [a[i].window(ka, a[i].repeat)] + a[i + 1 :])
+    out_b.extend(b[j:] if kb == 0 else [b[j].window(kb, b[j].repeat)] + b[j + 1 :])
+    return out_a, out_b
+
+
+def merge_steps(x: Step, y: Step) -> Step:
+    """Two steps with the same repeat run concurrently as one."""
+    assert x.repeat == y.repeat
+    rotating = x.shift is not None or y.shift is not None
+
+    def rot(s: Step):
+        if s.shift is not None:
+            return s.shift, s.mod
+        z = np.zeros(len(s.blocks), dtype=np.int64)
+        return z, np.full(len(s.blocks), np.iinfo(np.int64).max // 4, dtype=np.int64)
+
+    ptr = np.concatenate([x.ptr, y.ptr[1:] + x.ptr[-1]])
+    shift = mod = None
+    if rotating and x.repeat > 1:
+        (sx, mx), (sy, my) = rot(x), rot(y)
+        shift, mod = np.concatenate([sx, sy]), np.concatenate([mx, my])
+    return Step(
+        np.concatenate([x.src, y.src]),
+        np.concatenate([x.dst, y.dst]),
+        np.concatenate([x.reduce, y.reduce]),
+        ptr,
+        np.concatenate([x.blocks, y.blocks]),
+        repeat=x.repeat,
+        shift=shift,
+        mod=mod,
+    )
+
+
+def parallel(*step_lists: Sequence[Step]) -> tuple[Step, ...]:
+    """Several step lists run side by side: step i of each runs in lock-step step i.
+    Lists may differ in length; the shorter ones simply finish earlier."""
+    out: list[Step] = list(step_lists[0])
+    for other in step_lists[1:]:
+        a, b = align(out, other)
+        n = min(len(a), len(b))
+        out = [merge_steps(a[i], b[i]) for i in range(n)] + a[n:] + b[n:]
+    return tuple(out)
+
+
+def offset_nodes(steps: Sequence[Step], node_map: np.ndarray) -> tuple[Step, ...]:
+    """Rename schedule nodes through `node_map` (local index -> new index)."""
+    node_map = np.asarray(node_map, dtype=np.int64)
+    return tuple(replace(s, src=node_map[s.src], dst=node_map[s.dst]) for s in steps)

@@ -1,0 +1,208 @@
+"""Execute a schedule on numpy data and check the collective's meaning exactly.
+
+Every (node, block) holds an integer and a flag saying whether the node holds that block.
+Initial holdings and the expected end state follow the collective:
+
+| collective      | at the start                         | at the end                              |
+|-----------------|--------------------------------------|-----------------------------------------|
+| all-reduce      | every rank: its own value of every block | every rank: the sum over ranks, every block |
+| reduce-scatter  | every rank: its own value of every block | `owner[b]`: the sum for block b         |
+| all-gather      | `owner[b]`: its value of block b     | every rank: the owner's value, every block |
+| all-to-all      | rank i: blocks i*p+j (its value)     | rank j: blocks i*p+j, i's value, every i |
+| broadcast       | root: every block                    | every rank: root's value, every block   |
+| reduce          | every rank: its own value of every block | root: the sum over ranks, every block |
+
+Values are random integers, so sums are exact and a contribution counted twice or missed is
+caught. Sending a block one does not hold, two copies into one place in one step, or a
+transfer to oneself are errors. Blocks are independent of each other, so large schedules are
+checked in batches of blocks (exactly), or on a random sample of blocks (`sample=`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .schedule import Schedule
+
+
+class ScheduleError(AssertionError):
+    """A schedule does not do what its collective promises."""
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    collective: str
+    algorithm: str
+    p: int
+    steps: int
+    transfers: int
+    blocks_checked: int
+    nblocks: int
+
+
+_CELL_BUDGET = 20_000_000  # (node, block) cells held at once
+
+
+def _check_owner(s: Schedule) -> None:
+    if s.owner is None:
+        raise ScheduleError(f"{s.algorithm} {s.collective}: schedule has no block owners")
+    if len(s.owner) != s.nblocks:
+        raise ScheduleError("owner must name one rank per block")
+    counts = np.bincount(s.owner, minlength=s.p)
+    if len(counts) != s.p or s.owner.min() < 0 or not np.all(counts == counts[0]):
+        raise ScheduleError(f"{s.algorithm} {s.collective}: ranks do not own equal shares of the buffer ({counts.tolist()[:8]}...)")
+
+
+class _OneRow:
+    """Values where only one rank per block contributes (all-gather, all-to-all, broadcast):
+    `v[rank, col]` for that rank, drawn once per block instead of once per (rank, block)."""
+
+    def __init__(self, vals: np.ndarray):
+        self.vals = vals
+
+    def __getitem__(self, idx):
+        rows, cols = idx if isinstance(idx, tuple) else (idx, slice(None))
+        return self.vals[cols]
+
+
+def _values(s: Schedule, blocks: np.ndarray, rng: np.random.Generator):
+    if s.collective in ("all-gather", "all-to-all", "broadcast"):
+        return _OneRow(rng.integers(0, 2**31, size=len(blocks), dtype=np.int64))
+    return rng.integers(0, 2**31, size=(s.p, len(blocks)), dtype=np.int64)
+
+
+def _initial(s: Schedule, blocks: np.ndarray, rng_vals: np.ndarray):
+    """valid[node, j] and val[node, j] for the checked blocks; rng_vals[rank, j] are the
+    ranks' own values."""
+    n, p, nb = s.n_nodes, s.p, len(blocks)
+    val = np.zeros((n, nb), dtype=np.int64)
+    valid = np.zeros((n, nb), dtype=bool)
+    c = s.collective
+    if c in ("all-reduce", "reduce-scatter", "reduce"):
+        val[:p] = rng_vals
+        valid[:p] = True
+    elif c == "all-gather":
+        own = s.owner[blocks]
+        cols = np.arange(nb)
+        val[own, cols] = rng_vals[own, cols]
+        valid[own, cols] = True
+    elif c == "all-to-all":
+        origin = blocks // p
+        cols = np.arange(nb)
+        val[origin, cols] = rng_vals[origin, cols]
+        valid[origin, cols] = True
+    elif c == "broadcast":
+        val[s.root] = rng_vals[s.root]
+        valid[s.root] = True
+    return val, valid
+
+
+def _expected(s: Schedule, blocks: np.ndarray, rng_vals: np.ndarray):
+    """(holder node, column, expected value) triples."""
+    p, nb = s.p, len(blocks)
+    cols = np.arange(nb)
+    c = s.collective
+    total = rng_vals.sum(axis=0) if c in ("all-reduce", "reduce-scatter", "reduce") else None
+    if c == "all-reduce":
+        return np.repeat(np.arange(p), nb), np.tile(cols, p), np.tile(total, p)
+    if c == "reduce-scatter":
+        return s.owner[blocks], cols, total
+    if c == "reduce":
+        return np.full(nb, s.root), cols, total
+    if c == "all-gather":
+        own = s.owner[blocks]
+        v = rng_vals[own, cols]
+        return np.repeat(np.arange(p), nb), np.tile(cols, p), np.tile(v, p)
+    if c == "broadcast":
+        return np.repeat(np.arange(p), nb), np.tile(cols, p), np.tile(rng_vals[s.root], p)
+    if c == "all-to-all":
+        origin, target = blocks // p, blocks % p
+        return target, cols, rng_vals[origin, cols]
+    raise ScheduleError(f"unknown collective {c}")
+
+
+def _run_batch(s: Schedule, blocks: np.ndarray, rng: np.random.Generator, entries: list) -> None:
+    col_of = np.full(s.nblocks, -1, dtype=np.int64)
+    col_of[blocks] = np.arange(len(blocks))
+    rng_vals = _values(s, blocks, rng)
+    val, valid = _initial(s, blocks, rng_vals)
+    n = s.n_nodes
+    step_index = 0
+    for st, (e_src, e_dst, e_red) in zip(s.steps, entries):
+        if len(st.src) and (st.src.min() < 0 or st.dst.min() < 0 or max(st.src.max(), st.dst.max()) >= n):
+            raise ScheduleError(f"step {step_index}: transfer names a node outside 0..{n - 1}")
+        if np.any(st.src == st.dst):
+            t = int(np.flatnonzero(st.src == st.dst)[0])
+            raise ScheduleError(f"step {step_index}: node {st.src[t]} sends to itself")
+        for k in range(st.repeat):
+            b = st.blocks_at(k)
+            if len(b) and (b.min() < 0 or b.max() >= s.nblocks):
+                raise ScheduleError(f"step {step_index}: block id outside 0..{s.nblocks - 1}")
+            col = col_of[b]
+            m = col >= 0
+            src, dst, red, col = e_src[m], e_dst[m], e_red[m], col[m]
+            if len(col):
+                held = valid[src, col]
+                if not held.all():
+                    i = int(np.flatnonzero(~held)[0])
+                    raise ScheduleError(
+                        f"{s.algorithm} {s.collective} p={s.p}: step {step_index}: node {src[i]} "
+                        f"sends block {blocks[col[i]]} to {dst[i]} before it holds it"
+                    )
+                data = val[src, col]
+                key = dst * len(blocks) + col
+                ck = key[~red]
+                if len(np.unique(ck)) != len(ck):
+                    raise ScheduleError(f"{s.algorithm} {s.collective} p={s.p}: step {step_index}: two copies into the same block of one node")
+                rk = key[red]
+                if len(ck) and len(rk) and np.intersect1d(ck, rk).size:
+                    raise ScheduleError(f"{s.algorithm} {s.collective} p={s.p}: step {step_index}: copy and reduce into the same block of one node")
+                # reduce: a helper node (switch) that holds nothing starts from 0; a rank must
+                # hold the block it reduces into
+                rd, rc = dst[red], col[red]
+                empty = ~valid[rd, rc] & (rd < s.p)
+                if empty.any():
+                    i = int(np.flatnonzero(empty)[0])
+                    raise ScheduleError(
+                        f"{s.algorithm} {s.collective} p={s.p}: step {step_index}: node {src[red][i]} reduces "
+                        f"block {blocks[rc[i]]} into rank {rd[i]}, which does not hold it"
+                    )
+                val[rd, rc] = np.where(valid[rd, rc], val[rd, rc], 0)
+                np.add.at(val, (rd, rc), data[red])
+                cd, cc = dst[~red], col[~red]
+                val[cd, cc] = data[~red]
+                valid[dst, col] = True
+            step_index += 1
+    holder, col, expect = _expected(s, blocks, rng_vals)
+    ok = valid[holder, col] & (val[holder, col] == expect)
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        what = "does not hold" if not valid[holder[i], col[i]] else "holds a wrong value of"
+        raise ScheduleError(
+            f"{s.algorithm} {s.collective} p={s.p}: at the end node {holder[i]} {what} block {blocks[col[i]]} "
+            f"({int((~ok).sum())} of {len(ok)} checks fail)"
+        )
+
+
+def verify(schedule: Schedule, *, seed: int = 0, sample: int | None = None) -> VerifyReport:
+    """Run `schedule` on random integers and raise `ScheduleError` unless it implements its
+    collective exactly. `sample`: check only that many randomly chosen blocks."""
+    s = schedule
+    if s.collective in ("reduce-scatter", "all-gather"):
+        _check_owner(s)
+    if s.collective in ("broadcast", "reduce") and (s.root is None or not 0 <= s.root < s.p):
+        raise ScheduleError(f"{s.algorithm} {s.collective}: root {s.root} is not a rank")
+    if s.collective == "all-to-all" and s.nblocks != s.p * s.p:
+        raise ScheduleError("all-to-all schedules have p*p blocks")
+    rng = np.random.default_rng(seed)
+    if sample is not None and sample < s.nblocks:
+        blocks = np.sort(rng.choice(s.nblocks, size=sample, replace=False))
+    else:
+        blocks = np.arange(s.nblocks)
+    batch = max(1, _CELL_BUDGET // max(1, s.n_nodes))
+    entries = [(st.entry_src(), st.entry_dst(), st.entry_reduce()) for st in s.steps]
+    for i in range(0, len(blocks), batch):
+        _run_batch(s, blocks[i : i + batch], rng, entries)
+    return VerifyReport(s.collective, s.algorithm, s.p, s.n_steps, s.n_transfers, len(blocks), s.nblocks)

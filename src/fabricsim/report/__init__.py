@@ -1,0 +1,1 @@
+"""Reports: tables, traces and plots."""

@@ -1,0 +1,64 @@
+"""nccl-tests-style collective tables.
+
+algbw = size / time; busbw = algbw x factor, with nccl-tests' factors, so that busbw is
+comparable to a rank's link bandwidth whatever the group size. GB = 1e9 bytes. Sizes follow
+nccl-tests: for all-gather the gathered output, for reduce-scatter the input. The factor
+depends on the collective only, not on the algorithm (as in nccl-tests).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+
+ELEMENT_BYTES = 4  # nccl-tests' count column, float32
+
+BUSBW_FACTOR = {
+    "all-reduce": lambda n: 2 * (n - 1) / n,
+    "reduce-scatter": lambda n: (n - 1) / n,
+    "all-gather": lambda n: (n - 1) / n,
+    "all-to-all": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+}
+
+
+def busbw_factor(collective: str, n: int) -> float:
+    return BUSBW_FACTOR[collective](n)
+
+
+def collective_rows(collective: str, n: int, sizes, times) -> list[dict]:
+    rows = []
+    f = busbw_factor(collective, n)
+    for size, t in zip(np.asarray(sizes, float), np.asarray(times, float)):
+        algbw = size / t if t > 0 else float("inf")
+        rows.append({
+            "size_bytes": int(round(size)) if float(size).is_integer() else float(size),
+            "count": int(size // ELEMENT_BYTES),
+            "time_s": float(t),
+            "time_us": float(t * 1e6),
+            "algbw_GBps": float(algbw / 1e9),
+            "busbw_GBps": float(algbw * f / 1e9),
+        })
+    return rows
+
+
+def avg_busbw(rows: list[dict]) -> float:
+    vals = [r["busbw_GBps"] for r in rows if np.isfinite(r["busbw_GBps"])]
+    return float(np.mean(vals)) if vals else 0.0
+
+
+def rows_to_csv(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    return buf.getvalue()
+
+
+def rows_to_json(header: dict, rows: list[dict]) -> str:
+    return json.dumps({**header, "rows": rows, "avg_busbw_GBps": avg_busbw(rows)}, indent=2)

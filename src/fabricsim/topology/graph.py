@@ -1,0 +1,330 @@
+"""The Topology: who is wired to whom, and how messages are routed.
+
+NPUs are nodes `0..n_npus-1`; switches follow. Links are directed, each with a bandwidth
+(bytes/s) and a latency (s), stored as numpy arrays. A router turns arrays of (src, dst) pairs
+into paths (CSR: `ptr`, `links`), vectorized over all pairs: the network models route a whole
+step at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+
+class Router(Protocol):
+    def route(self, topo: "Topology", src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Paths of every (src, dst): transfer t uses links `links[ptr[t]:ptr[t+1]]`, in order."""
+        ...
+
+
+@dataclass(frozen=True, eq=False)
+class Topology:
+    name: str
+    n_npus: int
+    link_src: np.ndarray  # int64[L]
+    link_dst: np.ndarray  # int64[L]
+    link_bw: np.ndarray  # float64[L], bytes/s
+    link_lat: np.ndarray  # float64[L], s
+    router: Router
+    n_switches: int = 0
+    dims: tuple[int, ...] = ()  # logical NPU shape, dimension 0 fastest; () = flat (n_npus,)
+    link_dim: np.ndarray | None = None  # int64[L]: dimension a link belongs to (-1: none)
+    can_reduce: np.ndarray | None = None  # bool[n_nodes]: switch can reduce in the network
+    can_multicast: np.ndarray | None = None  # bool[n_nodes]: switch can multicast
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        n = self.n_nodes
+        for name, dtype in (("link_src", np.int64), ("link_dst", np.int64), ("link_bw", float), ("link_lat", float)):
+            a = np.ascontiguousarray(getattr(self, name), dtype=dtype)
+            a.setflags(write=False)
+            object.__setattr__(self, name, a)
+        L = len(self.link_src)
+        if not (len(self.link_dst) == len(self.link_bw) == len(self.link_lat) == L):
+            raise ValueError("Topology: link arrays differ in length")
+        if L and (min(self.link_src.min(), self.link_dst.min()) < 0 or max(self.link_src.max(), self.link_dst.max()) >= n):
+            raise ValueError("Topology: a link names a node that does not exist")
+        if not self.dims:
+            object.__setattr__(self, "dims", (self.n_npus,))
+        if int(np.prod(self.dims)) != self.n_npus:
+            raise ValueError("Topology: dims do not multiply to n_npus")
+        if self.link_dim is None:
+            object.__setattr__(self, "link_dim", np.full(L, -1, dtype=np.int64))
+        for name in ("can_reduce", "can_multicast"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.zeros(n, dtype=bool))
+
+    @property
+    def n_nodes(self) -> int:
+        return self.n_npus + self.n_switches
+
+    @property
+    def n_links(self) -> int:
+        return len(self.link_src)
+
+    def route(self, src, dst) -> tuple[np.ndarray, np.ndarray]:
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        return self.router.route(self, src, dst)
+
+    def coords(self, ranks) -> np.ndarray:
+        """Coordinates (..., D) of NPU ranks, dimension 0 fastest."""
+        ranks = np.asarray(ranks, dtype=np.int64)
+        out = np.empty(ranks.shape + (len(self.dims),), dtype=np.int64)
+        stride = 1
+        for d, size in enumerate(self.dims):
+            out[..., d] = (ranks // stride) % size
+            stride *= size
+        return out
+
+    def rank_of(self, coords) -> np.ndarray:
+        coords = np.asarray(coords, dtype=np.int64)
+        stride, out = 1, np.zeros(coords.shape[:-1], dtype=np.int64)
+        for d, size in enumerate(self.dims):
+            out += coords[..., d] * stride
+            stride *= size
+        return out
+
+    def describe(self) -> str:
+        bw = np.unique(self.link_bw)
+        return (f"{self.name}: {self.n_npus} NPUs, {self.n_switches} switches, {self.n_links} directed links"
+                + (f", dims {'x'.join(map(str, self.dims))}" if len(self.dims) > 1 else ""))
+
+
+# ---- routers -------------------------------------------------------------------------------
+
+
+def csr_from_hops(n_transfers: int, hop_t: list[np.ndarray], hop_l: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Assemble paths from hop lists generated in path order (one array pair per hop round)."""
+    if hop_t:
+        t = np.concatenate(hop_t)
+        links = np.concatenate(hop_l)
+        order = np.argsort(t, kind="stable")  # stable keeps hop order within a transfer
+        t, links = t[order], links[order]
+    else:
+        t = links = np.zeros(0, dtype=np.int64)
+    ptr = np.zeros(n_transfers + 1, dtype=np.int64)
+    np.cumsum(np.bincount(t, minlength=n_transfers), out=ptr[1:])
+    return ptr, links
+
+
+@dataclass(frozen=True, eq=False)
+class DimensionOrderRouter:
+    """Dimension-order routing over a stack of per-dimension building blocks.
+
+    Dimensions are corrected in order 0, 1, ... . Per dimension kind:
+    - "ring": bidirectional ring, shortest direction, ties (half-way) go in the + direction;
+    - "uniring": one-direction ring, always +;
+    - "line": mesh dimension (no wrap-around);
+    - "fc": fully connected, one direct link;
+    - "switch": up to the dimension's switch and down.
+    Tables: `step_link[node, d, dir]` (dir 0 = +1, 1 = -1) for ring/uniring/line,
+    `fc_link[d][node, coord]` for fc, `up_link[node, d]`/`down_link[node, d]` for switch.
+    """
+
+    kinds: tuple[str, ...]
+    step_link: np.ndarray  # int64[n_npus, D, 2], -1 where absent
+    fc_link: tuple  # per dim: int64[n_npus, dims[d]] or None
+    up_link: np.ndarray  # int64[n_npus, D]
+    down_link: np.ndarray  # int64[n_npus, D]  (down link *to* this npu from its switch)
+
+    def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):
+        n_t = len(src)
+        n = topo.n_npus
+        if n_t and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= topo.n_nodes):
+            raise ValueError("routing: node outside the topology")
+        to_sw, from_sw = dst >= n, src >= n
+        if (to_sw | from_sw).any():
+            return self._route_switch_endpoints(topo, src, dst, to_sw, from_sw)
+        cs, cd = topo.coords(src), topo.coords(dst)
+        cur = src.copy()
+        hop_t: list[np.ndarray] = []
+        hop_l: list[np.ndarray] = []
+        tid = np.arange(n_t)
+        strides = np.cumprod((1,) + topo.dims[:-1])
+        for d, kind in enumerate(self.kinds):
+            size = topo.dims[d]
+            diff = cd[:, d] - cs[:, d]
+            m = diff != 0
+            if not m.any():
+                continue
+            if kind in ("ring", "uniring", "line"):
+                fwd = diff % size
+                if kind == "ring":
+                    back = size - fwd
+                    go_plus = fwd <= back  # tie -> + (deterministic)
+                    hops = np.where(go_plus, fwd, back)
+                elif kind == "uniring":
+                    go_plus = np.ones(n_t, dtype=bool)
+                    hops = fwd
+                else:
+                    go_plus = diff > 0
+                    hops = np.abs(diff)
+                hops = np.where(m, hops, 0)
+                direction = np.where(go_plus, 0, 1)
+                delta = np.where(go_plus, 1, -1)
+                coord = cs[:, d].copy()
+                for h in range(int(hops.max())):
+                    act = hops > h
+                    t = tid[act]
+                    ln = self.step_link[cur[act], d, direction[act]]
+                    hop_t.append(t)
+                    hop_l.append(ln)
+                    newc = (coord[act] + delta[act]) % size
+                    cur[act] = cur[act] + (newc - coord[act]) * strides[d]
+                    coord[act] = newc
+            elif kind == "fc":
+                t = tid[m]
+                hop_t.append(t)
+                hop_l.append(self.fc_link[d][cur[m], cd[m, d]])
+                cur[m] = cur[m] + (cd[m, d] - cs[m, d]) * strides[d]
+            elif kind == "switch":
+                t = tid[m]
+                nxt = cur[m] + (cd[m, d] - cs[m, d]) * strides[d]
+                hop_t += [t, t]
+                hop_l += [self.up_link[cur[m], d], self.down_link[nxt, d]]
+                cur[m] = nxt
+            else:  # pragma: no cover - builders only use the kinds above
+                raise ValueError(kind)
+        ptr, links = csr_from_hops(n_t, hop_t, hop_l)
+        if (links < 0).any():
+            raise ValueError("routing used a link that does not exist")
+        return ptr, links
+
+    def _route_switch_endpoints(self, topo, src, dst, to_sw, from_sw):
+        """NPU -> one of its own switches (up link) and switch -> NPU below it (down link);
+        NPU -> NPU pairs in the same call are routed normally."""
+        n = topo.n_npus
+        n_t = len(src)
+        tid = np.arange(n_t)
+        if (to_sw & from_sw).any():
+            raise ValueError("routing: switch-to-switch transfers are not routed")
+        hop_t, hop_l = [], []
+        npu = np.where(to_sw, src, dst)
+        sw = np.where(to_sw, dst, src)
+        m = to_sw | from_sw
+        sw_dim = topo.meta["switch_dim"][sw[m] - n]
+        up, down = self.up_link[npu[m], sw_dim], self.down_link[npu[m], sw_dim]
+        if (topo.link_dst[up] != sw[m]).any():
+            raise ValueError("routing: an NPU can only address a switch it is attached to")
+        hop_t.append(tid[m])
+        hop_l.append(np.where(to_sw[m], up, down))
+        rest = ~m
+        if rest.any():
+            p2, l2 = self.route(topo, src[rest], dst[rest])
+            hop_t.append(np.repeat(tid[rest], np.diff(p2)))
+            hop_l.append(l2)
+        return csr_from_hops(n_t, hop_t, hop_l)
+
+
+@dataclass(frozen=True, eq=False)
+class TreeRouter:
+    """Up/down routing on a one- or two-level tree of switches (single switch, fat-tree).
+
+    `leaf[npu]` is the NPU's leaf switch; `up[npu]`/`down[npu]` its links to/from it. Between
+    leaves, traffic goes up to one spine and down: spine = dst % n_spines (deterministic
+    destination-mod-k routing), `leaf_up[leaf, spine]`, `spine_down[spine, leaf]`.
+    """
+
+    leaf: np.ndarray
+    up: np.ndarray
+    down: np.ndarray
+    leaf_up: np.ndarray | None = None
+    spine_down: np.ndarray | None = None
+
+    def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):
+        n_t = len(src)
+        tid = np.arange(n_t)
+        n = topo.n_npus
+        sw_src = src >= n
+        sw_dst = dst >= n
+        hop_t, hop_l = [], []
+        # NPU -> NPU
+        m = ~sw_src & ~sw_dst & (src != dst)
+        same = m & (self.leaf[np.minimum(src, n - 1)] == self.leaf[np.minimum(dst, n - 1)])
+        cross = m & ~same
+        for mask in (same, cross):
+            if not mask.any():
+                continue
+            t, s, d = tid[mask], src[mask], dst[mask]
+            hop_t.append(t)
+            hop_l.append(self.up[s])
+            if mask is cross:
+                spine = d % self.leaf_up.shape[1]
+                hop_t += [t, t]
+                hop_l += [self.leaf_up[self.leaf[s] - n, spine], self.spine_down[spine, self.leaf[d] - n]]
+            hop_t.append(t)
+            hop_l.append(self.down[d])
+        # NPU -> its leaf switch, leaf switch -> NPU (in-network collectives)
+        m = ~sw_src & sw_dst
+        if m.any():
+            if not np.all(self.leaf[src[m]] == dst[m]):
+                raise ValueError("tree routing: an NPU can only address its own leaf switch")
+            hop_t.append(tid[m])
+            hop_l.append(self.up[src[m]])
+        m = sw_src & ~sw_dst
+        if m.any():
+            if not np.all(self.leaf[dst[m]] == src[m]):
+                raise ValueError("tree routing: a switch can only address the NPUs below it")
+            hop_t.append(tid[m])
+            hop_l.append(self.down[dst[m]])
+        if (sw_src & sw_dst).any():
+            raise ValueError("tree routing: switch-to-switch transfers are not routed")
+        return csr_from_hops(n_t, hop_t, hop_l)
+
+
+@dataclass(frozen=True, eq=False)
+class ShortestPathRouter:
+    """Fewest-hop paths on any topology, through a next-hop table computed once:
+    `next_link[node, dst]`. Among equal-length paths scipy's search picks one, the same one
+    for the same topology (deterministic); between parallel links the lowest id is used."""
+
+    next_link: np.ndarray  # int64[n_nodes, n_nodes], -1 where unreachable or node == dst
+
+    @classmethod
+    def build(cls, n_nodes: int, link_src: np.ndarray, link_dst: np.ndarray) -> "ShortestPathRouter":
+        import scipy.sparse as sp
+        from scipy.sparse.csgraph import shortest_path
+
+        # first link between each ordered pair wins (parallel links: the lowest id)
+        L = len(link_src)
+        order = np.lexsort((np.arange(L), link_dst, link_src))
+        first = np.ones(L, dtype=bool)
+        first[1:] = (link_src[order][1:] != link_src[order][:-1]) | (link_dst[order][1:] != link_dst[order][:-1])
+        ids = order[first]
+        g = sp.csr_matrix((np.ones(len(ids)), (link_src[ids], link_dst[ids])), shape=(n_nodes, n_nodes))
+        # predecessors on the reversed graph from each destination give the next hop forward
+        _, pred = shortest_path(g.T.tocsr(), method="D", unweighted=True, return_predecessors=True)
+        # pred[dst, u] = the node after u on a shortest path u -> dst
+        keys = link_src[ids] * n_nodes + link_dst[ids]
+        korder = np.argsort(keys)
+        keys, ids = keys[korder], ids[korder]
+        nxt = pred.T.astype(np.int64)  # [u, dst]
+        valid = nxt >= 0
+        u = np.nonzero(valid)[0]
+        table = np.full((n_nodes, n_nodes), -1, dtype=np.int64)
+        table[valid] = ids[np.searchsorted(keys, u * n_nodes + nxt[valid])]
+        return cls(table)
+
+    def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):
+        n_t = len(src)
+        tid = np.arange(n_t)
+        cur = src.copy()
+        hop_t, hop_l = [], []
+        active = cur != dst
+        for _ in range(topo.n_nodes):
+            if not active.any():
+                break
+            t = tid[active]
+            ln = self.next_link[cur[active], dst[active]]
+            if (ln < 0).any():
+                bad = int(t[np.flatnonzero(ln < 0)[0]])
+                raise ValueError(f"no path from node {src[bad]} to node {dst[bad]}")
+            hop_t.append(t)
+            hop_l.append(ln)
+            cur[active] = topo.link_dst[ln]
+            active = cur != dst
+        return csr_from_hops(n_t, hop_t, hop_l)

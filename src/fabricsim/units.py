@@ -1,0 +1,146 @@
+"""Units at the edges: parse `64MiB`, `400Gbps`, `100ns`, `1.5TB/s`; print with units.
+
+Inside fabricsim everything is bytes, seconds and bytes/second (floats).
+Decimal prefixes (k, M, G, T, P) are powers of 1000, binary prefixes (Ki, Mi, Gi, Ti, Pi) powers
+of 1024. Bits are converted to bytes (`400Gbps` = 50e9 B/s).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from .errors import ConfigError
+
+_DEC = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_BIN = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
+_TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ns": 1e-9, "ps": 1e-12}  # micro sign and Greek mu
+
+_NUM = r"([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
+_PREFIX = r"(Ki|Mi|Gi|Ti|Pi|k|K|M|G|T|P|)"
+_SIZE_RE = re.compile(rf"^{_NUM}\s*{_PREFIX}(B|b|bit|bits)?$")
+_BW_RE = re.compile(rf"^{_NUM}\s*{_PREFIX}(bps|bit/s|b/s|B/s|Bps)$")
+_TIME_RE = re.compile(rf"^{_NUM}\s*(s|ms|us|\u00b5s|\u03bcs|ns|ps)$")
+
+SIZE_ACCEPTED = "accepted: a byte count such as 4096, 1KB, 64MiB, 1.5GB (B, KB/KiB, MB/MiB, GB/GiB, TB/TiB)"
+BW_ACCEPTED = "accepted: a bandwidth such as 400Gbps, 50GB/s, 25GiB/s (bps or B/s with k/M/G/T or Ki/Mi/Gi/Ti)"
+TIME_ACCEPTED = "accepted: a time such as 100ns, 1.5us, 2ms, 0.5s (s, ms, us, ns, ps)"
+
+
+def _mult(prefix: str) -> float:
+    return _BIN[prefix] if prefix in _BIN else _DEC[prefix]
+
+
+def parse_size(text: str | int | float, field: str = "size") -> float:
+    """Bytes from `4096`, `1KiB`, `64MiB`, `1.5GB`; a plain number is bytes."""
+    if isinstance(text, bool):
+        raise ConfigError(field, text, SIZE_ACCEPTED)
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        m = _SIZE_RE.match(str(text).strip())
+        if not m:
+            raise ConfigError(field, text, SIZE_ACCEPTED)
+        num, prefix, unit = m.groups()
+        value = float(num) * _mult(prefix)
+        if unit in ("b", "bit", "bits"):
+            value /= 8.0
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(field, text, SIZE_ACCEPTED + " (not negative)")
+    return value
+
+
+def parse_bandwidth(text: str | int | float, field: str = "bandwidth") -> float:
+    """Bytes/second from `400Gbps`, `50GB/s`, `25GiB/s`; a plain number is bytes/second."""
+    if isinstance(text, bool):
+        raise ConfigError(field, text, BW_ACCEPTED)
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        m = _BW_RE.match(str(text).strip())
+        if not m:
+            raise ConfigError(field, text, BW_ACCEPTED)
+        num, prefix, unit = m.groups()
+        value = float(num) * _mult(prefix)
+        if unit in ("bps", "bit/s", "b/s"):
+            value /= 8.0
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(field, text, BW_ACCEPTED + " (greater than zero)")
+    return value
+
+
+def parse_time(text: str | int | float, field: str = "time") -> float:
+    """Seconds from `100ns`, `1.5us`, `2ms`; a plain number is seconds."""
+    if isinstance(text, bool):
+        raise ConfigError(field, text, TIME_ACCEPTED)
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        m = _TIME_RE.match(str(text).strip())
+        if not m:
+            raise ConfigError(field, text, TIME_ACCEPTED)
+        num, unit = m.groups()
+        value = float(num) * _TIME[unit]
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(field, text, TIME_ACCEPTED + " (not negative)")
+    return value
+
+
+def parse_size_range(text: str, field: str = "sizes") -> list[float]:
+    """Sizes from `1KiB:1GiB` (doubling, like nccl-tests -b/-e/-f 2), `1KiB:1GiB:4` (factor 4),
+    or a comma list `1KiB,1MiB`."""
+    text = str(text).strip()
+    if "," in text:
+        sizes = [parse_size(part, field) for part in text.split(",") if part.strip()]
+        if not sizes:
+            raise ConfigError(field, text, "accepted: SIZE, MIN:MAX, MIN:MAX:FACTOR or a comma list of sizes")
+        return sizes
+    parts = text.split(":")
+    if len(parts) == 1:
+        return [parse_size(parts[0], field)]
+    if len(parts) not in (2, 3):
+        raise ConfigError(field, text, "accepted: SIZE, MIN:MAX, MIN:MAX:FACTOR or a comma list")
+    lo, hi = parse_size(parts[0], field), parse_size(parts[1], field)
+    factor = 2.0
+    if len(parts) == 3:
+        try:
+            factor = float(parts[2])
+        except ValueError:
+            factor = -1.0
+        if not factor > 1:
+            raise ConfigError(field, text, "accepted: MIN:MAX:FACTOR with FACTOR > 1")
+    if lo <= 0 or hi < lo:
+        raise ConfigError(field, text, "accepted: MIN:MAX with 0 < MIN <= MAX")
+    sizes = []
+    s = lo
+    while s <= hi * (1 + 1e-12):
+        sizes.append(s)
+        s *= factor
+    return sizes
+
+
+def _fmt(value: float, scale: list[tuple[float, str]], digits: int) -> str:
+    for mult, name in scale:
+        # largest unit whose *rounded* mantissa is >= 1 (so 1048575 B prints "1 MiB", not "1024 KiB")
+        if abs(float(f"{value / mult:.{digits}g}")) >= 1:
+            return f"{value / mult:.{digits}g} {name}"
+    mult, name = scale[-1]
+    return f"{value / mult:.{digits}g} {name}"
+
+
+def format_size(nbytes: float, digits: int = 4) -> str:
+    """`1048576` -> `1 MiB` (binary prefixes, as sizes are usually powers of two)."""
+    scale = [(2.0**40, "TiB"), (2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"), (1.0, "B")]
+    return _fmt(nbytes, scale, digits)
+
+
+def format_time(seconds: float, digits: int = 4) -> str:
+    scale = [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"), (1e-12, "ps")]
+    if seconds == 0:
+        return "0 s"
+    return _fmt(seconds, scale, digits)
+
+
+def format_bandwidth(bytes_per_s: float, digits: int = 4) -> str:
+    scale = [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"), (1.0, "B/s")]
+    return _fmt(bytes_per_s, scale, digits)
