@@ -33,10 +33,9 @@ def per_rank_sent(s: Schedule, step, size: float = 1.0) -> np.ndarray:
 # ---- double binary tree ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("p", SIZES)
-def test_double_binary_tree_verifies(p):
+@pytest.mark.parametrize("p", [2, 3, 100])
+def test_double_binary_tree_blocks(p):
     s = double_binary_tree("all-reduce", p)
-    verify(s)
     assert s.nblocks == 2 * s.meta["chunks"]
 
 

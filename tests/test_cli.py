@@ -140,3 +140,15 @@ def test_console_script_exit_code_and_no_traceback():
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert "torus:8xq" in r.stderr
+
+
+@pytest.mark.parametrize("model, per_message", [("analytical", "shared"), ("congestion-aware", "shared"),
+                                                ("congestion-unaware", "alone")])
+def test_model_choice(capsys, model, per_message):
+    """direct all-reduce on switch:8: with congestion, each up/down link carries (p-1) blocks
+    of S/p per step; without, every message has its links to itself."""
+    rc, out, _ = run(capsys, "collective", "-t", "switch:8", "-a", "direct", "-s", "8MiB", "-m", model, "--json")
+    assert rc == 0
+    p, S, B, a = 8, 8 * 2**20, 50e9, 100e-9
+    blocks = (p - 1) if per_message == "shared" else 1
+    assert json.loads(out)["rows"][0]["time_s"] == pytest.approx(2 * (2 * a + blocks * S / (p * B)), rel=1e-12)

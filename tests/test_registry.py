@@ -13,6 +13,31 @@ from fabricsim.collectives.verify import verify
 from fabricsim.errors import UnsupportedGroupSize
 
 SIZES = list(range(2, 34)) + [64, 100, 128, 1000]
+
+ALL = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast", "reduce"}
+# What each algorithm serves, and which collectives need a power-of-two group: stated here,
+# independently of the registry (a new algorithm adds its line).
+EXPECTED = {
+    "ring": (ALL - {"all-to-all"}, set()),
+    "direct": (ALL, set()),
+    "recursive_doubling": ({"all-reduce", "all-gather", "broadcast", "reduce"}, {"all-gather"}),
+    "halving_doubling": ({"all-reduce", "reduce-scatter", "all-gather"}, {"reduce-scatter", "all-gather"}),
+    "double_binary_tree": ({"all-reduce"}, set()),
+    "hierarchical": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
+    "in_network": (ALL - {"all-to-all"}, set()),
+}
+
+
+def test_registry_declares_what_is_expected():
+    assert set(ALGORITHMS) == set(EXPECTED)
+    for name, (colls, pow2_only) in EXPECTED.items():
+        alg = ALGORITHMS[name]
+        assert set(alg.collectives) == colls, name
+        assert set(alg.pow2_only) == pow2_only, name
+        for c in colls:
+            for p in SIZES:
+                ok = c not in pow2_only or (p & (p - 1)) == 0
+                assert (alg.supports(c, p) is None) == ok, (name, c, p)
 CASES = [(a.name, c) for a in ALGORITHMS.values() for c in a.collectives]
 
 

@@ -16,10 +16,10 @@ from rich.console import Console
 from rich.table import Table
 
 from .collectives.api import build_schedule, normalize_collective
-from .collectives.registry import ALGORITHMS, get_algorithm
+from .collectives.registry import ALGORITHMS
 from .collectives.verify import ScheduleError, verify
 from .errors import ConfigError
-from .network.analytical import MODELS, time_schedule
+from .network.analytical import normalize_model, time_schedule
 from .report.tables import avg_busbw, collective_rows, rows_to_csv, rows_to_json
 from .topology.spec import FAMILIES, parse_topology
 from .units import format_size, parse_size_range
@@ -88,8 +88,7 @@ def run_collective(topology: str, bandwidth: str, latency: str, collective: str,
                    sizes: str, model: str, group: str | None = None, root: int = 0,
                    options: list[str] | None = None, check: bool = True):
     """Everything `fabricsim collective` does, minus printing: (header, rows)."""
-    if model not in MODELS:
-        raise ConfigError("model", model, f"accepted: {', '.join(MODELS)}")
+    model = normalize_model(model)
     size_list = parse_size_range(sizes, "sizes")
     topo = parse_topology(topology, bandwidth, latency)
     coll = normalize_collective(collective)
@@ -122,7 +121,7 @@ def collective(
     collective_name: str = typer.Option("all-reduce", "--collective", "-c", help="all-reduce, reduce-scatter, all-gather, all-to-all, broadcast, reduce"),
     algorithm: str = typer.Option("ring", "--algorithm", "-a", help="see `fabricsim algorithms`"),
     sizes: str = typer.Option("1KiB:1GiB", "--sizes", "-s", help="MIN:MAX (doubling), MIN:MAX:FACTOR, or a comma list"),
-    model: str = typer.Option("congestion-aware", "--model", "-m", help="congestion-aware or congestion-unaware"),
+    model: str = typer.Option("congestion-aware", "--model", "-m", help="congestion-aware (= analytical) or congestion-unaware"),
     group: Optional[str] = typer.Option(None, "--group", "-g", help="ranks, e.g. 0-7 or 0,2,4,6 (default: all NPUs)"),
     root: int = typer.Option(0, "--root", help="root rank (index in the group) for broadcast and reduce"),
     option: list[str] = typer.Option([], "--option", "-o", help="algorithm option KEY=VALUE, e.g. bidirectional=true"),

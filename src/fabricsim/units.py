@@ -31,59 +31,48 @@ def _mult(prefix: str) -> float:
     return _BIN[prefix] if prefix in _BIN else _DEC[prefix]
 
 
-def parse_size(text: str | int | float, field: str = "size") -> float:
-    """Bytes from `4096`, `1KiB`, `64MiB`, `1.5GB`; a plain number is bytes."""
+def _parse_quantity(text, field: str, pattern: re.Pattern, accepted: str, convert, positive: bool) -> float:
+    """Shared shape of the parsers: numbers pass through (already SI), strings must match
+    `pattern` and `convert(groups)` turns the match into SI; the result must be finite and
+    >= 0 (> 0 if `positive`)."""
     if isinstance(text, bool):
-        raise ConfigError(field, text, SIZE_ACCEPTED)
+        raise ConfigError(field, text, accepted)
     if isinstance(text, (int, float)):
         value = float(text)
     else:
-        m = _SIZE_RE.match(str(text).strip())
+        m = pattern.match(str(text).strip())
         if not m:
-            raise ConfigError(field, text, SIZE_ACCEPTED)
-        num, prefix, unit = m.groups()
-        value = float(num) * _mult(prefix)
-        if unit in ("b", "bit", "bits"):
-            value /= 8.0
-    if not math.isfinite(value) or value < 0:
-        raise ConfigError(field, text, SIZE_ACCEPTED + " (not negative)")
+            raise ConfigError(field, text, accepted)
+        value = convert(*m.groups())
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise ConfigError(field, text, accepted + (" (greater than zero)" if positive else " (not negative)"))
     return value
+
+
+def _size_value(num: str, prefix: str, unit: str | None) -> float:
+    bits = unit in ("b", "bit", "bits")
+    return float(num) * _mult(prefix) / (8.0 if bits else 1.0)
+
+
+def _bandwidth_value(num: str, prefix: str, unit: str) -> float:
+    bits = unit in ("bps", "bit/s", "b/s")
+    return float(num) * _mult(prefix) / (8.0 if bits else 1.0)
+
+
+def parse_size(text: str | int | float, field: str = "size") -> float:
+    """Bytes from `4096`, `1KiB`, `64MiB`, `1.5GB`, `8b`; a number (or a digit string) is bytes."""
+    return _parse_quantity(text, field, _SIZE_RE, SIZE_ACCEPTED, _size_value, positive=False)
 
 
 def parse_bandwidth(text: str | int | float, field: str = "bandwidth") -> float:
-    """Bytes/second from `400Gbps`, `50GB/s`, `25GiB/s`; a plain number is bytes/second."""
-    if isinstance(text, bool):
-        raise ConfigError(field, text, BW_ACCEPTED)
-    if isinstance(text, (int, float)):
-        value = float(text)
-    else:
-        m = _BW_RE.match(str(text).strip())
-        if not m:
-            raise ConfigError(field, text, BW_ACCEPTED)
-        num, prefix, unit = m.groups()
-        value = float(num) * _mult(prefix)
-        if unit in ("bps", "bit/s", "b/s"):
-            value /= 8.0
-    if not math.isfinite(value) or value <= 0:
-        raise ConfigError(field, text, BW_ACCEPTED + " (greater than zero)")
-    return value
+    """Bytes/second from `400Gbps`, `50GB/s`, `25GiB/s`; a Python number is bytes/second (a
+    string needs its unit: `50` alone is ambiguous)."""
+    return _parse_quantity(text, field, _BW_RE, BW_ACCEPTED, _bandwidth_value, positive=True)
 
 
 def parse_time(text: str | int | float, field: str = "time") -> float:
-    """Seconds from `100ns`, `1.5us`, `2ms`; a plain number is seconds."""
-    if isinstance(text, bool):
-        raise ConfigError(field, text, TIME_ACCEPTED)
-    if isinstance(text, (int, float)):
-        value = float(text)
-    else:
-        m = _TIME_RE.match(str(text).strip())
-        if not m:
-            raise ConfigError(field, text, TIME_ACCEPTED)
-        num, unit = m.groups()
-        value = float(num) * _TIME[unit]
-    if not math.isfinite(value) or value < 0:
-        raise ConfigError(field, text, TIME_ACCEPTED + " (not negative)")
-    return value
+    """Seconds from `100ns`, `1.5us`, `2ms`; a Python number is seconds (a string needs its unit)."""
+    return _parse_quantity(text, field, _TIME_RE, TIME_ACCEPTED, lambda num, unit: float(num) * _TIME[unit], positive=False)
 
 
 def parse_size_range(text: str, field: str = "sizes") -> list[float]:

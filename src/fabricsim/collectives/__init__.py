@@ -1,0 +1,9 @@
+"""Collective schedules: algorithms as pure functions, the Schedule IR, and verify."""
+
+from .api import build_schedule, normalize_collective
+from .registry import ALGORITHMS, Algorithm, get_algorithm, register
+from .schedule import COLLECTIVES, Schedule, Step, make_step
+from .verify import ScheduleError, VerifyReport, verify
+
+__all__ = ["ALGORITHMS", "COLLECTIVES", "Algorithm", "Schedule", "ScheduleError", "Step", "VerifyReport",
+           "build_schedule", "get_algorithm", "make_step", "normalize_collective", "register", "verify"]

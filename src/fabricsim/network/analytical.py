@@ -25,6 +25,19 @@ from ..collectives.schedule import Schedule, Step
 from ..topology.graph import Topology
 
 MODELS = ("congestion-aware", "congestion-unaware")
+MODEL_ALIASES = {"analytical": "congestion-aware", "aware": "congestion-aware", "unaware": "congestion-unaware",
+                 "analytical-unaware": "congestion-unaware"}
+
+
+def normalize_model(name: str) -> str:
+    """`analytical` means the congestion-aware analytical model."""
+    key = str(name).strip().lower().replace("_", "-")
+    key = MODEL_ALIASES.get(key, key)
+    if key not in MODELS:
+        from ..errors import ConfigError
+
+        raise ConfigError("model", name, f"accepted: {', '.join(MODELS)} (analytical = congestion-aware)")
+    return key
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,8 +111,7 @@ class CollectiveTiming:
 
 
 def time_schedule(topo: Topology, schedule: Schedule, sizes, model: str = "congestion-aware") -> CollectiveTiming:
-    if model not in MODELS:
-        raise ValueError(f"unknown model {model!r}; accepted: {', '.join(MODELS)}")
+    model = normalize_model(model)
     sizes = np.atleast_1d(np.asarray(sizes, dtype=float))
     routed = route_schedule(topo, schedule)
     if routed:

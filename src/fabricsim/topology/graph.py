@@ -89,8 +89,12 @@ class Topology:
         return out
 
     def describe(self) -> str:
+        from ..units import format_bandwidth
+
         bw = np.unique(self.link_bw)
+        bw_text = format_bandwidth(bw[0]) if len(bw) == 1 else f"{format_bandwidth(bw[0])}..{format_bandwidth(bw[-1])}"
         return (f"{self.name}: {self.n_npus} NPUs, {self.n_switches} switches, {self.n_links} directed links"
+                + (f" of {bw_text}" if len(bw) else "")
                 + (f", dims {'x'.join(map(str, self.dims))}" if len(self.dims) > 1 else ""))
 
 
