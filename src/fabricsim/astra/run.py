@@ -1,0 +1,235 @@
+"""Run ASTRA-sim inputs in ASTRA-sim compatibility mode, and fabricsim's own models beside it.
+
+`run_astra` reads the network YAML, system JSON, optional communicator groups and the Chakra
+traces exactly as ASTRA-sim does and returns, per NPU, the finish time and the exposed
+communication in ns. Workloads made of one collective per NPU (microbenchmarks) take the fast
+path (`emulator.simulate_collective`, one NPU standing for all where the system is symmetric);
+anything else runs the full per-NPU workload graph.
+
+`compare_collectives` prices every distinct collective of the workload with fabricsim's own
+analytical model on the same network, and flags ASTRA-sim answers that beat the physical bound
+(bytes an NPU must send / its injection bandwidth).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..workload.chakra import read_traces
+from .config import AstraNetwork, AstraSystem, read_comm_groups, read_network, read_system, to_topology
+from .emulator import NetSpec, SysSpec, mirror_eligible, simulate_collective
+from .workload import COLLECTIVE_OF, COMM_COLL, NpuResult, Roofline, run_workload
+
+BACKENDS = ("congestion-unaware", "congestion-aware")
+
+
+def net_spec(net: AstraNetwork) -> NetSpec:
+    return NetSpec(tuple(net.topology), tuple(net.npus_count), tuple(net.bandwidth_bytes_per_ns), tuple(net.latency_ns))
+
+
+def _find_prefix(prefix: str, system_path: Path, npus: int) -> str:
+    """ASTRA-sim resolves custom-collective prefixes against its working directory; we try that
+    first, then the system file's folder and its parents (so a reference folder runs from anywhere)."""
+    candidates = [Path(prefix)]
+    if not Path(prefix).is_absolute():
+        candidates += [d / prefix for d in [system_path.parent, *system_path.parent.parents]]
+    for c in candidates:
+        if Path(f"{c}.0.et").exists():
+            return str(c)
+    raise ConfigError(f"{system_path}: all-reduce-implementation-custom", prefix,
+                      f"no file {prefix}.0.et relative to the working directory or to the system file's folders")
+
+
+def sys_spec(system: AstraSystem, npus: int, injection_scale: float = 1.0) -> SysSpec:
+    impls = {c: system.implementation(c) for c in ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")}
+    custom = {}
+    for c in impls:
+        prefix = system.custom_implementation(c)
+        if prefix:
+            path = _find_prefix(prefix, Path(system.path), npus)
+            custom[c] = [t.nodes for t in read_traces(path, npus)]
+    return SysSpec(
+        splits=system.preferred_dataset_splits,
+        active_chunks=system.active_chunks_per_dimension,
+        endpoint_delay=int(system.endpoint_delay * injection_scale),
+        local_mem_bw=float(system.local_mem_bw),
+        optimization=system.collective_optimization or "baseline",
+        policy=system.scheduling_policy,
+        impls={c: v for c, v in impls.items() if v},
+        custom=custom,
+    )
+
+
+@dataclass(frozen=True)
+class AstraRun:
+    network: AstraNetwork
+    system: AstraSystem
+    backend: str
+    workload: str
+    results: tuple[NpuResult, ...]
+    wall_s: float
+    path: str  # "collective (mirror)", "collective (all NPUs)" or "workload graph"
+    collectives: tuple = ()  # distinct (type, size, group) of the workload
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def finish_ns_max(self) -> int:
+        return max(r.finish_ns for r in self.results)
+
+    @property
+    def finish_ns_min(self) -> int:
+        return min(r.finish_ns for r in self.results)
+
+
+def _single_collective(traces) -> tuple[str, int, tuple | None] | None:
+    """(collective, size, involved_dim) when every NPU runs the same lone collective node."""
+    first = None
+    for t in traces:
+        real = [n for n in t.nodes if n.type not in (0, 1)]
+        if len(real) != 1 or real[0].type != COMM_COLL or real[0].comm_type not in COLLECTIVE_OF:
+            return None
+        n = real[0]
+        if n.pg_name not in (None, "", "0") or n.comm_size is None:
+            return None
+        key = (COLLECTIVE_OF[n.comm_type], int(n.comm_size), n.involved_dim)
+        if first is None:
+            first = key
+        elif key != first:
+            return None
+    return first
+
+
+def check_implementations(system: AstraSystem, net: AstraNetwork, collectives, backend: str, network_path: str) -> None:
+    """Reject, naming the file and key, what ASTRA-sim would exit on for these collectives."""
+    if backend == "congestion-aware" and net.ndims > 1:
+        raise ConfigError(f"{network_path}: topology", list(net.topology),
+                          "the congestion-aware backend supports 1-D networks only (ASTRA-sim: 'only support 1-dim "
+                          "topology'); accepted: one dimension, or --backend congestion-unaware")
+    for coll in sorted(set(collectives)):
+        key = f"{system.path}: {coll}-implementation"
+        if system.custom_implementation(coll):
+            continue
+        impls = system.implementation(coll)
+        if not impls:
+            raise ConfigError(key, None, "missing; the workload runs this collective, accepted: one algorithm per dimension")
+        for d, impl in enumerate(impls):
+            if impl.name == "halvingDoubling" and coll == "all-to-all":
+                raise ConfigError(key, str(impl), "ASTRA-sim's halvingDoubling has no all-to-all (it exits); accepted: ring, direct")
+            if impl.name == "doubleBinaryTree" and coll != "all-reduce":
+                raise ConfigError(key, str(impl), "doubleBinaryTree serves all-reduce only")
+            size = net.npus if impl.flat else net.npus_count[min(d, net.ndims - 1)]
+            if impl.name == "halvingDoubling" and size & (size - 1):
+                raise ConfigError(key, str(impl), f"halvingDoubling needs a power-of-two dimension, this one has {size} NPUs")
+
+
+def run_astra(workload: str, system_path: str, network_path: str, comm_groups: str | None = None,
+              backend: str = "congestion-unaware", injection_scale: float = 1.0, mode: str = "auto") -> AstraRun:
+    if backend not in BACKENDS:
+        raise ConfigError("backend", backend, f"accepted: {', '.join(BACKENDS)}")
+    net = read_network(network_path)
+    system = read_system(system_path, net)
+    groups = read_comm_groups(comm_groups, net) if comm_groups and "empty" not in comm_groups else {}
+    traces = read_traces(workload, net.npus)
+    spec_n = net_spec(net)
+    spec_s = sys_spec(system, net.npus, injection_scale)
+    warnings = []
+    if system.ignored:
+        warnings.append(f"{system_path}: ASTRA-sim ignores {', '.join(system.ignored)}")
+    if system.unknown:
+        warnings.append(f"{system_path}: unknown keys ignored: {', '.join(system.unknown)}")
+    if system.model_shared_bus:
+        raise ConfigError(f"{system_path}: model-shared-bus", 1, "the LogGP shared-bus model is not emulated; accepted: 0")
+    roofline = Roofline(system.peak_perf_flops, system.local_mem_bw_bytes_per_s) if system.roofline_enabled else None
+    used = {COLLECTIVE_OF[n.comm_type] for t in traces for n in t.nodes
+            if n.type == COMM_COLL and n.comm_type in COLLECTIVE_OF}
+    check_implementations(system, net, used, backend, network_path)
+    t0 = time.perf_counter()
+    single = _single_collective(traces)
+    if single is not None and not system.replay_only:
+        coll, size, involved = single
+        how = "mirror" if (mode != "full" and mirror_eligible(spec_n, spec_s, coll, backend) is None) else "full"
+        finish = simulate_collective(spec_n, spec_s, coll, size, backend, involved, mode=how)
+        results = tuple(NpuResult(i, f, 0, f, f) for i, f in enumerate(finish))
+        path = f"collective ({'one NPU mirrored' if how == 'mirror' else 'all NPUs'})"
+        colls = ((coll, size, None),)
+    else:
+        results = tuple(run_workload(spec_n, spec_s, traces, backend, groups, roofline, system.replay_only, workload))
+        path = "workload graph"
+        seen = {}
+        for t in traces[:1]:
+            for n in t.nodes:
+                if n.type == COMM_COLL and n.comm_type in COLLECTIVE_OF and n.comm_size:
+                    seen[(COLLECTIVE_OF[n.comm_type], int(n.comm_size), n.pg_name or None)] = None
+        colls = tuple(seen)
+    return AstraRun(net, system, backend, workload, results, time.perf_counter() - t0, path, colls, tuple(warnings))
+
+
+# ---- fabricsim's own model on the same inputs --------------------------------------------------
+
+_ALG = {"ring": "ring", "direct": "direct", "halvingDoubling": "halving_doubling", "doubleBinaryTree": "double_binary_tree"}
+
+
+@dataclass(frozen=True)
+class CollectiveComparison:
+    collective: str
+    size: int
+    astra_ns: int
+    fabricsim_ns: float
+    bound_ns: float  # physical lower bound: bytes each NPU must send / its injection bandwidth
+    fabricsim_algorithm: str
+    impossible: bool  # ASTRA-sim's answer beats the bound
+
+
+def bytes_each_npu_sends(collective: str, size: float, n: int) -> float:
+    """The least each NPU must inject (ASTRA-sim sizes: AR/RS/A2A per-NPU buffer, AG per-NPU
+    contribution)."""
+    if collective == "all-reduce":
+        return 2 * (n - 1) / n * size
+    if collective == "all-gather":
+        return (n - 1) * size
+    return (n - 1) / n * size
+
+
+def compare_collectives(run: AstraRun, model: str = "analytical") -> list[CollectiveComparison]:
+    """Each distinct collective alone: ASTRA-sim compatibility time vs fabricsim's model."""
+    if model != "analytical":
+        raise ConfigError("model", model, "accepted: analytical (the flow-level model comes with the flow simulator)")
+    from ..collectives.api import build_schedule
+    from ..network.analytical import time_schedule
+
+    topo = to_topology(run.network)
+    spec_n, spec_s = net_spec(run.network), sys_spec(run.system, run.network.npus)
+    inj = np.bincount(topo.link_src, weights=topo.link_bw, minlength=topo.n_nodes)[: topo.n_npus].min()
+    out = []
+    for coll, size, group in run.collectives:
+        if group is not None:
+            continue  # sub-group collectives: compared in the training engine, not here
+        impls = run.system.implementation(coll)
+        astra = max(simulate_collective(spec_n, spec_s, coll, size, run.backend))
+        n = run.network.npus
+        ours_size = size * n if coll == "all-gather" else size  # fabricsim sizes follow nccl-tests
+        if run.system.custom_implementation(coll) or not impls:
+            alg, opts = "ring", {}
+        elif len(run.network.npus_count) > 1 and not impls[0].flat and coll != "all-to-all":
+            inner = tuple(_ALG.get(i.name, "ring") if i.name != "doubleBinaryTree" else "ring" for i in impls)
+            alg = "hierarchical"
+            opts = {"inner": inner, "order": "baseline" if run.system.collective_optimization == "baseline" else "rs-ag"}
+        else:
+            alg, opts = _ALG.get(impls[0].name, "ring"), {}
+            if coll == "all-to-all" and alg != "direct":
+                alg = "direct"
+        try:
+            sched = build_schedule(topo, coll, alg, **opts)
+        except ConfigError:
+            sched = build_schedule(topo, coll, "ring")
+            alg = "ring"
+        ours = float(time_schedule(topo, sched, [ours_size]).times[0]) * 1e9
+        bound = bytes_each_npu_sends(coll, size, n) / inj * 1e9
+        out.append(CollectiveComparison(coll, size, astra, ours, bound, alg, astra < bound * (1 - 1e-9)))
+    return out
+

@@ -1,0 +1,208 @@
+"""ASTRA-sim's workload layer: every NPU executes its Chakra graph on the emulated system.
+
+Per NPU a node is issued when all its data and control dependencies have finished and its
+hardware resource is free: at most one GPU compute node, one CPU compute node and one
+communication node (collective or send; receives do not hold the resource) in flight. Ready
+nodes are considered in ascending id. Compute nodes replay `duration_micros` (x1000 ns), or use
+the roofline when it is enabled; collectives go to the system layer (`emulator`); sends and
+receives are point-to-point messages. An NPU finishes when nothing is left to run; its exposed
+communication is its finish time minus the time its GPU computed (ASTRA-sim's definition).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..errors import ConfigError
+from .emulator import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, NetSpec, SysSpec, World
+
+COMP, COMM_SEND, COMM_RECV, COMM_COLL, METADATA, INVALID, MEM_LOAD, MEM_STORE = 4, 5, 6, 7, 1, 0, 2, 3
+COLLECTIVE_OF = {0: ALL_REDUCE, 2: ALL_GATHER, 6: ALL_TO_ALL, 7: REDUCE_SCATTER}
+COMM_TYPE_NAMES = {0: "ALL_REDUCE", 1: "REDUCE", 2: "ALL_GATHER", 3: "GATHER", 4: "SCATTER", 5: "BROADCAST",
+                   6: "ALL_TO_ALL", 7: "REDUCE_SCATTER", 8: "REDUCE_SCATTER_BLOCK", 9: "BARRIER"}
+
+
+@dataclass(frozen=True)
+class Roofline:
+    peak_flops: float  # FLOP/s
+    mem_bw: float  # bytes/s
+
+    def time_ns(self, num_ops: int, tensor_size: int) -> int:
+        intensity = num_ops / tensor_size
+        perf = min(self.mem_bw * intensity, self.peak_flops)
+        return int(num_ops / perf * 1e9)
+
+
+@dataclass(frozen=True)
+class NpuResult:
+    npu: int
+    finish_ns: int
+    compute_ns: int  # GPU compute time (sum of GPU compute node durations)
+    exposed_comm_ns: int  # finish - compute
+    comm_ns: int  # time with at least one communication node in flight
+
+
+class NpuWorkload:
+    def __init__(self, world: World, npu: int, nodes, groups: dict, roofline: Roofline | None, replay_only: bool,
+                 where: str):
+        self.world = world
+        self.npu = npu
+        self.sys = world.sys[npu]
+        self.groups = groups
+        self.roofline = roofline
+        self.replay_only = replay_only
+        self.where = where
+        self.nodes = {n.id: n for n in nodes}
+        self.children: dict[int, list[int]] = {i: [] for i in self.nodes}
+        self.waiting: dict[int, int] = {}
+        for n in self.nodes.values():
+            deps = [d for d in n.deps if d in self.nodes]
+            self.waiting[n.id] = len(deps)
+            for d in deps:
+                self.children[d].append(n.id)
+        self.free = sorted(i for i, k in self.waiting.items() if k == 0)
+        self.in_flight = {"gpu": 0, "cpu": 0, "comm": 0}
+        self.running = 0
+        self.nodes_issued: set[int] = set()
+        self.finish_ns: int | None = None
+        self.compute_ns = 0
+        self.comm_busy_since: int | None = None
+        self.comm_open = 0
+        self.comm_ns = 0
+
+    # resources
+    def resource(self, node) -> str | None:
+        if node.type == COMP:
+            return "cpu" if node.is_cpu_op else "gpu"
+        if node.type in (COMM_COLL, COMM_SEND):
+            return "comm"
+        return None
+
+    def issue_free(self) -> None:
+        """Issue every ready node whose resource is free, in ascending id; the rest wait.
+        (Issuing never completes a node synchronously, so `free` is stable here.)"""
+        kept = []
+        for nid in self.free:
+            node = self.nodes[nid]
+            res = self.resource(node)
+            if res is not None and self.in_flight[res] > 0:
+                kept.append(nid)
+            else:
+                self.issue(node, res)
+        self.free = kept
+
+    def issue(self, node, res) -> None:
+        self.nodes_issued.add(node.id)
+        if res is not None:
+            self.in_flight[res] += 1
+        self.running += 1
+        now = self.world.eq.now
+        done = lambda: self.finished(node, res)  # noqa: E731
+        t = node.type
+        if t in (METADATA, INVALID):
+            self.world.eq.schedule(now, done)
+        elif t == COMP:
+            if self.roofline is not None and not node.is_cpu_op and not self.replay_only:
+                if not node.num_ops or not node.tensor_size:
+                    raise ConfigError(f"{self.where}: node {node.id}", node.name,
+                                      "roofline-enabled needs num_ops and tensor_size on every GPU compute node")
+                dur = self.roofline.time_ns(node.num_ops, node.tensor_size)
+            else:
+                dur = int(node.duration_micros * 1000)
+            if not node.is_cpu_op:
+                self.compute_ns += dur
+            self.sys.register_event(done, dur)
+        elif t == COMM_COLL:
+            self._comm_start()
+            ctype = node.comm_type
+            if self.replay_only or ctype == 5:  # broadcast is only replayed by ASTRA-sim
+                self.sys.register_event(lambda: (self._comm_end(), done()), int(node.duration_micros * 1000))
+                return
+            if ctype not in COLLECTIVE_OF:
+                raise ConfigError(f"{self.where}: node {node.id} comm_type", COMM_TYPE_NAMES.get(ctype, ctype),
+                                  "ASTRA-sim simulates ALL_REDUCE, ALL_GATHER, ALL_TO_ALL, REDUCE_SCATTER (and replays BROADCAST)")
+            if node.comm_size is None:
+                raise ConfigError(f"{self.where}: node {node.id} comm_size", None, "a collective needs comm_size (bytes)")
+            group = self.group_of(node)
+            self.world.collective(self.npu, COLLECTIVE_OF[ctype], int(node.comm_size), node.involved_dim,
+                                  lambda t_: (self._comm_end(), done()), group=group)
+        elif t == COMM_SEND:
+            self._comm_start()
+            self.world.net.sim_send(self.npu, int(node.comm_dst), ("p2p", node.comm_tag), int(node.comm_size),
+                                    lambda: (self._comm_end(), done()))
+        elif t == COMM_RECV:
+            self._comm_start()
+            self.world.net.sim_recv(self.npu, int(node.comm_src), ("p2p", node.comm_tag), int(node.comm_size),
+                                    lambda: (self._comm_end(), done()))
+        else:
+            raise ConfigError(f"{self.where}: node {node.id}", node.type_name,
+                              "remote memory nodes need a memory model (NO_MEMORY_EXPANSION aborts in ASTRA-sim)")
+
+    def group_of(self, node) -> tuple[int, ...] | None:
+        pg = node.pg_name
+        if pg in (None, "", "0"):
+            return None
+        try:
+            gid = int(pg)
+        except (TypeError, ValueError):
+            gid = None
+        if gid not in self.groups:
+            raise ConfigError(f"{self.where}: node {node.id} pg_name", pg,
+                              f"accepted: a group of --comm-group-configuration ({', '.join(map(str, self.groups)) or 'none given'})")
+        members = tuple(self.groups[gid])
+        if self.npu not in members:
+            raise ConfigError(f"{self.where}: node {node.id} pg_name", pg, f"NPU {self.npu} is not in group {gid}")
+        if len(members) == self.world.net_spec.npus and list(members) == list(range(len(members))):
+            return None
+        return members
+
+    def _comm_start(self) -> None:
+        if self.comm_open == 0:
+            self.comm_busy_since = self.world.eq.now
+        self.comm_open += 1
+
+    def _comm_end(self) -> None:
+        self.comm_open -= 1
+        if self.comm_open == 0:
+            self.comm_ns += self.world.eq.now - self.comm_busy_since
+
+    def finished(self, node, res) -> None:
+        if res is not None:
+            self.in_flight[res] -= 1
+        self.running -= 1
+        for c in self.children[node.id]:
+            self.waiting[c] -= 1
+            if self.waiting[c] == 0:
+                self.free.append(c)
+        self.free.sort()
+        self.issue_free()
+        if not self.free and self.running == 0 and self.finish_ns is None:
+            self.finish_ns = self.world.eq.now
+
+    def fire(self) -> None:
+        self.issue_free()
+        if not self.free and self.running == 0 and self.finish_ns is None:
+            self.finish_ns = self.world.eq.now
+
+
+def run_workload(net: NetSpec, system: SysSpec, traces: Sequence, backend: str = "congestion-unaware",
+                 groups: dict | None = None, roofline: Roofline | None = None, replay_only: bool = False,
+                 where: str = "workload") -> list[NpuResult]:
+    """Run one Chakra trace per NPU (`traces[r].nodes`) to completion; per-NPU results."""
+    if len(traces) != net.npus:
+        raise ConfigError("workload", f"{len(traces)} traces", f"accepted: one per NPU ({net.npus})")
+    world = World(net, system, backend)
+    npus = [NpuWorkload(world, r, t.nodes, groups or {}, roofline, replay_only, f"{where}.{r}.et")
+            for r, t in enumerate(traces)]
+    for w in npus:
+        w.fire()
+    world.eq.run()
+    out = []
+    for w in npus:
+        if w.finish_ns is None:
+            left = sorted(set(w.nodes) - w.nodes_issued)[:5]
+            raise ConfigError(f"{w.where}", "deadlock", f"NPU {w.npu} never finished; nodes never issued include {left} "
+                              "(a send without its receive, or a dependency cycle)")
+        out.append(NpuResult(w.npu, w.finish_ns, w.compute_ns, w.finish_ns - w.compute_ns, w.comm_ns))
+    return out

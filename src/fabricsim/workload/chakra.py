@@ -1,0 +1,495 @@
+"""Read and write Chakra execution traces (`.et`), the workload format of ASTRA-sim 2.x.
+
+A trace is one file per NPU, `<prefix>.<rank>.et`: a stream of protobuf messages, each preceded by its byte
+length as a varint32, first one `GlobalMetadata`, then `Node`s in any order; the whole stream may be gzipped
+(detected by the magic bytes 1f 8b, not by the file name). The schema lives in `chakra_schema`.
+
+In memory a trace is an `EtTrace` of frozen `EtNode`s with plain Python values, so the rest of fabricsim never
+touches protobuf. Attribute values are decoded from whichever oneof field is set (every integer flavour ->
+int, `*_list` -> tuple, bool, str, bytes, float). The oneof field each attribute used is remembered
+(`EtNode.attr_kinds`, not part of equality) so that re-writing a file gives the same bytes; new attributes
+get the types Chakra's own generators use (`ATTR_KINDS`).
+
+Every problem with an input file (truncated stream, bytes that are not protobuf, a missing rank file,
+duplicate node ids, dependencies on unknown nodes, dependency cycles, unknown node types) is a one-line
+`ConfigError` naming the file, the field and what is expected; no protobuf exception leaks out.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import re
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from . import chakra_schema as pb
+
+COMP_NODE = pb.NODE_TYPES["COMP_NODE"]
+COMM_SEND_NODE = pb.NODE_TYPES["COMM_SEND_NODE"]
+COMM_RECV_NODE = pb.NODE_TYPES["COMM_RECV_NODE"]
+COMM_COLL_NODE = pb.NODE_TYPES["COMM_COLL_NODE"]
+
+# The oneof field each well-known attribute is written with: what the reference traces use (Chakra's
+# microbenchmark generators, text converter and MSCCL converter: comm_type/comm_size int64, is_cpu_op bool,
+# comm_src/comm_dst/comm_tag int32) and, for the rest, what Chakra's PyTorch converter writes.
+ATTR_KINDS: dict[str, str] = {
+    "is_cpu_op": "bool_val",
+    "comm_type": "int64_val",
+    "comm_size": "int64_val",
+    "comm_src": "int32_val",
+    "comm_dst": "int32_val",
+    "comm_tag": "int32_val",
+    "comm_priority": "int32_val",
+    "num_ops": "int64_val",
+    "tensor_size": "uint64_val",
+    "tensor_loc": "uint32_val",
+    "pg_name": "string_val",
+    "involved_dim": "bool_list",
+}
+
+_INT_KINDS = {f"{s}_val" for s in ("int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32", "fixed64",
+                                    "sfixed32", "sfixed64")}
+_ALL_KINDS = set(pb.ATTR_FIELD_NUMBERS)
+_NODE_TYPES_ACCEPTED = "a NodeType number: " + ", ".join(f"{v}={k}" for k, v in pb.NODE_TYPES.items())
+
+
+@dataclass(frozen=True)
+class EtNode:
+    """One Chakra node. `type` is the NodeType number (`chakra_schema.NODE_TYPES`); `duration_micros` is µs
+    as in the file (an int; a float only in traces built in memory, e.g. `text_to_traces(duration_unit="ns")`,
+    which `write_et` refuses unless whole). `inputs`/`outputs` are the IOInfo `values` strings (None when the
+    node has no IOInfo). `attrs` maps attribute name -> Python value (first one wins if a name repeats, as in
+    ASTRA-sim's feeder). `attr_kinds` (name -> oneof field such as "int64_val") and `io_detail` ((shapes,
+    types) of inputs and outputs) only steer byte-exact re-writing and are ignored by ==."""
+
+    id: int
+    name: str = ""
+    type: int = COMP_NODE
+    ctrl_deps: tuple[int, ...] = ()
+    data_deps: tuple[int, ...] = ()
+    duration_micros: int | float = 0
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    inputs: str | None = None
+    outputs: str | None = None
+    start_time_micros: int = 0
+    attr_kinds: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    io_detail: tuple[tuple[str, str], tuple[str, str]] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "ctrl_deps", tuple(self.ctrl_deps))
+        object.__setattr__(self, "data_deps", tuple(self.data_deps))
+        object.__setattr__(self, "attrs", {k: tuple(v) if isinstance(v, list) else v for k, v in self.attrs.items()})
+
+    @property
+    def type_name(self) -> str:
+        """`COMP_NODE`, `COMM_COLL_NODE`, ... (or `UNKNOWN_<n>`)."""
+        return pb.NODE_TYPE_NAMES.get(self.type, f"UNKNOWN_{self.type}")
+
+    @property
+    def deps(self) -> tuple[int, ...]:
+        """data_deps then ctrl_deps: every node this one waits for (ASTRA-sim treats both the same way)."""
+        return self.data_deps + tuple(d for d in self.ctrl_deps if d not in self.data_deps)
+
+    def _attr(self, name: str):
+        return self.attrs.get(name)
+
+    comm_type = property(lambda self: self._attr("comm_type"), doc="CollectiveCommType number, or None.")
+    comm_size = property(lambda self: self._attr("comm_size"), doc="Bytes of a collective/p2p, or None.")
+    is_cpu_op = property(lambda self: self._attr("is_cpu_op"), doc="CPU (True) or GPU (False) op, or None.")
+    comm_src = property(lambda self: self._attr("comm_src"), doc="Sender rank of a recv, or None.")
+    comm_dst = property(lambda self: self._attr("comm_dst"), doc="Receiver rank of a send, or None.")
+    comm_tag = property(lambda self: self._attr("comm_tag"), doc="Send/recv matching tag, or None.")
+    comm_priority = property(lambda self: self._attr("comm_priority"), doc="Scheduling priority, or None.")
+    pg_name = property(lambda self: self._attr("pg_name"), doc="Communicator group id string, or None.")
+    involved_dim = property(lambda self: self._attr("involved_dim"), doc="Tuple of bools per dimension, or None.")
+    num_ops = property(lambda self: self._attr("num_ops"), doc="FLOPs (roofline), or None.")
+    tensor_size = property(lambda self: self._attr("tensor_size"), doc="Bytes (roofline, memory nodes), or None.")
+
+
+@dataclass(frozen=True)
+class EtTrace:
+    """One NPU's trace: `version` and `metadata_attrs` from GlobalMetadata, then the nodes in file order.
+    `rank` comes from the file name (`<prefix>.<rank>.et`), 0 when the name has no rank."""
+
+    rank: int
+    version: str = ""
+    metadata_attrs: Mapping[str, Any] = field(default_factory=dict)
+    nodes: tuple[EtNode, ...] = ()
+    metadata_attr_kinds: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "nodes", tuple(self.nodes))
+        object.__setattr__(self, "metadata_attrs", dict(self.metadata_attrs))
+
+    @cached_property
+    def by_id(self) -> dict[int, EtNode]:
+        """Node id -> node."""
+        return {n.id: n for n in self.nodes}
+
+
+# ---------------------------------------------------------------------------------------------- attributes
+
+def _decode_attr(a) -> tuple[Any, str | None]:
+    kind = a.WhichOneof("value")
+    if kind is None:
+        return None, None
+    value = getattr(a, kind)
+    if kind.endswith("_list"):
+        value = tuple(value.values)
+    return value, kind
+
+
+def _infer_kind(value: Any) -> str:
+    """The oneof field for a Python value without a known kind."""
+    if isinstance(value, bool):
+        return "bool_val"
+    if isinstance(value, int):
+        return "int64_val" if value < 2**63 else "uint64_val"
+    if isinstance(value, float):
+        return "double_val"
+    if isinstance(value, str):
+        return "string_val"
+    if isinstance(value, (bytes, bytearray)):
+        return "bytes_val"
+    if isinstance(value, (tuple, list)):
+        if all(isinstance(v, bool) for v in value) and value:
+            return "bool_list"
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            return "int64_list"
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            return "double_list"
+        if all(isinstance(v, str) for v in value):
+            return "string_list"
+        if all(isinstance(v, (bytes, bytearray)) for v in value):
+            return "bytes_list"
+    return ""
+
+
+def _kind_fits(kind: str, value: Any) -> bool:
+    if kind.endswith("_list"):
+        return isinstance(value, (tuple, list)) and all(_kind_fits(kind[:-5] + "_val", v) for v in value)
+    if kind in _INT_KINDS:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "bool_val":
+        return isinstance(value, bool)
+    if kind in ("double_val", "float_val"):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "string_val":
+        return isinstance(value, str)
+    if kind == "bytes_val":
+        return isinstance(value, (bytes, bytearray))
+    return False
+
+
+def _encode_attr(msg, name: str, value: Any, kind: str | None, where: str) -> None:
+    """Append AttributeProto `name` = `value` to the repeated field `msg`."""
+    a = msg.add()
+    a.name = name
+    if value is None:
+        return
+    if not kind or kind not in _ALL_KINDS or not _kind_fits(kind, value):
+        kind = ATTR_KINDS.get(name, "")
+        if not _kind_fits(kind, value):
+            kind = _infer_kind(value)
+    if not kind:
+        raise ConfigError(f"{where} attr {name}", value,
+                          "accepted: bool, int, float, str, bytes or a tuple of one of these")
+    try:
+        if kind.endswith("_list"):
+            getattr(a, kind).values.extend(value)
+        else:
+            setattr(a, kind, value)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise ConfigError(f"{where} attr {name}", value,
+                          f"accepted: a value that fits protobuf {kind} ({_one_line(e)})") from None
+
+
+# ---------------------------------------------------------------------------------------------- framing
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _split_messages(buf: bytes, path: str) -> list[tuple[int, bytes]]:
+    """(byte offset of the message body, body) for each length-prefixed message in `buf`."""
+    out: list[tuple[int, bytes]] = []
+    pos, end = 0, len(buf)
+    while pos < end:
+        start, length, shift = pos, 0, 0
+        while True:
+            if pos >= end:
+                raise ConfigError(f"{path}: length prefix at byte {start}", buf[start:end].hex(),
+                                  "expected a complete varint32 message length (the file is truncated)")
+            b = buf[pos]
+            pos += 1
+            length |= (b & 0x7F) << shift
+            if not b & 0x80:
+                break
+            shift += 7
+            if shift >= 35:
+                raise ConfigError(f"{path}: length prefix at byte {start}", buf[start:pos].hex(),
+                                  "expected a varint32 message length of at most 5 bytes (not a Chakra trace)")
+        if length > end - pos:
+            raise ConfigError(f"{path}: length prefix at byte {start}", length,
+                              f"expected at most the {end - pos} bytes left in the file (the file is truncated "
+                              "or not a Chakra trace)")
+        out.append((pos, buf[pos:pos + length]))
+        pos += length
+    return out
+
+
+def _load_bytes(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}", "missing", "expected an existing Chakra .et file") from None
+    except OSError as e:
+        raise ConfigError(f"{path}", "unreadable", f"expected a readable Chakra .et file ({_one_line(e)})") from None
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise ConfigError(f"{path}: gzip stream", "corrupt",
+                              f"expected a complete gzip file ({_one_line(e)})") from None
+    return data
+
+
+def _parse(cls, body: bytes, path: str, what: str, offset: int):
+    msg = cls()
+    try:
+        msg.ParseFromString(body)
+    except Exception as e:  # noqa: BLE001 -- DecodeError, or whatever else the C extension raises on garbage
+        raise ConfigError(f"{path}: {what} at byte {offset}", f"{len(body)} bytes",
+                          f"expected a ChakraProtoMsg.{cls.DESCRIPTOR.name} message ({_one_line(e)})") from None
+    return msg
+
+
+# ---------------------------------------------------------------------------------------------- reading
+
+_RANK_RE = re.compile(r"\.(\d+)\.et(\.gz)?$")
+
+
+def _from_proto(msg) -> EtNode:
+    attrs: dict[str, Any] = {}
+    kinds: dict[str, str] = {}
+    for a in msg.attr:
+        if a.name in attrs:
+            continue
+        value, kind = _decode_attr(a)
+        attrs[a.name] = value
+        if kind:
+            kinds[a.name] = kind
+    has_in, has_out = msg.HasField("inputs"), msg.HasField("outputs")
+    detail = None
+    if (has_in and (msg.inputs.shapes or msg.inputs.types)) or (has_out and (msg.outputs.shapes or msg.outputs.types)):
+        detail = ((msg.inputs.shapes, msg.inputs.types), (msg.outputs.shapes, msg.outputs.types))
+    return EtNode(
+        id=msg.id, name=msg.name, type=msg.type, ctrl_deps=tuple(msg.ctrl_deps), data_deps=tuple(msg.data_deps),
+        duration_micros=msg.duration_micros, attrs=attrs,
+        inputs=msg.inputs.values if has_in else None, outputs=msg.outputs.values if has_out else None,
+        start_time_micros=msg.start_time_micros, attr_kinds=kinds, io_detail=detail,
+    )
+
+
+def read_et(path: str | Path, *, rank: int | None = None, validate: bool = True) -> EtTrace:
+    """Read one Chakra trace file (plain or gzip). `rank` defaults to the `<r>` of `<prefix>.<r>.et`.
+    With `validate` (default) the graph is checked as `check_trace` does."""
+    path = Path(path)
+    p = str(path)
+    messages = _split_messages(_load_bytes(path), p)
+    if not messages:
+        raise ConfigError(f"{p}: GlobalMetadata", "empty file",
+                          "expected a length-prefixed GlobalMetadata message, then Node messages")
+    offset, body = messages[0]
+    meta = _parse(pb.GlobalMetadata, body, p, "GlobalMetadata message", offset)
+    mattrs: dict[str, Any] = {}
+    mkinds: dict[str, str] = {}
+    for a in meta.attr:
+        if a.name not in mattrs:
+            mattrs[a.name], kind = _decode_attr(a)
+            if kind:
+                mkinds[a.name] = kind
+    nodes = [_from_proto(_parse(pb.Node, body, p, "Node message", offset)) for offset, body in messages[1:]]
+    if rank is None:
+        m = _RANK_RE.search(path.name)
+        rank = int(m.group(1)) if m else 0
+    trace = EtTrace(rank=rank, version=meta.version, metadata_attrs=mattrs, nodes=tuple(nodes),
+                    metadata_attr_kinds=mkinds)
+    if validate:
+        check_trace(trace, p)
+    return trace
+
+
+def trace_path(prefix: str | Path, rank: int) -> Path:
+    """`<prefix>.<rank>.et`, the file ASTRA-sim reads for NPU `rank`."""
+    return Path(f"{prefix}.{rank}.et")
+
+
+def read_traces(prefix: str | Path, npus: int, *, validate: bool = True) -> list[EtTrace]:
+    """The traces `<prefix>.<r>.et` for r = 0..npus-1 (a missing file is an error, as in ASTRA-sim)."""
+    if isinstance(npus, bool) or not isinstance(npus, int) or npus < 1:
+        raise ConfigError("npus", npus, "accepted: a positive integer")
+    missing = [r for r in range(npus) if not trace_path(prefix, r).is_file()]
+    if missing:
+        shown = ", ".join(str(r) for r in missing[:8]) + (" ..." if len(missing) > 8 else "")
+        raise ConfigError(f"{trace_path(prefix, missing[0])}", "missing",
+                          f"expected one trace file per NPU, {prefix}.0.et .. {prefix}.{npus - 1}.et "
+                          f"(missing ranks: {shown})")
+    return [read_et(trace_path(prefix, r), rank=r, validate=validate) for r in range(npus)]
+
+
+# ---------------------------------------------------------------------------------------------- checking
+
+def check_trace(trace: EtTrace, where: str = "trace") -> None:
+    """Raise ConfigError unless every node has a known type and a unique id, and every data/ctrl dependency
+    names a node of this trace without forming a cycle (ASTRA-sim would never finish such a graph)."""
+    ids: set[int] = set()
+    for n in trace.nodes:
+        if n.type not in pb.NODE_TYPE_NAMES:
+            raise ConfigError(f"{where}: node {n.id} type", n.type, f"expected {_NODE_TYPES_ACCEPTED}")
+        if n.id in ids:
+            raise ConfigError(f"{where}: node {n.id} id", n.id, "expected node ids unique within the file")
+        ids.add(n.id)
+    for n in trace.nodes:
+        for fname in ("data_deps", "ctrl_deps"):
+            for d in getattr(n, fname):
+                if d not in ids:
+                    raise ConfigError(f"{where}: node {n.id} {fname}", d,
+                                      "expected the id of a node in this file")
+    cycle = _find_cycle(trace.nodes)
+    if cycle:
+        shown = " -> ".join(str(i) for i in cycle[:12]) + (" ..." if len(cycle) > 12 else "")
+        raise ConfigError(f"{where}: node {cycle[0]} data_deps/ctrl_deps", shown,
+                          "expected an acyclic dependency graph")
+
+
+def _find_cycle(nodes: Sequence[EtNode]) -> list[int]:
+    """Node ids along one dependency cycle (each waits for the next), or [] if the graph is acyclic."""
+    deps = {n.id: n.deps for n in nodes}
+    indeg = {i: 0 for i in deps}
+    children: dict[int, list[int]] = {i: [] for i in deps}
+    for i, ds in deps.items():
+        for d in set(ds):
+            indeg[i] += 1
+            children[d].append(i)
+    ready = [i for i, k in indeg.items() if k == 0]
+    done = 0
+    while ready:
+        i = ready.pop()
+        done += 1
+        for c in children[i]:
+            indeg[c] -= 1
+            if indeg[c] == 0:
+                ready.append(c)
+    if done == len(deps):
+        return []
+    left = {i for i, k in indeg.items() if k > 0}
+    cur, seen = next(iter(left)), []
+    index: dict[int, int] = {}
+    while cur not in index:  # every node left waits on some node left
+        index[cur] = len(seen)
+        seen.append(cur)
+        cur = next(d for d in deps[cur] if d in left)
+    return seen[index[cur]:] + [cur]
+
+
+# ---------------------------------------------------------------------------------------------- writing
+
+def _uint(value: Any, what: str, where: str, *, integral_float_ok: bool = False) -> int:
+    if isinstance(value, float) and integral_float_ok and math.isfinite(value) and value == int(value):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
+        raise ConfigError(f"{where} {what}", value, "expected a whole number from 0 to 2**64-1"
+                          + (" (Chakra stores integer microseconds)" if integral_float_ok else ""))
+    return value
+
+
+def _to_proto(node: EtNode, where: str):
+    w = f"{where}: node {node.id}"
+    msg = pb.Node()
+    msg.id = _uint(node.id, "id", w)
+    msg.name = node.name
+    msg.type = node.type
+    msg.ctrl_deps.extend(_uint(d, "ctrl_deps", w) for d in node.ctrl_deps)
+    msg.data_deps.extend(_uint(d, "data_deps", w) for d in node.data_deps)
+    msg.start_time_micros = _uint(node.start_time_micros, "start_time_micros", w)
+    msg.duration_micros = _uint(node.duration_micros, "duration_micros", w, integral_float_ok=True)
+    detail = node.io_detail
+    for i, (fname, values) in enumerate((("inputs", node.inputs), ("outputs", node.outputs))):
+        shapes, types = detail[i] if detail else ("", "")
+        if values is not None or shapes or types:
+            io = getattr(msg, fname)
+            io.SetInParent()
+            io.values, io.shapes, io.types = values or "", shapes, types
+    for name, value in node.attrs.items():
+        _encode_attr(msg.attr, name, value, node.attr_kinds.get(name), w)
+    return msg
+
+
+def encode_trace(trace: EtTrace, where: str = "trace") -> bytes:
+    """The uncompressed bytes of a trace file (checked first with `check_trace`)."""
+    check_trace(trace, where)
+    meta = pb.GlobalMetadata()
+    meta.version = trace.version
+    for name, value in trace.metadata_attrs.items():
+        _encode_attr(meta.attr, name, value, trace.metadata_attr_kinds.get(name), f"{where}: GlobalMetadata")
+    parts = []
+    for msg in [meta] + [_to_proto(n, where) for n in trace.nodes]:
+        body = msg.SerializeToString()
+        parts.append(_varint(len(body)))
+        parts.append(body)
+    return b"".join(parts)
+
+
+def write_et(path: str | Path, trace: EtTrace, *, compress: bool = False) -> Path:
+    """Write one trace file ASTRA-sim can read (gzip-compressed if `compress`); returns the path."""
+    path = Path(path)
+    data = encode_trace(trace, str(path))
+    if compress:
+        data = gzip.compress(data, mtime=0)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def write_traces(prefix: str | Path, traces: Iterable[EtTrace], *, compress: bool = False) -> list[Path]:
+    """Write `traces[r]` to `<prefix>.<r>.et`; each trace's `rank` must equal its position."""
+    paths = []
+    for r, t in enumerate(traces):
+        if t.rank != r:
+            raise ConfigError(f"{trace_path(prefix, r)}: rank", t.rank, f"expected traces in rank order (rank {r})")
+        paths.append(write_et(trace_path(prefix, r), t, compress=compress))
+    return paths
+
+
+COMM_TYPE_OF = {"all-reduce": 0, "all-gather": 2, "all-to-all": 6, "reduce-scatter": 7}
+
+
+def collective_traces(collective: str, size: int, npus: int) -> list[EtTrace]:
+    """One COMM_COLL_NODE per NPU (ASTRA-sim's microbenchmark shape): `size` is ASTRA-sim's
+    comm_size (per-NPU buffer; for all-gather the per-NPU contribution)."""
+    if collective not in COMM_TYPE_OF:
+        raise ConfigError("collective", collective, f"accepted: {', '.join(COMM_TYPE_OF)}")
+    name = f"{collective.replace('-', '_')}_{npus}npus_{int(size)}B"
+    node = EtNode(0, name, COMM_COLL_NODE, attrs={"is_cpu_op": False, "comm_type": COMM_TYPE_OF[collective],
+                                                  "comm_size": int(size)},
+                  attr_kinds={"is_cpu_op": "bool_val", "comm_type": "int64_val", "comm_size": "int64_val"})
+    return [EtTrace(r, "0.0.4", {}, (node,)) for r in range(npus)]
