@@ -142,6 +142,9 @@ def run_astra(workload: str, system_path: str, network_path: str, comm_groups: s
         warnings.append(f"{system_path}: ASTRA-sim ignores {', '.join(system.ignored)}")
     if system.unknown:
         warnings.append(f"{system_path}: unknown keys ignored: {', '.join(system.unknown)}")
+    if system.per_node_custom_implementation:
+        raise ConfigError(f"{system_path}: per-node-custom-implementation", system.per_node_custom_implementation,
+                          "per-node custom collectives are not emulated yet; accepted: the *-implementation-custom keys")
     if system.model_shared_bus:
         raise ConfigError(f"{system_path}: model-shared-bus", 1, "the LogGP shared-bus model is not emulated; accepted: 0")
     roofline = Roofline(system.peak_perf_flops, system.local_mem_bw_bytes_per_s) if system.roofline_enabled else None
