@@ -193,12 +193,33 @@ class UnawareNetwork(Network):
 
 
 class _Link:
-    __slots__ = ("bw", "lat", "busy", "pending")
+    """A store-and-forward FIFO link: a chunk arrives floor(latency + bytes/bw) after it
+    starts, and the link is busy for floor(bytes/bw); waiting chunks go in order."""
 
-    def __init__(self, bw: float, lat: float):
-        self.bw, self.lat = bw, lat
+    __slots__ = ("eq", "bw", "lat", "busy", "pending", "on_arrive")
+
+    def __init__(self, eq: EventQueue, bw: float, lat: float, on_arrive: Callable):
+        self.eq, self.bw, self.lat = eq, bw, lat
         self.busy = False
         self.pending: list = []
+        self.on_arrive = on_arrive
+
+    def send(self, size: int, chunk) -> None:
+        if self.busy:
+            self.pending.append((size, chunk))
+        else:
+            self._start(size, chunk)
+
+    def _start(self, size: int, chunk) -> None:
+        self.busy = True
+        now = self.eq.now
+        self.eq.schedule(now + int(self.lat + size / self.bw), self.on_arrive, chunk)
+        self.eq.schedule(now + int(size / self.bw), self._free)
+
+    def _free(self) -> None:
+        self.busy = False
+        if self.pending:
+            self._start(*self.pending.pop(0))
 
 
 class AwareNetwork(Network):
@@ -215,22 +236,15 @@ class AwareNetwork(Network):
         self.n = spec.dims[0]
         self.kind = spec.kinds[0]
         self.links: dict = {}
-        bw, lat = spec.bw[0], spec.lat[0]
         n = self.n
         if self.kind == "Ring":
-            for i in range(n):
-                j = (i + 1) % n
-                self.links[(i, j)] = _Link(bw, lat)
-                self.links[(j, i)] = _Link(bw, lat)
+            pairs = [(i, (i + 1) % n) for i in range(n)] + [((i + 1) % n, i) for i in range(n)]
         elif self.kind == "FullyConnected":
-            for i in range(n):
-                for j in range(n):
-                    if i != j:
-                        self.links[(i, j)] = _Link(bw, lat)
+            pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
         else:
-            for i in range(n):
-                self.links[(i, n)] = _Link(bw, lat)
-                self.links[(n, i)] = _Link(bw, lat)
+            pairs = [(i, n) for i in range(n)] + [(n, i) for i in range(n)]
+        for pair in pairs:
+            self.links[pair] = _Link(eq, spec.bw[0], spec.lat[0], self._hop_arrived)
 
     def route(self, src: int, dst: int) -> list[int]:
         n = self.n
@@ -253,23 +267,7 @@ class AwareNetwork(Network):
 
     def _send(self, chunk) -> None:
         path, i, size, cid = chunk
-        link = self.links[(path[i], path[i + 1])]
-        if link.busy:
-            link.pending.append(chunk)
-        else:
-            self._start(link, chunk)
-
-    def _start(self, link: _Link, chunk) -> None:
-        link.busy = True
-        path, i, size, cid = chunk
-        now = self.eq.now
-        self.eq.schedule(now + int(link.lat + size / link.bw), self._hop_arrived, chunk)
-        self.eq.schedule(now + int(size / link.bw), self._link_free, link)
-
-    def _link_free(self, link: _Link) -> None:
-        link.busy = False
-        if link.pending:
-            self._start(link, link.pending.pop(0))
+        self.links[(path[i], path[i + 1])].send(size, chunk)
 
     def _hop_arrived(self, chunk) -> None:
         path, i, size, cid = chunk
@@ -549,7 +547,7 @@ class Ring(Algorithm):
         self.sender = line.next(npu, False)
         self.parallel = 1
         self.packets: list = []  # (dest, src)
-        self.free = 0
+        self.free_packets = 0
         self.received_count = 0
         self.zero = 0
         self.nonzero = 0
@@ -581,7 +579,7 @@ class Ring(Algorithm):
 
     def run(self, event: str) -> None:
         if event == "general":
-            self.free += 1
+            self.free_packets += 1
             if self.direct and self.coll == ALL_REDUCE and self.stream_count <= self.middle:
                 if self.received_count < self.middle:
                     return
@@ -626,17 +624,17 @@ class Ring(Algorithm):
                 self.sender = self.line.next(self.sender, False)
 
     def ready(self) -> bool:
-        if not self.packets or self.stream_count == 0 or self.free == 0:
+        if not self.packets or self.stream_count == 0 or self.free_packets == 0:
             return False
         dest, src = self.packets.pop(0)
         self.send(dest, self.msg)
         self.recv(src, self.msg)
         self.stream_count -= 1
-        self.free -= 1
+        self.free_packets -= 1
         return True
 
     def iterate(self) -> None:
-        if self.stream_count == 0 and self.free == self.parallel:
+        if self.stream_count == 0 and self.free_packets == self.parallel:
             self.exit()
 
 
@@ -660,7 +658,7 @@ class HalvingDoubling(Algorithm):
         self.log = int(math.log2(n))
         self.stream_count = 2 * self.log if coll == ALL_REDUCE else self.log
         self.packets: list = []
-        self.free = 0
+        self.free_packets = 0
         self.zero = 0
         self.nonzero = 0
         self.toggle = False
@@ -681,7 +679,7 @@ class HalvingDoubling(Algorithm):
 
     def run(self, event: str) -> None:
         if event == "general":
-            self.free += 1
+            self.free_packets += 1
             self.ready()
             self.iterate()
         elif event == "recv":
@@ -717,17 +715,17 @@ class HalvingDoubling(Algorithm):
         self._aim()
 
     def ready(self) -> bool:
-        if not self.packets or self.stream_count == 0 or self.free == 0:
+        if not self.packets or self.stream_count == 0 or self.free_packets == 0:
             return False
         dest, src, size = self.packets.pop(0)
         self.send(dest, size)
         self.recv(src, size)
         self.stream_count -= 1
-        self.free -= 1
+        self.free_packets -= 1
         return True
 
     def iterate(self) -> None:
-        if self.stream_count == 0 and self.free == 1:
+        if self.stream_count == 0 and self.free_packets == 1:
             self.exit()
 
 
@@ -862,15 +860,11 @@ class DoubleBinaryTree(Algorithm):
             self.exit()
 
 
-class CustomAlgorithm(Algorithm):
-    """A collective given as per-rank Chakra graphs of send / recv / compute nodes (ASTRA-sim's
-    custom collectives, e.g. converted from MSCCL): nodes run as their dependencies allow; a
-    send completes when it arrives, a compute node takes its duration (at least 1 ns)."""
+class DepGraph:
+    """Chakra nodes and their data/control dependencies: which are free to run, and which
+    become free when one finishes (dependencies outside the graph are ignored)."""
 
-    def __init__(self, coll: str, npu: int, nodes, members, data_size: int):
-        self.id = npu
-        self.members = members
-        self.final_data_size = data_size
+    def __init__(self, nodes):
         self.nodes = {n.id: n for n in nodes}
         self.children: dict[int, list[int]] = {i: [] for i in self.nodes}
         self.waiting: dict[int, int] = {}
@@ -880,6 +874,26 @@ class CustomAlgorithm(Algorithm):
             for d in deps:
                 self.children[d].append(n.id)
         self.free = sorted(i for i, k in self.waiting.items() if k == 0)
+
+    def finish(self, nid: int) -> None:
+        """Mark `nid` done; its children whose dependencies are all done join `free` (sorted)."""
+        for c in self.children[nid]:
+            self.waiting[c] -= 1
+            if self.waiting[c] == 0:
+                self.free.append(c)
+        self.free.sort()
+
+
+class CustomAlgorithm(Algorithm):
+    """A collective given as per-rank Chakra graphs of send / recv / compute nodes (ASTRA-sim's
+    custom collectives, e.g. converted from MSCCL): nodes run as their dependencies allow; a
+    send completes when it arrives, a compute node takes its duration (at least 1 ns)."""
+
+    def __init__(self, coll: str, npu: int, nodes, members, data_size: int):
+        self.id = npu
+        self.members = members
+        self.final_data_size = data_size
+        self.graph = DepGraph(nodes)
         self.ongoing: set[int] = set()
 
     def real(self, rank: int) -> int:
@@ -889,9 +903,9 @@ class CustomAlgorithm(Algorithm):
         self.issue_free()
 
     def issue_free(self) -> None:
-        free, self.free = self.free, []
+        free, self.graph.free = self.graph.free, []
         for nid in free:
-            self.issue(self.nodes[nid])
+            self.issue(self.graph.nodes[nid])
 
     def issue(self, node) -> None:
         self.ongoing.add(node.id)
@@ -911,14 +925,9 @@ class CustomAlgorithm(Algorithm):
 
     def finish(self, nid: int) -> None:
         self.ongoing.discard(nid)
-        new = []
-        for c in self.children[nid]:
-            self.waiting[c] -= 1
-            if self.waiting[c] == 0:
-                new.append(c)
-        self.free = sorted(self.free + new)
+        self.graph.finish(nid)
         self.issue_free()
-        if not self.ongoing and not self.free:
+        if not self.ongoing and not self.graph.free:
             self.exit()
 
 
@@ -980,7 +989,7 @@ class MirrorNetwork(Network):
     def _link(self, key) -> _Link:
         link = self.links.get(key)
         if link is None:
-            link = self.links[key] = _Link(self.bw, self.lat)
+            link = self.links[key] = _Link(self.eq, self.bw, self.lat, self._hop)
         return link
 
     def sim_send(self, src: int, dst: int, tag, size: int, on_sent) -> None:
@@ -995,34 +1004,16 @@ class MirrorNetwork(Network):
         if not self.aware:
             self.eq.schedule(self.eq.now + UnawareNetwork.delay(self, m, 0, size), self.arrived, cid)
         elif self.spec.kinds[0] == "Switch":
-            self._send(self._link(("up",)), (size, cid, "up"))
+            self._link(("up",)).send(size, (size, cid, "up"))
         else:  # one hop: NPU 0's link to dst mirrors src's link to NPU 0
-            self._send(self._link(("out", dst)), (size, cid, "last"))
+            self._link(("out", dst)).send(size, (size, cid, "last"))
 
     delay = UnawareNetwork.delay
-
-    def _send(self, link: _Link, chunk) -> None:
-        if link.busy:
-            link.pending.append(chunk)
-        else:
-            self._start(link, chunk)
-
-    def _start(self, link: _Link, chunk) -> None:
-        link.busy = True
-        size = chunk[0]
-        now = self.eq.now
-        self.eq.schedule(now + int(link.lat + size / link.bw), self._hop, chunk)
-        self.eq.schedule(now + int(size / link.bw), self._free, link)
-
-    def _free(self, link: _Link) -> None:
-        link.busy = False
-        if link.pending:
-            self._start(link, link.pending.pop(0))
 
     def _hop(self, chunk) -> None:
         size, cid, where = chunk
         if where == "up":  # at the switch: the mirrored message takes the down link into NPU 0
-            self._send(self._link(("down",)), (size, cid, "last"))
+            self._link(("down",)).send(size, (size, cid, "last"))
         else:
             self.arrived(cid)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..errors import ConfigError
-from .emulator import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, NetSpec, SysSpec, World
+from .emulator import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, DepGraph, NetSpec, SysSpec, World
 
 COMP, COMM_SEND, COMM_RECV, COMM_COLL, METADATA, INVALID, MEM_LOAD, MEM_STORE = 4, 5, 6, 7, 1, 0, 2, 3
 COLLECTIVE_OF = {0: ALL_REDUCE, 2: ALL_GATHER, 6: ALL_TO_ALL, 7: REDUCE_SCATTER}
@@ -53,15 +53,8 @@ class NpuWorkload:
         self.roofline = roofline
         self.replay_only = replay_only
         self.where = where
-        self.nodes = {n.id: n for n in nodes}
-        self.children: dict[int, list[int]] = {i: [] for i in self.nodes}
-        self.waiting: dict[int, int] = {}
-        for n in self.nodes.values():
-            deps = [d for d in n.deps if d in self.nodes]
-            self.waiting[n.id] = len(deps)
-            for d in deps:
-                self.children[d].append(n.id)
-        self.free = sorted(i for i, k in self.waiting.items() if k == 0)
+        self.graph = DepGraph(nodes)
+        self.nodes = self.graph.nodes
         self.in_flight = {"gpu": 0, "cpu": 0, "comm": 0}
         self.running = 0
         self.nodes_issued: set[int] = set()
@@ -83,14 +76,14 @@ class NpuWorkload:
         """Issue every ready node whose resource is free, in ascending id; the rest wait.
         (Issuing never completes a node synchronously, so `free` is stable here.)"""
         kept = []
-        for nid in self.free:
+        for nid in self.graph.free:
             node = self.nodes[nid]
             res = self.resource(node)
             if res is not None and self.in_flight[res] > 0:
                 kept.append(nid)
             else:
                 self.issue(node, res)
-        self.free = kept
+        self.graph.free = kept
 
     def issue(self, node, res) -> None:
         self.nodes_issued.add(node.id)
@@ -171,18 +164,14 @@ class NpuWorkload:
         if res is not None:
             self.in_flight[res] -= 1
         self.running -= 1
-        for c in self.children[node.id]:
-            self.waiting[c] -= 1
-            if self.waiting[c] == 0:
-                self.free.append(c)
-        self.free.sort()
+        self.graph.finish(node.id)
         self.issue_free()
-        if not self.free and self.running == 0 and self.finish_ns is None:
+        if not self.graph.free and self.running == 0 and self.finish_ns is None:
             self.finish_ns = self.world.eq.now
 
     def fire(self) -> None:
         self.issue_free()
-        if not self.free and self.running == 0 and self.finish_ns is None:
+        if not self.graph.free and self.running == 0 and self.finish_ns is None:
             self.finish_ns = self.world.eq.now
 
 
