@@ -9,7 +9,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from fabricsim.collectives.double_binary_tree import double_binary_tree, in_order_tree, second_tree_map
+from fabricsim.collectives.double_binary_tree import (
+    double_binary_tree,
+    in_order_tree,
+    second_tree_map,
+)
 from fabricsim.collectives.hierarchical import hierarchical
 from fabricsim.collectives.in_network import in_network
 from fabricsim.collectives.registry import ALGORITHMS, get_algorithm

@@ -13,15 +13,19 @@ import random
 from pathlib import Path
 
 import pytest
+from conftest import ASTRA_REFERENCE as REF
 
 from fabricsim.astra.config import parse_impl
-from fabricsim.astra.emulator import NetSpec, SysSpec, mirror_eligible, simulate_collective
+from fabricsim.astra.emulator import (
+    NetSpec,
+    SysSpec,
+    mirror_eligible,
+    simulate_collective,
+)
 from fabricsim.astra.run import compare_collectives, run_astra
 from fabricsim.cli import main
 from fabricsim.errors import ConfigError
 from fabricsim.workload.chakra import collective_traces, read_traces
-
-from conftest import ASTRA_REFERENCE as REF
 
 pytestmark = pytest.mark.skipif(not REF.exists(), reason="shared/reference/astra-sim not found")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import ASTRA_REFERENCE as REF
 
 from fabricsim.astra.config import (
     AstraConfigError,
@@ -25,8 +26,6 @@ from fabricsim.astra.config import (
     to_topology,
 )
 from fabricsim.errors import ConfigError
-
-from conftest import ASTRA_REFERENCE as REF
 
 needs_ref = pytest.mark.skipif(not REF.is_dir(), reason="ASTRA-sim reference inputs not available")
 

@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import ASTRA_REFERENCE as REF
 
 from fabricsim.errors import ConfigError
 from fabricsim.workload import (
@@ -34,8 +35,6 @@ from fabricsim.workload import (
     write_traces,
 )
 from fabricsim.workload import chakra_schema as pb
-
-from conftest import ASTRA_REFERENCE as REF
 
 needs_ref = pytest.mark.skipif(not REF.is_dir(), reason="ASTRA-sim reference inputs not available")
 

@@ -25,6 +25,10 @@ EXPECTED = {
     "double_binary_tree": ({"all-reduce"}, set()),
     "hierarchical": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
     "in_network": (ALL - {"all-to-all"}, set()),
+    "bucket": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
+    "hamiltonian_rings": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
+    "swing": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
+    "torus_recursive_doubling": ({"all-reduce", "reduce-scatter", "all-gather"}, {"all-reduce", "reduce-scatter", "all-gather"}),
 }
 
 

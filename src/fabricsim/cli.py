@@ -252,9 +252,9 @@ def export_chakra(
     gzip_out: bool = typer.Option(False, "--gzip", help="gzip the .et files (ASTRA-sim reads both)"),
 ):
     """Write Chakra execution traces (.et) that ASTRA-sim reads."""
+    from .units import parse_size
     from .workload.astra_text import read_astra_text, text_to_traces
     from .workload.chakra import collective_traces, write_traces
-    from .units import parse_size
 
     if npus < 1:
         raise ConfigError("--npus", npus, "accepted: an integer >= 1")

@@ -21,7 +21,14 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..workload.chakra import read_traces
-from .config import AstraNetwork, AstraSystem, read_comm_groups, read_network, read_system, to_topology
+from .config import (
+    AstraNetwork,
+    AstraSystem,
+    read_comm_groups,
+    read_network,
+    read_system,
+    to_topology,
+)
 from .emulator import NetSpec, SysSpec, mirror_eligible, simulate_collective
 from .workload import COLLECTIVE_OF, COMM_COLL, NpuResult, Roofline, run_workload
 

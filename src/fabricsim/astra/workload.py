@@ -15,7 +15,16 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..errors import ConfigError
-from .emulator import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, DepGraph, NetSpec, SysSpec, World
+from .emulator import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    ALL_TO_ALL,
+    REDUCE_SCATTER,
+    DepGraph,
+    NetSpec,
+    SysSpec,
+    World,
+)
 
 COMP, COMM_SEND, COMM_RECV, COMM_COLL, METADATA, INVALID, MEM_LOAD, MEM_STORE = 4, 5, 6, 7, 1, 0, 2, 3
 COLLECTIVE_OF = {0: ALL_REDUCE, 2: ALL_GATHER, 6: ALL_TO_ALL, 7: REDUCE_SCATTER}

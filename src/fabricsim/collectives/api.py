@@ -69,7 +69,10 @@ def build_schedule(
     alg = get_algorithm(algorithm)
     g = resolve_group(topo, group)
     p = len(g)
-    reason = alg.supports(collective, p)
+    if "dims" in alg.needs and "dims" not in options:
+        whole = p == topo.n_npus and np.array_equal(g, np.arange(p))
+        options["dims"] = tuple(topo.dims) if whole else (p,)
+    reason = alg.supports(collective, p, options)
     if reason is not None:
         if collective not in alg.collectives:
             raise ConfigError("collective", collective, reason)
@@ -77,9 +80,6 @@ def build_schedule(
     unknown = set(options) - set(alg.options) - {"dims"}
     if unknown:
         raise ConfigError("option", sorted(unknown)[0], f"{alg.name} accepts: {', '.join(sorted(alg.options)) or 'no options'}")
-    if "dims" in alg.needs and "dims" not in options:
-        whole = p == topo.n_npus and np.array_equal(g, np.arange(p))
-        options["dims"] = tuple(topo.dims) if whole else (p,)
     if collective in ("broadcast", "reduce"):
         if not 0 <= int(root) < p:
             raise ConfigError("root", root, f"accepted: a rank 0..{p - 1} of the group")

@@ -38,8 +38,8 @@ import numpy as np
 
 from ..errors import ConfigError
 from ._common import require_collective, require_group
-from .schedule import Schedule, Step
 from .ring import ring_phase
+from .schedule import Schedule, Step
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather")
 INNER = ("ring", "direct", "halving_doubling")

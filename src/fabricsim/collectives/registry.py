@@ -14,14 +14,17 @@ from typing import Callable
 
 from ..errors import ConfigError
 from ._common import is_pow2
+from .bucket import bucket
 from .direct import direct
 from .double_binary_tree import double_binary_tree
 from .halving_doubling import halving_doubling
+from .hamiltonian_rings import hamiltonian_rings
 from .hierarchical import hierarchical
 from .in_network import in_network
 from .recursive_doubling import recursive_doubling
 from .ring import ring
 from .schedule import Schedule
+from .swing import swing, torus_recursive_doubling
 
 
 @dataclass(frozen=True)
@@ -34,12 +37,15 @@ class Algorithm:
     pow2_only: tuple[str, ...] = ()  # collectives that need a power-of-two group
     options: dict[str, str] = field(default_factory=dict)  # option -> what it does
     needs: tuple[str, ...] = ()  # topology facts: "dims" (multi-dim shape), "reducing-switch"
+    check: Callable[[str, int, dict], str | None] | None = None  # limits that depend on options
 
-    def supports(self, collective: str, p: int) -> str | None:
+    def supports(self, collective: str, p: int, options: dict | None = None) -> str | None:
         if collective not in self.collectives:
             return f"{self.name} supports: {', '.join(self.collectives)}"
         if p < 2:
             return "accepted: at least 2 ranks"
+        if self.check is not None:
+            return self.check(collective, p, options or {})
         if collective in self.pow2_only and not is_pow2(p):
             return "accepted: a power of two"
         return None
@@ -112,4 +118,56 @@ register(Algorithm(
     "in-network (SHARP-like): up to a reducing switch and multicast down, size bytes each way per rank",
     options={"chunks": "pipeline pieces: ranks send piece t up while the switch sends piece t-1 down (default 1)"},
     needs=("reducing-switch",),
+))
+
+
+# [swing / torus_recursive_doubling]
+def _swing_check(collective: str, p: int, options: dict) -> str | None:
+    if str(options.get("mode", "bandwidth")).lower() in ("latency", "l") and collective != "all-reduce":
+        return "the latency-optimal mode serves all-reduce only (accepted: mode=bandwidth)"
+    return None
+
+
+def _trd_check(collective: str, p: int, options: dict) -> str | None:
+    latency = str(options.get("mode", "bandwidth")).lower() in ("latency", "l")
+    if latency:
+        return None if collective == "all-reduce" else "the latency-optimal mode serves all-reduce only"
+    dims = options.get("dims") or (p,)
+    if not all(is_pow2(int(d)) for d in dims):
+        return "accepted: power-of-two dimensions in bandwidth mode (mode=latency folds any size)"
+    return None
+
+
+register(Algorithm(
+    "swing", swing, ("all-reduce", "reduce-scatter", "all-gather"),
+    "any p >= 2 (1-D); even or power-of-two torus dimensions",
+    "Swing (NSDI'24): short-cutting pairwise exchanges, all 2D ports (bandwidth or latency mode)",
+    options={"mode": "bandwidth (Swing-B, default) or latency (Swing-L)", "ports": "all (default) or single",
+             "dims": "torus shape, dimension 0 fastest (default: the topology's)"},
+    needs=("dims",), check=_swing_check,
+))
+register(Algorithm(
+    "torus_recursive_doubling", torus_recursive_doubling, ("all-reduce", "reduce-scatter", "all-gather"),
+    "bandwidth: power-of-two dims; latency: any p >= 2 (fold)",
+    "recursive doubling on a torus, dimensions alternating: Rabenseifner (bandwidth) or whole-vector (latency); mirrored = multiport",
+    pow2_only=("all-reduce", "reduce-scatter", "all-gather"),
+    options={"mode": "bandwidth (default) or latency", "mirrored": "the paper's multiport variant (D plain + D mirrored)",
+             "dims": "torus shape (default: the topology's)"},
+    needs=("dims",), check=_trd_check,
+))
+
+# [bucket / hamiltonian_rings: torus baselines of the Swing paper]
+register(Algorithm(
+    "bucket", bucket, ("all-reduce", "reduce-scatter", "all-gather"),
+    "any p >= 2 (prod(dims) == p)",
+    "bucket: 2D parts (start dimension x direction), synchronized ring reduce-scatter phases over the torus dimensions, all-gather back",
+    options={"dims": "torus shape, dimension 0 fastest (default: the topology's dims, else (p,) = a bidirectional ring)"},
+    needs=("dims",),
+))
+register(Algorithm(
+    "hamiltonian_rings", hamiltonian_rings, ("all-reduce", "reduce-scatter", "all-gather"),
+    "any p >= 2 as a 1-D torus; 2-D: r x c with r = k*c and gcd(r, c-1) = 1",
+    "rings on two edge-disjoint Hamiltonian cycles of a 2-D torus, both directions, size/4 each (1-D: bidirectional ring)",
+    options={"dims": "torus shape, dimension 0 fastest (default: the topology's dims, else (p,) = a bidirectional ring)"},
+    needs=("dims",),
 ))

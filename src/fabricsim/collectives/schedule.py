@@ -51,6 +51,7 @@ class Step:
     repeat: int = 1
     shift: np.ndarray | None = None  # int64[K]: id change per repetition
     mod: np.ndarray | None = None  # int64[K]: size of the aligned id range it rotates in
+    ranges: bool = False  # range form: blocks[t] is the first id of transfer t's contiguous run
 
     def __post_init__(self):
         for name in ("src", "dst", "ptr", "blocks", "shift", "mod"):
@@ -61,7 +62,10 @@ class Step:
         t = len(self.src)
         if len(self.dst) != t or len(self.reduce) != t or len(self.ptr) != t + 1:
             raise ValueError("Step: src, dst, reduce and ptr lengths disagree")
-        if self.ptr[-1] != len(self.blocks) or (t and self.ptr[0] != 0):
+        if self.ranges:
+            if len(self.blocks) != t or self.repeat != 1 or self.shift is not None:
+                raise ValueError("Step: range form needs one start per transfer and no repetition")
+        elif self.ptr[-1] != len(self.blocks) or (t and self.ptr[0] != 0):
             raise ValueError("Step: ptr does not cover blocks")
         if self.repeat < 1:
             raise ValueError("Step: repeat must be >= 1")
@@ -76,8 +80,18 @@ class Step:
     def blocks_per_transfer(self) -> np.ndarray:
         return np.diff(self.ptr)
 
+    def explicit(self) -> "Step":
+        """The same step with every block id listed (range form expanded)."""
+        if not self.ranges:
+            return self
+        counts = self.blocks_per_transfer
+        ids = np.repeat(self.blocks - self.ptr[:-1], counts) + np.arange(self.ptr[-1])
+        return Step(self.src, self.dst, self.reduce, self.ptr, ids)
+
     def blocks_at(self, k: int) -> np.ndarray:
         """Block ids of all entries at repetition k (0-based)."""
+        if self.ranges:
+            return self.explicit().blocks
         if k == 0 or self.shift is None:
             return self.blocks
         base = self.blocks - self.blocks % self.mod
@@ -101,6 +115,17 @@ class Step:
     def single(self, k: int) -> "Step":
         """Repetition k alone, without rotation."""
         return Step(self.src, self.dst, self.reduce, self.ptr, self.blocks_at(k))
+
+
+def make_range_step(src, dst, start, count, reduce) -> Step:
+    """Transfer t moves the contiguous blocks start[t] .. start[t]+count[t]-1."""
+    src = np.asarray(src, dtype=np.int64).ravel()
+    count = np.broadcast_to(np.asarray(count, dtype=np.int64), src.shape)
+    ptr = np.zeros(len(src) + 1, dtype=np.int64)
+    np.cumsum(count, out=ptr[1:])
+    red = np.broadcast_to(np.asarray(reduce, dtype=bool), src.shape).copy()
+    return Step(src, np.asarray(dst, dtype=np.int64).ravel(), red, ptr,
+                np.broadcast_to(np.asarray(start, dtype=np.int64), src.shape).copy(), ranges=True)
 
 
 def make_step(
@@ -251,6 +276,11 @@ def align(a: Sequence[Step], b: Sequence[Step]) -> tuple[list[Step], list[Step]]
 def merge_steps(x: Step, y: Step) -> Step:
     """Two steps with the same repeat run concurrently as one."""
     assert x.repeat == y.repeat
+    if x.ranges and y.ranges:
+        return Step(np.concatenate([x.src, y.src]), np.concatenate([x.dst, y.dst]),
+                    np.concatenate([x.reduce, y.reduce]), np.concatenate([x.ptr, y.ptr[1:] + x.ptr[-1]]),
+                    np.concatenate([x.blocks, y.blocks]), ranges=True)
+    x, y = x.explicit(), y.explicit()
     rotating = x.shift is not None or y.shift is not None
 
     def rot(s: Step):

@@ -130,19 +130,32 @@ def _run_batch(s: Schedule, blocks: np.ndarray, rng: np.random.Generator, entrie
     val, valid = _initial(s, blocks, rng_vals)
     n = s.n_nodes
     step_index = 0
-    for st, (e_src, e_dst, e_red) in zip(s.steps, entries):
+    for st, entry in zip(s.steps, entries):
+        if st.ranges:  # only the entries inside this batch of blocks, never the whole expansion
+            a = st.blocks
+            i0 = np.searchsorted(blocks, a)
+            i1 = np.searchsorted(blocks, a + st.blocks_per_transfer)
+            n_e = i1 - i0
+            e_col = np.repeat(i0 - (np.cumsum(n_e) - n_e), n_e) + np.arange(int(n_e.sum()))
+            entry = (np.repeat(st.src, n_e), np.repeat(st.dst, n_e), np.repeat(st.reduce, n_e), e_col)
+        e_src, e_dst, e_red = entry[:3]
         if len(st.src) and (st.src.min() < 0 or st.dst.min() < 0 or max(st.src.max(), st.dst.max()) >= n):
             raise ScheduleError(f"step {step_index}: transfer names a node outside 0..{n - 1}")
         if np.any(st.src == st.dst):
             t = int(np.flatnonzero(st.src == st.dst)[0])
             raise ScheduleError(f"step {step_index}: node {st.src[t]} sends to itself")
         for k in range(st.repeat):
-            b = st.blocks_at(k)
-            if len(b) and (b.min() < 0 or b.max() >= s.nblocks):
-                raise ScheduleError(f"step {step_index}: block id outside 0..{s.nblocks - 1}")
-            col = col_of[b]
-            m = col >= 0
-            src, dst, red, col = e_src[m], e_dst[m], e_red[m], col[m]
+            if st.ranges:
+                if len(st.blocks) and (st.blocks.min() < 0 or (st.blocks + st.blocks_per_transfer).max() > s.nblocks):
+                    raise ScheduleError(f"step {step_index}: block id outside 0..{s.nblocks - 1}")
+                src, dst, red, col = e_src, e_dst, e_red, entry[3]
+            else:
+                b = st.blocks_at(k)
+                if len(b) and (b.min() < 0 or b.max() >= s.nblocks):
+                    raise ScheduleError(f"step {step_index}: block id outside 0..{s.nblocks - 1}")
+                col = col_of[b]
+                m = col >= 0
+                src, dst, red, col = e_src[m], e_dst[m], e_red[m], col[m]
             if len(col):
                 held = valid[src, col]
                 if not held.all():
@@ -202,7 +215,7 @@ def verify(schedule: Schedule, *, seed: int = 0, sample: int | None = None) -> V
     else:
         blocks = np.arange(s.nblocks)
     batch = max(1, _CELL_BUDGET // max(1, s.n_nodes))
-    entries = [(st.entry_src(), st.entry_dst(), st.entry_reduce()) for st in s.steps]
+    entries = [None if st.ranges else (st.entry_src(), st.entry_dst(), st.entry_reduce()) for st in s.steps]
     for i in range(0, len(blocks), batch):
         _run_batch(s, blocks[i : i + batch], rng, entries)
     return VerifyReport(s.collective, s.algorithm, s.p, s.n_steps, s.n_transfers, len(blocks), s.nblocks)

@@ -16,6 +16,7 @@ size, so one routing pass prices every size of a sweep.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,12 +111,15 @@ class CollectiveTiming:
         return self.link_frac * size
 
 
-def time_schedule(topo: Topology, schedule: Schedule, sizes, model: str = "congestion-aware") -> CollectiveTiming:
+def time_schedule(topo: Topology, schedule: Schedule, sizes, model: str = "congestion-aware",
+                  step_overhead: float = 0.0) -> CollectiveTiming:
+    """Time `schedule` on `topo` for every size. `step_overhead` (s) is a fixed cost per
+    lock-step step (the alpha of an alpha-beta model: software and NIC start-up)."""
     model = normalize_model(model)
     sizes = np.atleast_1d(np.asarray(sizes, dtype=float))
     routed = route_schedule(topo, schedule)
     if routed:
-        per_step = np.stack([step_times(topo, r, sizes, model) for r in routed])
+        per_step = np.stack([step_times(topo, r, sizes, model) + step_overhead for r in routed])
         repeats = np.array([r.repeat for r in routed])
         link_frac = sum(r.link_frac * r.repeat for r in routed)
     else:
@@ -124,3 +128,27 @@ def time_schedule(topo: Topology, schedule: Schedule, sizes, model: str = "conge
         link_frac = np.zeros(topo.n_links)
     times = (per_step * repeats[:, None]).sum(axis=0)
     return CollectiveTiming(schedule, model, sizes, times, per_step, repeats, np.asarray(link_frac, dtype=float))
+
+
+@dataclass(frozen=True)
+class Deficiency:
+    """The Swing paper's deficiencies of an all-reduce schedule on a network (spec swing.md §3):
+    T = alpha log2(p) Lambda + (n/D) beta Psi Xi."""
+
+    latency: float  # Lambda: lock-step steps / log2 p
+    bandwidth: float  # Psi: sum over steps of the largest message, in units of n/D
+    congestion: float  # Xi: sum over steps of the busiest link's bytes / sum of the largest messages
+
+
+def deficiencies(topo: Topology, schedule: Schedule, dims: int | None = None) -> Deficiency:
+    """Lambda, Psi and Xi from the schedule and its routing. Psi is what the messages alone
+    cost (one message per link per step), Xi how much more the busiest link carries because
+    messages share it. `dims` is D (default: the topology's dimensions larger than 1)."""
+    D = dims or max(1, sum(1 for d in topo.dims if d > 1))
+    msg_sum = link_sum = 0.0
+    for r in route_schedule(topo, schedule):
+        if r.frac.size == 0:
+            continue
+        msg_sum += r.repeat * float(r.frac.max())
+        link_sum += r.repeat * float(r.link_frac.max())
+    return Deficiency(schedule.n_steps / math.log2(schedule.p), msg_sum * D, link_sum / msg_sum if msg_sum else 1.0)

@@ -1,6 +1,15 @@
 """Topologies: who is wired to whom, with per-link bandwidth and latency, and routing."""
 
-from .builders import fat_tree, from_edges, fully_connected, mesh, ring, stack, switch, torus
+from .builders import (
+           fat_tree,
+           from_edges,
+           fully_connected,
+           mesh,
+           ring,
+           stack,
+           switch,
+           torus,
+)
 from .graph import Topology
 from .spec import FAMILIES, parse_topology
 

@@ -18,8 +18,8 @@ duplicate node ids, dependencies on unknown nodes, dependency cycles, unknown no
 from __future__ import annotations
 
 import gzip
-import os
 import math
+import os
 import re
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
