@@ -117,7 +117,7 @@ def test_bucket_square_steps(dims):
     a, D = dims[0], len(dims)
     s = bucket("all-reduce", math.prod(dims), dims=dims)
     assert s.n_steps == 2 * D * (a - 1)
-    assert len(s.steps) == 2 * D  # one compressed Step per phase
+    assert len(s.steps) == 2 * D * D  # one compressed Step per dimension (lane) per phase
     assert s.nblocks == 2 * D * s.p
 
 
@@ -125,8 +125,8 @@ def test_bucket_square_steps(dims):
 def test_bucket_phases_are_synchronized(dims):
     D = sum(d > 1 for d in dims)
     s = bucket("all-reduce", math.prod(dims), dims=dims)
-    assert s.n_steps == 2 * D * (max(dims) - 1)
-    assert len(s.steps) <= 2 * D * D  # a phase splits at most where a shorter ring ends
+    assert s.n_steps == 2 * D * (max(dims) - 1)  # every phase as long as its longest ring
+    assert len(s.steps) == 2 * D * D  # one compressed Step per dimension (lane) per phase
 
 
 def test_hamiltonian_rings_shape():
@@ -138,7 +138,7 @@ def test_hamiltonian_rings_shape():
 
 def test_bucket_64x64_is_compressed():
     s = bucket("all-reduce", 4096, dims=(64, 64))
-    assert [st.repeat for st in s.steps] == [63] * 4
+    assert [st.repeat for st in s.steps] == [63] * 8  # 4 phases x 2 lanes (dimensions)
 
 
 # ---- time on a torus --------------------------------------------------------------------------
@@ -160,15 +160,16 @@ def _bucket_time(dims) -> float:
     part with dimension order o sends, per step, one block of (S/2D) / prod(dims[o[:j+1]]) to
     its neighbour (its active data (S/2D) / prod(dims[o[:j]]) split into dims[o[j]] blocks).
     Parts on the same dimension go in opposite directions, so per step a link carries one
-    message; the step lasts as long as the largest of them, the phase as its longest ring.
+    message; rings on different dimensions are independent and the phase (synchronized across
+    instances) lasts as long as its slowest ring.
     The all-gather mirrors the reduce-scatter."""
     parts = bucket_parts(dims)
     D = len(parts) // 2
     total = 0.0
     for j in range(D):
+        # each ring runs at its own pace (its own links); the phase ends with the slowest ring
         rings = [(dims[o[j]] - 1, S / (2 * D) / math.prod(dims[e] for e in o[: j + 1])) for o, _ in parts]
-        for t in range(max(n for n, _ in rings)):
-            total += LAT + max(m for n, m in rings if t < n) / B
+        total += max(n * (LAT + m / B) for n, m in rings)
     return 2 * total
 
 

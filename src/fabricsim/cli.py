@@ -276,6 +276,24 @@ def export_chakra(
     _out().print(f"wrote {len(paths)} traces: {paths[0]} .. {paths[-1]} ({sum(len(t.nodes) for t in traces[:1])} nodes per NPU)", highlight=False, markup=False)
 
 
+# ---- paper reproductions: `fabricsim reproduce PAPER` (add a command per paper here) ---------
+reproduce_app = typer.Typer(help="Reproduce papers' results with fabricsim's models.", no_args_is_help=True)
+app.add_typer(reproduce_app, name="reproduce")
+
+
+@reproduce_app.command("swing")
+def reproduce_swing(
+    quick: bool = typer.Option(False, "--quick", help="the CI subset of tori (config: quick)"),
+    out: Optional[str] = typer.Option(None, "--out", help="output folder for CSV/JSON/PNG (default out/swing)"),
+    config: Optional[str] = typer.Option(None, "--config", help="reproduction config (default configs/swing.yaml)"),
+    json_out: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
+):
+    """Swing (NSDI'24): gains over the best other all-reduce on tori, ours beside the paper's."""
+    from .experiments.swing import reproduce
+
+    reproduce(config, out, quick, json_out, _out(), Console(stderr=True))
+
+
 DEMO_CASES = (
     ("torus:8x8", "ring"), ("torus:8x8", "hierarchical"), ("torus:8x8", "halving_doubling"),
     ("torus:8x8", "recursive_doubling"), ("torus:8x8", "double_binary_tree"), ("torus:8x8", "direct"),

@@ -36,7 +36,7 @@ import numpy as np
 from ._common import require_collective, require_group
 from .hierarchical import _parse_dims, lift
 from .ring import ring_phase
-from .schedule import Schedule, Step, parallel
+from .schedule import Schedule, Step, in_lanes, parallel
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather")
 
@@ -97,16 +97,20 @@ def bucket(collective: str, p: int, *, dims=None) -> Schedule:
     parts = bucket_parts(dims)
     D = len(parts) // 2
 
-    def phase(j: int, kind: str) -> tuple[Step, ...]:
-        # every part's ring on its own dimension, side by side; shorter rings idle at the end
-        return parallel(*[_part_phase(dims, k, order, s, j, kind) for k, (order, s) in enumerate(parts)])
+    def phase(block: int, j: int, kind: str) -> tuple[Step, ...]:
+        # one lane per dimension (its + and - parts in lock-step on opposite links); lanes run at
+        # their own pace and the phase ends when the slowest is done (phases are synchronized)
+        by_dim: dict[int, list] = {}
+        for k, (order, s) in enumerate(parts):
+            by_dim.setdefault(order[j], []).append(_part_phase(dims, k, order, s, j, kind))
+        return in_lanes(block, [parallel(*lists) for _, lists in sorted(by_dim.items())])
 
     steps: list[Step] = []
     if collective in ("all-reduce", "reduce-scatter"):
         for j in range(D):
-            steps += phase(j, "rs")
+            steps += phase(len(steps), j, "rs")
     if collective in ("all-reduce", "all-gather"):
         for j in reversed(range(D)):
-            steps += phase(j, "ag")
+            steps += phase(len(steps), j, "ag")
     return Schedule(collective, "bucket", p, len(parts) * p, tuple(steps), owner=_owner(dims, parts),
                     meta={"dims": dims})

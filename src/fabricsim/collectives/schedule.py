@@ -16,6 +16,12 @@ Steps run one after another (lock-step); the transfers of one step run concurren
 their source data as it was at the start of the step. A transfer either copies its blocks
 into the destination or reduces (adds) them into it.
 
+Lanes: consecutive steps tagged `lane=(block, k)` form a block of independent sub-collectives
+that synchronise only at the block's end (the bucket algorithm's phases: one ring per dimension,
+each at its own pace). Steps of one lane run in order; different lanes of a block run side by
+side on disjoint links, so a block lasts as long as its slowest lane. `verify` runs them in the
+listed order (their data are disjoint); the analytical model times each lane on its own.
+
 A `Step` may stand for a run of `repeat` steps of the same shape: the same sources,
 destinations and block counts, with every block id moving by `shift` inside its aligned range
 of `mod` ids at each repetition (a ring step is one pattern, rotated). Network models time the
@@ -52,6 +58,7 @@ class Step:
     shift: np.ndarray | None = None  # int64[K]: id change per repetition
     mod: np.ndarray | None = None  # int64[K]: size of the aligned id range it rotates in
     ranges: bool = False  # range form: blocks[t] is the first id of transfer t's contiguous run
+    lane: tuple[int, int] | None = None  # (block, lane): see module doc, "lanes"
 
     def __post_init__(self):
         for name in ("src", "dst", "ptr", "blocks", "shift", "mod"):
@@ -198,8 +205,8 @@ class Schedule:
 
     @property
     def n_steps(self) -> int:
-        """Lock-step steps, repetitions included."""
-        return sum(s.repeat for s in self.steps)
+        """Steps along the time line, repetitions included (a block of lanes counts its longest lane)."""
+        return int(lane_total(self.steps, np.array([s.repeat for s in self.steps], dtype=float)))
 
     @property
     def n_transfers(self) -> int:
@@ -243,6 +250,33 @@ class Schedule:
 
 
 # ---- composition ---------------------------------------------------------------------------
+
+
+def lane_total(steps: Sequence[Step], cost: np.ndarray) -> np.ndarray:
+    """Sum of per-step costs (first axis of `cost`) along the time line: a block of lanes costs
+    its slowest lane."""
+    cost = np.asarray(cost, dtype=float)
+    total = np.zeros(cost.shape[1:])
+    block = None
+    lanes: dict = {}
+    for st, c in zip(steps, cost):
+        key = st.lane[0] if st.lane is not None else None
+        if key != block and lanes:
+            total = total + np.max(np.stack(list(lanes.values())), axis=0)
+            lanes = {}
+        block = key
+        if key is None:
+            total = total + c
+        else:
+            lanes[st.lane[1]] = lanes.get(st.lane[1], 0.0) + c
+    if lanes:
+        total = total + np.max(np.stack(list(lanes.values())), axis=0)
+    return total
+
+
+def in_lanes(block: int, lanes: Sequence[Sequence[Step]]) -> tuple[Step, ...]:
+    """Independent step lists that synchronise only at the end (one block of lanes)."""
+    return tuple(replace(st, lane=(block, k)) for k, lane in enumerate(lanes) for st in lane)
 
 
 def sequence(*parts: Sequence[Step]) -> tuple[Step, ...]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..collectives.schedule import Schedule, Step
+from ..collectives.schedule import Schedule, Step, lane_total
 from ..topology.graph import Topology
 
 MODELS = ("congestion-aware", "congestion-unaware")
@@ -126,8 +126,9 @@ def time_schedule(topo: Topology, schedule: Schedule, sizes, model: str = "conge
         per_step = np.zeros((0, len(sizes)))
         repeats = np.zeros(0, dtype=int)
         link_frac = np.zeros(topo.n_links)
-    times = (per_step * repeats[:, None]).sum(axis=0)
+    times = lane_total(schedule.steps, per_step * repeats[:, None])
     return CollectiveTiming(schedule, model, sizes, times, per_step, repeats, np.asarray(link_frac, dtype=float))
+
 
 
 @dataclass(frozen=True)
@@ -145,10 +146,10 @@ def deficiencies(topo: Topology, schedule: Schedule, dims: int | None = None) ->
     cost (one message per link per step), Xi how much more the busiest link carries because
     messages share it. `dims` is D (default: the topology's dimensions larger than 1)."""
     D = dims or max(1, sum(1 for d in topo.dims if d > 1))
-    msg_sum = link_sum = 0.0
-    for r in route_schedule(topo, schedule):
-        if r.frac.size == 0:
-            continue
-        msg_sum += r.repeat * float(r.frac.max())
-        link_sum += r.repeat * float(r.link_frac.max())
-    return Deficiency(schedule.n_steps / math.log2(schedule.p), msg_sum * D, link_sum / msg_sum if msg_sum else 1.0)
+    per = np.array([[r.repeat * float(r.frac.max()), r.repeat * float(r.link_frac.max())] if r.frac.size else [0.0, 0.0]
+                    for r in route_schedule(topo, schedule)]).reshape(-1, 2)
+    steps = [st.repeat for st in schedule.steps]
+    msg_sum = float(lane_total(schedule.steps, per[:, :1])[0]) if len(per) else 0.0
+    link_sum = float(lane_total(schedule.steps, per[:, 1:])[0]) if len(per) else 0.0
+    lam_steps = float(lane_total(schedule.steps, np.array(steps, dtype=float)[:, None])[0]) if steps else 0.0
+    return Deficiency(lam_steps / math.log2(schedule.p), msg_sum * D, link_sum / msg_sum if msg_sum else 1.0)

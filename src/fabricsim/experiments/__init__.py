@@ -1,0 +1,1 @@
+"""Paper reproductions: configs in `configs/`, one module per paper, run by `fabricsim reproduce`."""
