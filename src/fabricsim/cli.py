@@ -11,6 +11,7 @@ import shutil
 import sys
 from typing import Optional
 
+import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -22,7 +23,7 @@ from .errors import ConfigError
 from .network.analytical import normalize_model, time_schedule
 from .report.tables import avg_busbw, collective_rows, rows_to_csv, rows_to_json
 from .topology.spec import FAMILIES, parse_topology
-from .units import format_size, parse_size_range
+from .units import format_size, format_time, parse_size_range
 
 # typer runs on click (vendored in recent releases): take its exception classes from there
 _click_exc = sys.modules[typer.BadParameter.__module__]
@@ -37,6 +38,7 @@ app = typer.Typer(
 )
 
 VERIFY_FULL_LIMIT = 5_000_000  # (steps x transfers) above which verify samples blocks
+FLOW_MODELS = {"flow": "pipelined", "flow-pipelined": "pipelined", "flow-store-and-forward": "store-and-forward"}
 
 
 def _out() -> Console:
@@ -88,7 +90,8 @@ def run_collective(topology: str, bandwidth: str, latency: str, collective: str,
                    sizes: str, model: str, group: str | None = None, root: int = 0,
                    options: list[str] | None = None, check: bool = True):
     """Everything `fabricsim collective` does, minus printing: (header, rows)."""
-    model = normalize_model(model)
+    flow_mode = FLOW_MODELS.get(str(model).lower())
+    model = model if flow_mode else normalize_model(model)
     size_list = parse_size_range(sizes, "sizes")
     topo = parse_topology(topology, bandwidth, latency)
     coll = normalize_collective(collective)
@@ -102,8 +105,13 @@ def run_collective(topology: str, bandwidth: str, latency: str, collective: str,
         sample = None if work <= VERIFY_FULL_LIMIT else 256
         rep = verify(sched, sample=sample)
         verified = {"blocks_checked": rep.blocks_checked, "nblocks": rep.nblocks, "sampled": sample is not None}
-    timing = time_schedule(topo, sched, size_list, model)
-    rows = collective_rows(coll, sched.p, timing.sizes, timing.times)
+    if flow_mode:
+        from .network.flow import time_collective_flow
+
+        times = time_collective_flow(topo, sched, size_list, mode=flow_mode)
+    else:
+        times = time_schedule(topo, sched, size_list, model).times
+    rows = collective_rows(coll, sched.p, size_list, times)
     header = {
         "topology": topo.name, "npus": topo.n_npus, "bandwidth": bandwidth, "latency": latency,
         "collective": coll, "algorithm": sched.algorithm, "ranks": sched.p, "model": model,
@@ -121,7 +129,7 @@ def collective(
     collective_name: str = typer.Option("all-reduce", "--collective", "-c", help="all-reduce, reduce-scatter, all-gather, all-to-all, broadcast, reduce"),
     algorithm: str = typer.Option("ring", "--algorithm", "-a", help="see `fabricsim algorithms`"),
     sizes: str = typer.Option("1KiB:1GiB", "--sizes", "-s", help="MIN:MAX (doubling), MIN:MAX:FACTOR, or a comma list"),
-    model: str = typer.Option("congestion-aware", "--model", "-m", help="congestion-aware (= analytical) or congestion-unaware"),
+    model: str = typer.Option("congestion-aware", "--model", "-m", help="congestion-aware (= analytical), congestion-unaware, flow (max-min fair, dataflow; flow-store-and-forward)"),
     group: Optional[str] = typer.Option(None, "--group", "-g", help="ranks, e.g. 0-7 or 0,2,4,6 (default: all NPUs)"),
     root: int = typer.Option(0, "--root", help="root rank (index in the group) for broadcast and reduce"),
     option: list[str] = typer.Option([], "--option", "-o", help="algorithm option KEY=VALUE, e.g. bidirectional=true"),
@@ -234,6 +242,47 @@ def astra(
                           f"links allow ({c.bound_ns:.0f} ns): the congestion-unaware backend lets concurrent chunks each take full bandwidth.",
                           highlight=False, markup=False)
     con.print("[system] [warning] Exiting", highlight=False, markup=False)
+
+
+@app.command()
+def traffic(
+    file: str = typer.Argument(..., help="YAML: topology, bandwidth, latency, mode, flows, collectives (see docs/flow.md)"),
+    json_out: bool = typer.Option(False, "--json", help="print JSON"),
+    timeline: Optional[str] = typer.Option(None, "--timeline", help="write the link-utilization timeline to this CSV"),
+):
+    """Run flows and collectives with start times together on the flow-level model."""
+    from .network.traffic import load_traffic, run_traffic
+
+    spec = load_traffic(file)
+    res = run_traffic(spec, record_timeline=timeline is not None)
+    if timeline:
+        import csv
+
+        with open(timeline, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["t_start_s", "t_end_s", "link", "rate_Bps"])
+            for t0, t1, load in res.timeline:
+                for link in np.flatnonzero(load):
+                    w.writerow([f"{t0:.12g}", f"{t1:.12g}", int(link), f"{load[link]:.6g}"])
+    if json_out:
+        import json
+
+        print(json.dumps({"topology": res.topology, "makespan_s": res.makespan_s, "events": res.events,
+                          "items": [{**i.__dict__, "duration_s": i.duration_s} for i in res.items],
+                          "link_utilization_max": float(res.link_utilization.max(initial=0)),
+                          "link_utilization_mean": float(res.link_utilization.mean()) if len(res.link_utilization) else 0.0},
+                         indent=2))
+        return
+    con = _out()
+    table = Table(box=None, header_style="bold", title=f"fabricsim traffic: {file} on {res.topology} ({spec.mode})")
+    for col in ("name", "kind", "bytes moved", "start", "finish", "duration"):
+        table.add_column(col, justify="right")
+    for i in res.items:
+        table.add_row(i.name, i.kind, format_size(i.bytes), format_time(i.start_s), format_time(i.finish_s), format_time(i.duration_s))
+    con.print(table)
+    u = res.link_utilization
+    con.print(f"# makespan {format_time(res.makespan_s)}, {res.events} events; link utilization mean {u.mean():.1%}, "
+              f"max {u.max(initial=0):.1%} (link {int(np.argmax(u)) if len(u) else -1})", highlight=False, markup=False)
 
 
 export_app = typer.Typer(help="Write fabricsim workloads in other tools' formats.", no_args_is_help=True)

@@ -1,0 +1,174 @@
+"""Traffic files: point-to-point flows and collectives with start times, run together on the
+flow-level model (`fabricsim traffic FILE`).
+
+```yaml
+topology: torus:8x8          # as on the command line
+bandwidth: 400Gbps           # per link (one value or one per dimension)
+latency: 100ns
+mode: pipelined              # or store-and-forward
+chunk: 0B                    # pipeline fill per extra hop (packet size)
+flows:                       # point-to-point
+  - {name: io, src: 0, dst: 63, size: 1GiB, start: 0us, priority: 1, cap: 100Gbps, count: 4}
+collectives:
+  - {name: dp, collective: all-reduce, algorithm: ring, size: 256MiB, group: 0-63, start: 10us, priority: 2}
+  - {name: mp, collective: all-reduce, algorithm: direct, size: 16MiB, group: "0-7", priority: 0,
+     options: {}}
+```
+Every field is validated when the file is read; errors name the field, the value and what is
+accepted, in one line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import ConfigError
+from ..units import parse_bandwidth, parse_size, parse_time
+from .flow import MODES, Flows, collective_flows, merge_flows, simulate_flows
+
+
+def _group(text) -> list[int] | None:
+    if text is None:
+        return None
+    if isinstance(text, list):
+        return [int(x) for x in text]
+    from ..cli import parse_group  # the command line's group syntax
+
+    return parse_group(str(text))
+
+
+class FlowItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = None
+    src: int = Field(ge=0)
+    dst: int = Field(ge=0)
+    size: float
+    start: float = 0.0
+    priority: int = Field(default=0, ge=0)
+    cap: float | None = None
+    count: int = Field(default=1, ge=1)
+
+    _size = field_validator("size", mode="before")(lambda v: parse_size(v, "size"))
+    _start = field_validator("start", mode="before")(lambda v: parse_time(v, "start"))
+    _cap = field_validator("cap", mode="before")(lambda v: None if v is None else parse_bandwidth(v, "cap"))
+
+
+class CollectiveItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = None
+    collective: str
+    algorithm: str = "ring"
+    size: float
+    group: Any = None
+    root: int = 0
+    start: float = 0.0
+    priority: int = Field(default=0, ge=0)
+    options: dict = Field(default_factory=dict)
+
+    _size = field_validator("size", mode="before")(lambda v: parse_size(v, "size"))
+    _start = field_validator("start", mode="before")(lambda v: parse_time(v, "start"))
+
+
+class TrafficFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    topology: str
+    bandwidth: Any = "400Gbps"
+    latency: Any = "100ns"
+    mode: str = "pipelined"
+    chunk: float = 0.0
+    flows: list[FlowItem] = Field(default_factory=list)
+    collectives: list[CollectiveItem] = Field(default_factory=list)
+
+    _chunk = field_validator("chunk", mode="before")(lambda v: parse_size(v, "chunk"))
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, v):
+        if v not in MODES:
+            raise ValueError(f"accepted: {', '.join(MODES)}")
+        return v
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    name: str
+    kind: str  # "flow" or the collective
+    start_s: float
+    finish_s: float
+    bytes: float
+
+    @property
+    def duration_s(self) -> float:
+        return self.finish_s - self.start_s
+
+
+@dataclass(frozen=True)
+class TrafficResult:
+    items: tuple[ItemResult, ...]
+    makespan_s: float
+    link_utilization: np.ndarray  # mean over the makespan
+    link_busy_s: np.ndarray
+    events: int
+    timeline: tuple
+    topology: str
+
+
+def load_traffic(path: str) -> TrafficFile:
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise ConfigError(str(path), "unreadable", f"expected a readable YAML file ({e.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{where}", "YAML", "a syntax error; accepted: a YAML mapping") from None
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), type(data).__name__, "accepted: a YAML mapping with topology, flows, collectives")
+    try:
+        return TrafficFile.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        if isinstance(err.get("ctx", {}).get("error"), ConfigError):
+            msg = err["ctx"]["error"].accepted
+        raise ConfigError(f"{path}: {field}", err.get("input"), msg) from None
+
+
+def run_traffic(spec: TrafficFile, *, record_timeline: bool = False) -> TrafficResult:
+    from ..collectives.api import build_schedule
+    from ..topology.spec import parse_topology
+
+    topo = parse_topology(spec.topology, spec.bandwidth, spec.latency)
+    parts, labels = [], []
+    for i, f in enumerate(spec.flows):
+        for field, v in (("src", f.src), ("dst", f.dst)):
+            if v >= topo.n_nodes:
+                raise ConfigError(f"flows[{i}].{field}", v, f"accepted: a node 0..{topo.n_nodes - 1} of {topo.name}")
+        k = f.count
+        parts.append(Flows(np.full(k, f.src), np.full(k, f.dst), np.full(k, f.size), np.full(k, f.start),
+                           np.full(k, np.inf if f.cap is None else f.cap), np.full(k, f.priority)))
+        labels.append((f.name or f"flow{i}", "flow", k, f.size * k))
+    for i, c in enumerate(spec.collectives):
+        sched = build_schedule(topo, c.collective, c.algorithm, group=_group(c.group), root=c.root, **c.options)
+        fl = collective_flows(sched, c.size, start=c.start, priority=c.priority)
+        parts.append(fl)
+        labels.append((c.name or f"collective{i}", sched.collective, len(fl), float(fl.size.sum())))
+    if not parts:
+        raise ConfigError("traffic", "empty", "accepted: at least one flow or collective")
+    res = simulate_flows(topo, merge_flows(*parts), mode=spec.mode, chunk=spec.chunk, record_timeline=record_timeline)
+    items, off = [], 0
+    for (name, kind, k, nbytes), part in zip(labels, parts):
+        sl = slice(off, off + k)
+        start = float(np.min(part.start)) if k else 0.0
+        items.append(ItemResult(name, kind, start, float(res.finish[sl].max()) if k else start, nbytes))
+        off += k
+    return TrafficResult(tuple(items), res.makespan, res.utilization(topo), res.link_busy, res.events, res.timeline, topo.name)

@@ -1,0 +1,163 @@
+"""The flow-level model against hand-computed answers and invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fabricsim.collectives.api import build_schedule
+from fabricsim.collectives.schedule import Schedule, make_step
+from fabricsim.network import time_schedule
+from fabricsim.network.flow import (
+    Flows,
+    collective_flows,
+    merge_flows,
+    simulate_flows,
+    time_collective_flow,
+    water_fill,
+)
+from fabricsim.topology import from_edges, ring, switch, torus
+
+G = 1e9  # 1 GB/s links in the textbook cases
+
+
+def line(n, lat=0.0):
+    return from_edges(f"line{n}", n, 0, list(range(n - 1)), list(range(1, n)), G, lat)
+
+
+def test_shared_bottleneck():
+    """0->2 and 1->2 share link 1->2: 0.5 GB/s each, 1 GB each: both done at 2 s."""
+    r = simulate_flows(line(3), Flows([0, 1], [2, 2], [1e9, 1e9]))
+    np.testing.assert_allclose(r.finish, [2.0, 2.0])
+
+
+def test_parking_lot():
+    """Long flow over 3 links, one short flow per link: every link shared by 2 -> 0.5 each."""
+    r = simulate_flows(line(4), Flows([0, 0, 1, 2], [3, 1, 2, 3], [1e9] * 4))
+    np.testing.assert_allclose(r.finish, [2.0] * 4)
+
+
+def test_max_min_is_not_equal_split():
+    """Link a carries flows A (a only) and B (a, b); link b also carries C and D (b only). b's
+    fair share is 1/3 (B, C, D); a then gives A the rest: 2/3. Sizes chosen so A and B finish
+    first: B, C, D at 1/3 GB/s; A at 2/3 GB/s.
+    Nodes: 0 -a-> 1 -b-> 2; A: 0->1, B: 0->2, C, D: 1->2."""
+    rates = water_fill(np.array([G, G]), np.array([0, 1, 3, 4, 5]), np.array([0, 0, 1, 1, 1]),
+                       np.ones(4), np.full(4, np.inf), np.zeros(4, dtype=np.int64))
+    np.testing.assert_allclose(rates, [2 / 3 * G, G / 3, G / 3, G / 3])
+    # the event loop: A (2/3 GB) finishes at 1 s; then B, C, D share b -> 1/3 each until the end
+    r = simulate_flows(line(3), Flows([0, 0, 1, 1], [1, 2, 2, 2], [2 / 3 * 1e9, 1e9, 1e9, 1e9]))
+    np.testing.assert_allclose(r.finish, [1.0, 3.0, 3.0, 3.0])
+
+
+def test_rate_cap():
+    """A cap of 0.2 GB/s on the short flow leaves 0.8 GB/s to the long one on the shared link."""
+    r = simulate_flows(line(4), Flows([0, 0], [3, 1], [1e9, 1e9], cap=[np.inf, 0.2e9]))
+    np.testing.assert_allclose(r.finish, [1.25, 5.0])
+
+
+def test_strict_priority_and_preemption():
+    """Priority 0 takes the whole link; a priority-0 flow arriving at 0.5 s preempts a running
+    priority-1 flow, which resumes when it is done."""
+    r = simulate_flows(line(2), Flows([0, 0], [1, 1], [1e9, 1e9], start=[0.0, 0.5], priority=[1, 0]))
+    # low: 0.5 GB by 0.5 s; high: 0.5..1.5 s alone; low: its last 0.5 GB 1.5..2.0 s
+    np.testing.assert_allclose(r.finish, [2.0, 1.5])
+
+
+def test_latency_pipelined_and_store_and_forward():
+    """Two hops of 1 us: pipelined = S/B + 2 us; store-and-forward = 2 (S/B + 1 us); a chunk
+    adds one chunk's serialisation per extra hop."""
+    g = line(3, lat=1e-6)
+    S = 1e6
+    assert simulate_flows(g, Flows([0], [2], [S])).finish[0] == pytest.approx(S / G + 2e-6)
+    assert simulate_flows(g, Flows([0], [2], [S]), mode="store-and-forward").finish[0] == pytest.approx(2 * (S / G + 1e-6))
+    assert simulate_flows(g, Flows([0], [2], [S]), chunk=4096).finish[0] == pytest.approx(S / G + 2e-6 + 4096 / G)
+
+
+def test_dependencies_and_start_times():
+    """Flow 1 waits for flow 0 to arrive; flow 2 starts at 3 s."""
+    g = line(2, lat=0.5)
+    r = simulate_flows(g, Flows([0, 0, 0], [1, 1, 1], [1e9, 1e9, 1e9], start=[0, 0, 3.0],
+                                dep_ptr=np.array([0, 0, 1, 1]), dep_idx=np.array([0])))
+    np.testing.assert_allclose(r.finish, [1.5, 3.0, 4.5])
+
+
+def test_dataflow_beats_lock_step():
+    """Step 0: 0->1 sends 3 units, 2->3 sends 1; step 1: 3->2 sends back what it received.
+    Lock-step waits for the big transfer; dataflow starts 3->2 as soon as 2->3 has arrived."""
+    topo = from_edges("pairs", 4, 0, [0, 2], [1, 3], G, 0.0)
+    s0 = make_step([0, 2], [1, 3], [[0, 1, 2], [3]], False)
+    s1 = make_step([3], [2], [[3]], False)
+    sched = Schedule("broadcast", "manual", 4, 4, (s0, s1), root=0)
+    S = 4e9  # 1e9 per block
+    assert time_schedule(topo, sched, [S]).times[0] == pytest.approx(3.0 + 1.0)
+    r = simulate_flows(topo, collective_flows(sched, S))
+    np.testing.assert_allclose(r.finish, [3.0, 1.0, 2.0])
+
+
+@pytest.mark.parametrize("topo, alg", [(ring(8, 50e9, 1e-7), "ring"), (switch(8, 50e9, 1e-7), "halving_doubling"),
+                                       (torus((4, 4), 50e9, 1e-7), "hierarchical"), (torus((4, 4), 50e9, 1e-7), "swing"),
+                                       (switch(6, 50e9, 1e-7), "direct")])
+def test_one_collective_equals_the_analytical_model(topo, alg):
+    """No contention between steps: dataflow finishes when lock-step does, for every size."""
+    s = build_schedule(topo, "all-reduce", alg)
+    sizes = [1e3, 1e6, 1e8]
+    np.testing.assert_allclose(time_collective_flow(topo, s, sizes), time_schedule(topo, s, sizes).times, rtol=1e-9)
+
+
+def test_store_and_forward_on_a_switch_is_astra_congestion_aware():
+    """ASTRA-sim's congestion-aware Switch: every message crosses two store-and-forward links,
+    2 (L + m/B) per ring step (spec §4, without ASTRA-sim's integer truncation)."""
+    n, B, L = 8, 50e9, 500e-9
+    topo = switch(n, B, L)
+    S = 2**20
+    t = time_collective_flow(topo, build_schedule(topo, "all-reduce", "ring"), [S], mode="store-and-forward")[0]
+    assert t == pytest.approx(2 * (n - 1) * 2 * (L + S / n / B), rel=1e-12)
+
+
+def test_two_collectives_share_links():
+    """Two identical ring all-reduces on the same ring: every link carries both, twice the
+    bandwidth time; on disjoint halves of a ring:8 they do not interfere."""
+    topo = ring(4, 50e9, 0.0)
+    s = build_schedule(topo, "all-reduce", "ring")
+    S = 1e8
+    alone = simulate_flows(topo, collective_flows(s, S)).makespan
+    both = simulate_flows(topo, merge_flows(collective_flows(s, S), collective_flows(s, S))).makespan
+    assert both == pytest.approx(2 * alone, rel=1e-9)
+    assert alone == pytest.approx(2 * 3 * S / 4 / 50e9, rel=1e-12)
+
+
+# ---- invariants ---------------------------------------------------------------------------------
+
+
+@st.composite
+def flow_sets(draw):
+    dims = tuple(draw(st.lists(st.integers(2, 5), min_size=1, max_size=2)))
+    n = int(np.prod(dims))
+    k = draw(st.integers(1, 25))
+    src = draw(st.lists(st.integers(0, n - 1), min_size=k, max_size=k))
+    dst = draw(st.lists(st.integers(0, n - 1), min_size=k, max_size=k))
+    size = draw(st.lists(st.floats(0, 1e6), min_size=k, max_size=k))
+    start = draw(st.lists(st.sampled_from([0.0, 1e-6, 5e-6, 2e-5]), min_size=k, max_size=k))
+    cap = draw(st.lists(st.sampled_from([np.inf, np.inf, 1e9, 3e9]), min_size=k, max_size=k))
+    prio = draw(st.lists(st.integers(0, 2), min_size=k, max_size=k))
+    mode = draw(st.sampled_from(["pipelined", "store-and-forward"]))
+    return dims, Flows(src, dst, size, start, cap, prio), mode
+
+
+@settings(max_examples=60, deadline=None)
+@given(flow_sets())
+def test_never_above_capacity_and_bytes_conserved(case):
+    dims, flows, mode = case
+    topo = torus(dims, 12.5e9, 1e-7)
+    r = simulate_flows(topo, flows, mode=mode, record_timeline=True)
+    for t0, t1, load in r.timeline:
+        assert np.all(load <= topo.link_bw * (1 + 1e-9)), "a link ran above its capacity"
+    ptr, _ = topo.route(flows.src, flows.dst)
+    assert r.link_bytes.sum() == pytest.approx(float((flows.size * np.diff(ptr)).sum()), rel=1e-6, abs=1e-3)
+    # nobody beats its own path: start + size / (min(cap, link bw)) + latency
+    lat = np.array([topo.link_lat[topo.route([s], [d])[1]].sum() for s, d in zip(flows.src, flows.dst)])
+    floor = flows.start + np.where(np.diff(ptr) > 0, flows.size / np.minimum(flows.cap, 12.5e9), 0) + lat
+    assert np.all(r.finish >= floor * (1 - 1e-9) - 1e-15)
