@@ -8,10 +8,11 @@ Run: `.venv/bin/python benchmarks/bench_astra.py` -> benchmarks/results/astra.js
 from __future__ import annotations
 
 import json
-import platform
 import tempfile
 import time
 from pathlib import Path
+
+from _results import write_results  # benchmarks/ is on sys.path when run as a script
 
 from fabricsim.astra.run import run_astra
 from fabricsim.workload.chakra import collective_traces, write_traces
@@ -65,12 +66,7 @@ def main() -> dict:
             for backend in ("congestion-unaware", "congestion-aware"):
                 rows.append(case(tmp, (n,), backend))
         rows.append(case(tmp, (64, 64), "congestion-unaware"))
-    out = {"benchmark": "ASTRA-sim compatibility, ring all-reduce 1 MiB, 4 chunks, 50 GB/s, 500 ns",
-           "machine": platform.machine(), "python": platform.python_version(), "results": rows}
-    path = Path(__file__).parent / "results" / "astra.json"
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"written {path}")
-    return out
+    return write_results("astra", "ASTRA-sim compatibility, ring all-reduce 1 MiB, 4 chunks, 50 GB/s, 500 ns", rows)
 
 
 if __name__ == "__main__":

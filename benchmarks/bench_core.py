@@ -8,10 +8,9 @@ For scale: ASTRA-sim's analytical backend needs about 12 minutes for the 4096-ra
 
 from __future__ import annotations
 
-import json
-import platform
 import time
-from pathlib import Path
+
+from _results import write_results  # benchmarks/ is on sys.path when run as a script
 
 from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.verify import verify
@@ -49,12 +48,7 @@ def main() -> dict:
         print(f"{topo_spec:<12} {alg:<13} steps={row['steps']:<6} generate {t_gen:.3f}s  verify(sample {SAMPLE}) "
               f"{t_ver_sample:.2f}s  verify(full) {t_ver_full:.2f}s  time {t_time:.3f}s  -> "
               f"1MiB {timing.times[0] * 1e3:.4f} ms, 1GiB {timing.times[1] * 1e3:.3f} ms")
-    out = {"benchmark": "core ring all-reduce", "machine": platform.machine(), "python": platform.python_version(),
-           "cpus": __import__("os").cpu_count(), "results": results}
-    path = Path(__file__).parent / "results" / "core.json"
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"written {path}")
-    return out
+    return write_results("core", "core ring all-reduce", results)
 
 
 if __name__ == "__main__":

@@ -8,12 +8,10 @@ Target (issue 4): the 64x64 sweep in under one minute on a 2-core machine.
 
 from __future__ import annotations
 
-import json
-import platform
 import time
-from pathlib import Path
 
 import numpy as np
+from _results import write_results  # benchmarks/ is on sys.path when run as a script
 
 from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.registry import ALGORITHMS
@@ -51,12 +49,7 @@ def sweep(dims) -> dict:
 
 
 def main() -> dict:
-    out = {"benchmark": "Swing reproduction sweep: all algorithms x 13 sizes", "machine": platform.machine(),
-           "python": platform.python_version(), "results": [sweep((64, 64)), sweep((128, 128))]}
-    path = Path(__file__).parent / "results" / "swing.json"
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"written {path}")
-    return out
+    return write_results("swing", "Swing reproduction sweep: all algorithms x 13 sizes", [sweep((64, 64)), sweep((128, 128))])
 
 
 if __name__ == "__main__":

@@ -283,3 +283,21 @@ def test_registry_entries():
     # the registered builders take the registry's uniform signature
     for name, c in (("double_binary_tree", "all-reduce"), ("hierarchical", "reduce-scatter"), ("in_network", "reduce")):
         verify(get_algorithm(name).build(c, 8, root=0))
+
+
+@pytest.mark.parametrize("dims", [(4, 4), (3, 5), (2, 3, 4)])
+def test_hierarchical_all_to_all_closed_form(dims):
+    """One phase per dimension; in phase k every node sends d_k - 1 messages of S/d_k (p/d_k
+    blocks of S/p) over direct links of a fully connected dimension: lat + S/(d_k B) each."""
+    from fabricsim.collectives.api import build_schedule
+    from fabricsim.network import time_schedule
+    from fabricsim.topology import stack
+
+    B, L, S = 50e9, 1e-6, 2**24
+    topo = stack(("fc",) * len(dims), dims, B, L)
+    s = build_schedule(topo, "all-to-all", "hierarchical")
+    verify(s)
+    assert s.n_steps == len(dims)
+    assert all(np.all(st.blocks_per_transfer == math.prod(dims) // d) for st, d in zip(s.steps, dims))
+    expect = sum(L + S / (d * B) for d in dims)
+    assert time_schedule(topo, s, [S]).times[0] == pytest.approx(expect, rel=1e-12)

@@ -214,3 +214,15 @@ def test_malformed_inputs(tmp_path, capsys):
     del raw["preferred-dataset-splits"]
     Path(bad_sys).write_text(json.dumps(raw))
     _one_line_exit_2(capsys, _astra_args(REF / "workloads/all_reduce_4_1048576/x", bad_sys, net), "preferred-dataset-splits")
+
+
+def test_model_flow_side_by_side(monkeypatch):
+    """--model flow prices each collective on the flow model: a ring all-reduce alone on a ring
+    does not contend, so it equals the analytical model's answer."""
+    monkeypatch.chdir(REF)
+    run = run_astra("workloads/all_reduce_8_1048576/x", "systems/sys_ring_1d_s4_a1.json", "networks/Ring_8.yml")
+    flow = compare_collectives(run, "flow")[0]
+    ana = compare_collectives(run, "analytical")[0]
+    assert flow.fabricsim_ns == pytest.approx(ana.fabricsim_ns, rel=1e-9)
+    with pytest.raises(ConfigError, match="analytical"):
+        compare_collectives(run, "packet")

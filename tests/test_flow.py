@@ -161,3 +161,40 @@ def test_never_above_capacity_and_bytes_conserved(case):
     lat = np.array([topo.link_lat[topo.route([s], [d])[1]].sum() for s, d in zip(flows.src, flows.dst)])
     floor = flows.start + np.where(np.diff(ptr) > 0, flows.size / np.minimum(flows.cap, 12.5e9), 0) + lat
     assert np.all(r.finish >= floor * (1 - 1e-9) - 1e-15)
+
+
+@st.composite
+def random_graph_flows(draw):
+    """A random connected graph (a random spanning tree plus extra edges, bidirectional links of
+    random bandwidths) and random flows with caps, priorities, starts and dependencies."""
+    n = draw(st.integers(2, 9))
+    parents = [draw(st.integers(0, i - 1)) for i in range(1, n)]
+    extra = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=6))
+    edges = [(p, i) for i, p in zip(range(1, n), parents)] + [(a, b) for a, b in extra if a != b]
+    bw = draw(st.lists(st.sampled_from([1e9, 2e9, 5e9]), min_size=len(edges), max_size=len(edges)))
+    k = draw(st.integers(1, 20))
+    src = draw(st.lists(st.integers(0, n - 1), min_size=k, max_size=k))
+    dst = draw(st.lists(st.integers(0, n - 1), min_size=k, max_size=k))
+    size = draw(st.lists(st.floats(0, 1e7), min_size=k, max_size=k))
+    prio = draw(st.lists(st.integers(0, 1), min_size=k, max_size=k))
+    cap = draw(st.lists(st.sampled_from([np.inf, 5e8]), min_size=k, max_size=k))
+    dep = [draw(st.integers(-1, i - 1)) if i else -1 for i in range(k)]  # each flow may wait for an earlier one
+    dep_ptr = np.concatenate([[0], np.cumsum([d >= 0 for d in dep])])
+    dep_idx = np.array([d for d in dep if d >= 0], dtype=np.int64)
+    topo = from_edges("random", n, 0, [a for a, _ in edges], [b for _, b in edges], np.array(bw), 1e-7)
+    return topo, Flows(src, dst, size, None, cap, prio, dep_ptr, dep_idx), draw(st.sampled_from(["pipelined", "store-and-forward"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_graph_flows())
+def test_random_topologies_never_above_capacity(case):
+    topo, flows, mode = case
+    r = simulate_flows(topo, flows, mode=mode, record_timeline=True)
+    for _, _, load in r.timeline:
+        assert np.all(load <= topo.link_bw * (1 + 1e-9))
+    ptr, _ = topo.route(flows.src, flows.dst)
+    assert r.link_bytes.sum() == pytest.approx(float((flows.size * np.diff(ptr)).sum()), rel=1e-6, abs=1e-3)
+    # a flow never starts before its predecessor has arrived
+    for i in range(len(flows)):
+        for d in flows.dep_idx[flows.dep_ptr[i]: flows.dep_ptr[i + 1]]:
+            assert r.start[i] >= r.finish[d] - 1e-15

@@ -23,7 +23,7 @@ EXPECTED = {
     "recursive_doubling": ({"all-reduce", "all-gather", "broadcast", "reduce"}, {"all-gather"}),
     "halving_doubling": ({"all-reduce", "reduce-scatter", "all-gather"}, {"reduce-scatter", "all-gather"}),
     "double_binary_tree": ({"all-reduce"}, set()),
-    "hierarchical": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
+    "hierarchical": ({"all-reduce", "reduce-scatter", "all-gather", "all-to-all"}, set()),
     "in_network": (ALL - {"all-to-all"}, set()),
     "bucket": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
     "hamiltonian_rings": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),

@@ -187,7 +187,7 @@ def astra(
     comm_group_configuration: Optional[str] = typer.Option(None, "--comm-group-configuration", help="communicator groups JSON"),
     remote_memory_configuration: Optional[str] = typer.Option(None, "--remote-memory-configuration", help="accepted for compatibility; only NO_MEMORY_EXPANSION is emulated"),
     backend: str = typer.Option("congestion-unaware", "--backend", help="congestion-unaware or congestion-aware (ASTRA-sim's two analytical binaries)"),
-    model: Optional[str] = typer.Option(None, "--model", help="also run fabricsim's own model (analytical) on every collective and print both answers"),
+    model: Optional[str] = typer.Option(None, "--model", help="also run fabricsim's own model (analytical or flow) on every collective and print both answers"),
     injection_scale: float = typer.Option(1.0, "--injection-scale", help="multiplies endpoint-delay (ASTRA-sim option)"),
     num_queues_per_dim: int = typer.Option(1, "--num-queues-per-dim", help="ASTRA-sim option; only 1 is emulated"),
     json_out: bool = typer.Option(False, "--json", help="print JSON instead of ASTRA-sim's lines and a table"),

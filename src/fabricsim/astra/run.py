@@ -207,8 +207,8 @@ def bytes_each_npu_sends(collective: str, size: float, n: int) -> float:
 
 def compare_collectives(run: AstraRun, model: str = "analytical") -> list[CollectiveComparison]:
     """Each distinct collective alone: ASTRA-sim compatibility time vs fabricsim's model."""
-    if model != "analytical":
-        raise ConfigError("model", model, "accepted: analytical (the flow-level model comes with the flow simulator)")
+    if model not in ("analytical", "flow"):
+        raise ConfigError("model", model, "accepted: analytical (lock-step, congestion-aware) or flow (max-min fair, dataflow)")
     from ..collectives.api import build_schedule
     from ..network.analytical import time_schedule
 
@@ -238,7 +238,12 @@ def compare_collectives(run: AstraRun, model: str = "analytical") -> list[Collec
         except ConfigError:
             sched = build_schedule(topo, coll, "ring")
             alg = "ring"
-        ours = float(time_schedule(topo, sched, [ours_size]).times[0]) * 1e9
+        if model == "flow":
+            from ..network.flow import time_collective_flow
+
+            ours = float(time_collective_flow(topo, sched, [ours_size])[0]) * 1e9
+        else:
+            ours = float(time_schedule(topo, sched, [ours_size]).times[0]) * 1e9
         bound = bytes_each_npu_sends(coll, size, n) / inj * 1e9
         out.append(CollectiveComparison(coll, size, astra, ours, bound, alg, astra < bound * (1 - 1e-9)))
     return out

@@ -20,6 +20,7 @@ from .double_binary_tree import double_binary_tree
 from .halving_doubling import halving_doubling
 from .hamiltonian_rings import hamiltonian_rings
 from .hierarchical import hierarchical
+from .hierarchical_all_to_all import hierarchical_all_to_all
 from .in_network import in_network
 from .recursive_doubling import recursive_doubling
 from .ring import ring
@@ -103,10 +104,20 @@ register(Algorithm(
     "any p >= 2", "NCCL double binary tree: two complementary trees, half the buffer each, pipelined reduce up + broadcast down",
     options={"chunks": "pipeline chunks per tree (default 8)"},
 ))
+def _hierarchical(collective: str, p: int, **options) -> Schedule:
+    """The per-dimension algorithms: all-to-all has its own phase structure."""
+    if collective == "all-to-all":
+        extra = set(options) - {"dims"}
+        if extra:
+            raise ConfigError("option", sorted(extra)[0], "the hierarchical all-to-all accepts: dims")
+        return hierarchical_all_to_all(p, options.get("dims"))
+    return hierarchical(collective, p, **options)
+
+
 register(Algorithm(
-    "hierarchical", hierarchical, ("all-reduce", "reduce-scatter", "all-gather"),
+    "hierarchical", _hierarchical, ("all-reduce", "reduce-scatter", "all-gather", "all-to-all"),
     "any p >= 2 (prod(dims) == p; inner halving_doubling: power-of-two dimensions)",
-    "multi-dim: reduce-scatter up the dimensions, all-gather back down, a 1-D algorithm on every line",
+    "multi-dim: reduce-scatter up the dimensions, all-gather back down; all-to-all one dimension per phase",
     options={"dims": "group shape, dimension 0 fastest (default: the topology's dims, else (p,))",
              "order": "rs-ag (= localBWAware, default) or baseline (a full all-reduce per dimension)",
              "inner": "1-D algorithm per dimension: ring (default), direct, halving_doubling, or a tuple"},
