@@ -152,3 +152,16 @@ def test_model_choice(capsys, model, per_message):
     p, S, B, a = 8, 8 * 2**20, 50e9, 100e-9
     blocks = (p - 1) if per_message == "shared" else 1
     assert json.loads(out)["rows"][0]["time_s"] == pytest.approx(2 * (2 * a + blocks * S / (p * B)), rel=1e-12)
+
+
+def test_demo_numbers_match_closed_forms(capsys):
+    """The demo's ring on switch:64: t = 2(n-1)(2a + S/(nB)); busbw = S/t x 2(n-1)/n (GB/s,
+    printed with 2 decimals) at 4 KiB, 1 MiB, 64 MiB, 1 GiB."""
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    row = next(ln for ln in out.splitlines() if ln.split()[:2] == ["switch:64,reduce", "ring"])
+    n, a, B = 64, 100e-9, 50e9
+    for S, shown in zip([4096, 2**20, 2**26, 2**30], row.split()[-4:]):
+        t = 2 * (n - 1) * (2 * a + S / (n * B))
+        assert float(shown) == pytest.approx(S / t * 2 * (n - 1) / n / 1e9, abs=0.006)
+    assert any(ln.split()[:2] == ["torus:8x8", "swing"] for ln in out.splitlines())

@@ -344,6 +344,7 @@ def reproduce_swing(
 
 
 DEMO_CASES = (
+    ("torus:8x8", "swing"), ("torus:8x8", "bucket"),
     ("torus:8x8", "ring"), ("torus:8x8", "hierarchical"), ("torus:8x8", "halving_doubling"),
     ("torus:8x8", "recursive_doubling"), ("torus:8x8", "double_binary_tree"), ("torus:8x8", "direct"),
     ("switch:64,reduce", "ring"), ("switch:64,reduce", "halving_doubling"), ("switch:64,reduce", "in_network"),
@@ -371,8 +372,9 @@ def demo(
         header, rows = run_collective(topo, bandwidth, latency, "all-reduce", alg, sizes, "congestion-aware")
         table.add_row(topo, alg, str(header["steps"]), *(f"{r['busbw_GBps']:.2f}" for r in rows))
     con.print(table)
-    con.print("# busbw = algbw x 2(n-1)/n (nccl-tests); link bandwidth is "
-              f"{parse_topology('ring:2', bandwidth, latency).link_bw[0] / 1e9:g} GB/s per direction")
+    con.print("# busbw = algbw x 2(n-1)/n (nccl-tests); each link carries "
+              f"{parse_topology('ring:2', bandwidth, latency).link_bw[0] / 1e9:g} GB/s per direction; a torus node has 4 "
+              "links and multiport algorithms (swing, bucket) use them all", highlight=False)
 
 
 def main(argv: list[str] | None = None) -> int:
