@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .collectives.api import build_schedule, normalize_collective
+from .collectives.api import build_schedule, normalize_collective, parse_group
 from .collectives.registry import ALGORITHMS
 from .collectives.verify import ScheduleError, verify
 from .errors import ConfigError
@@ -44,25 +44,6 @@ FLOW_MODELS = {"flow": "pipelined", "flow-pipelined": "pipelined", "flow-store-a
 def _out() -> Console:
     # tables stay readable when piped or in a narrow terminal
     return Console(soft_wrap=True, width=max(shutil.get_terminal_size((160, 24)).columns, 150))
-
-
-def parse_group(text: str | None) -> list[int] | None:
-    """`0,1,2,3`, `0-7`, `0-15:2` (range with stride), or a mix."""
-    if text is None:
-        return None
-    ranks: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part)
-        if not m:
-            raise ConfigError("group", text, "accepted: ranks like 0,1,2,3 or ranges 0-7 or 0-15:2")
-        a = int(m.group(1))
-        b = int(m.group(2)) if m.group(2) else a
-        stride = int(m.group(3)) if m.group(3) else 1
-        if b < a or stride < 1:
-            raise ConfigError("group", text, "accepted: ranges A-B with A <= B and stride >= 1")
-        ranks.extend(range(a, b + 1, stride))
-    return ranks
 
 
 def parse_options(items: list[str]) -> dict:

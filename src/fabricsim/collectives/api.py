@@ -8,6 +8,7 @@ the whole network in rank order), and the switch that reduces in the network (fo
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import numpy as np
@@ -25,6 +26,25 @@ def normalize_collective(name: str) -> str:
     if key not in COLLECTIVES:
         raise ConfigError("collective", name, f"accepted: {', '.join(COLLECTIVES)}")
     return key
+
+
+def parse_group(text: str | None) -> list[int] | None:
+    """`0,1,2,3`, `0-7`, `0-15:2` (range with stride), or a mix."""
+    if text is None:
+        return None
+    ranks: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part)
+        if not m:
+            raise ConfigError("group", text, "accepted: ranks like 0,1,2,3 or ranges 0-7 or 0-15:2")
+        a = int(m.group(1))
+        b = int(m.group(2)) if m.group(2) else a
+        stride = int(m.group(3)) if m.group(3) else 1
+        if b < a or stride < 1:
+            raise ConfigError("group", text, "accepted: ranges A-B with A <= B and stride >= 1")
+        ranks.extend(range(a, b + 1, stride))
+    return ranks
 
 
 def resolve_group(topo: Topology, group: Sequence[int] | None) -> np.ndarray:

@@ -38,7 +38,7 @@ def _group(text) -> list[int] | None:
         return None
     if isinstance(text, list):
         return [int(x) for x in text]
-    from ..cli import parse_group  # the command line's group syntax
+    from ..collectives.api import parse_group
 
     return parse_group(str(text))
 

@@ -13,6 +13,8 @@ from typing import Protocol
 
 import numpy as np
 
+from ..units import format_bandwidth
+
 
 class Router(Protocol):
     def route(self, topo: "Topology", src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -89,8 +91,6 @@ class Topology:
         return out
 
     def describe(self) -> str:
-        from ..units import format_bandwidth
-
         bw = np.unique(self.link_bw)
         bw_text = format_bandwidth(bw[0]) if len(bw) == 1 else f"{format_bandwidth(bw[0])}..{format_bandwidth(bw[-1])}"
         return (f"{self.name}: {self.n_npus} NPUs, {self.n_switches} switches, {self.n_links} directed links"
