@@ -1,0 +1,406 @@
+"""Model zoo built from layer shapes: parameters, per-layer FLOPs and activation sizes.
+
+Nothing here is a hard-coded total: every count is summed from the layer shapes, and the
+tests compare the sums with the published sizes (ResNet-50 25.6M, ResNet-152 60.2M,
+GPT-3 175B).
+
+    from fabricsim.workload.models import get_model, megatron_mp_allreduce_bytes
+    m = get_model("gpt3-175b")            # Model, per-sample (per-sequence) costs
+    m.params, m.fwd_flops, m.bwd_flops    # 174.6e9, ... FLOPs for ONE sequence
+    layers = m.batch(16)                  # the layers with FLOPs/activations x 16
+
+Conventions:
+- A `Layer` holds the costs of ONE sample (one image, one sentence pair, one sequence).
+  FLOPs count a multiply-add as 2 FLOPs.
+- Backward = input-gradient + weight-gradient. For matmul/conv layers each is taken equal to
+  the forward FLOPs (so backward = 2x forward). Layers that need no input gradient (the
+  first conv of a ResNet, embedding lookups) have `bwd_input_flops = 0`.
+- `activation_elems` is the number of elements of the layer's output for one sample.
+- `params` counts the trainable parameters owned by the layer; `weight_elems` counts the
+  weight elements the layer reads in the forward pass. They differ only for tied weights
+  (the transformer head reads the embedding matrix but owns no parameters).
+- `dtype` ("fp16", "bf16", "fp32") sets bytes per element for parameters, gradients and
+  activations (`DTYPES`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from itertools import pairwise
+
+from ..errors import ConfigError
+
+DTYPES = {"fp16": 2, "bf16": 2, "fp32": 4}
+_DTYPE_ACCEPTED = "accepted: " + ", ".join(DTYPES)
+
+
+def dtype_bytes(dtype: str) -> int:
+    """Bytes per element of `dtype`; ConfigError for an unknown name."""
+    if dtype not in DTYPES:
+        raise ConfigError("dtype", dtype, _DTYPE_ACCEPTED)
+    return DTYPES[dtype]
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer's costs for ONE sample (one sequence for transformers); FLOPs with MAC = 2."""
+
+    name: str
+    kind: str
+    params: int
+    fwd_flops: float
+    bwd_input_flops: float
+    bwd_weight_flops: float
+    activation_elems: int
+    weight_elems: int
+
+    @property
+    def bwd_flops(self) -> float:
+        return self.bwd_input_flops + self.bwd_weight_flops
+
+    def scaled(self, b: int) -> Layer:
+        """This layer for a batch of `b` samples: FLOPs and activations x b, weights unchanged."""
+        return replace(
+            self,
+            fwd_flops=self.fwd_flops * b,
+            bwd_input_flops=self.bwd_input_flops * b,
+            bwd_weight_flops=self.bwd_weight_flops * b,
+            activation_elems=self.activation_elems * b,
+        )
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model: its layers (per-sample costs), element type and, for sequence models, `seq`.
+
+    `hidden` is the transformer hidden size (None for other models); `notes` records the
+    shape assumptions and communication hints (e.g. "alltoall" for DLRM embeddings)."""
+
+    name: str
+    layers: tuple[Layer, ...]
+    dtype: str = "fp16"
+    seq: int | None = None
+    notes: str = ""
+    hidden: int | None = field(default=None)
+
+    def __post_init__(self):
+        dtype_bytes(self.dtype)
+
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPES[self.dtype]
+
+    @property
+    def params(self) -> int:
+        return sum(layer.params for layer in self.layers)
+
+    @property
+    def fwd_flops(self) -> float:
+        """Forward FLOPs for ONE sample (one sequence)."""
+        return sum(layer.fwd_flops for layer in self.layers)
+
+    @property
+    def bwd_flops(self) -> float:
+        """Backward FLOPs (input- plus weight-gradient) for ONE sample."""
+        return sum(layer.bwd_flops for layer in self.layers)
+
+    @property
+    def param_bytes(self) -> int:
+        """Bytes of the parameters (= of one full set of gradients) in `dtype`."""
+        return self.params * self.dtype_bytes
+
+    @property
+    def activation_elems(self) -> int:
+        """Sum over layers of the output elements for ONE sample."""
+        return sum(layer.activation_elems for layer in self.layers)
+
+    def blocks(self, kind: str = "transformer_block") -> tuple[Layer, ...]:
+        return tuple(layer for layer in self.layers if layer.kind == kind)
+
+    def batch(self, b: int) -> tuple[Layer, ...]:
+        """The layers for a batch of `b` samples (sequences): FLOPs and activation elements
+        scale linearly with `b`; params and weight elements do not. `self` is unchanged."""
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise ConfigError("batch", b, "accepted: an integer >= 1")
+        return tuple(layer.scaled(b) for layer in self.layers)
+
+    def with_dtype(self, dtype: str) -> Model:
+        return replace(self, dtype=dtype)
+
+
+def _mm_layer(name: str, kind: str, params: int, weight: int, macs: float, out: int, first: bool = False) -> Layer:
+    """A matmul-like layer: fwd = 2*macs, input-grad = fwd (0 if `first`), weight-grad = fwd."""
+    f = 2.0 * macs
+    return Layer(name, kind, params, f, 0.0 if first else f, f, out, weight)
+
+
+# ---------------------------------------------------------------- ResNet
+
+
+def _conv(name: str, cin: int, cout: int, k: int, stride: int, hw_in: int, first: bool = False):
+    """k x k conv, 'same' padding, no bias. Returns (Layer, hw_out)."""
+    hw = (hw_in + stride - 1) // stride
+    w = k * k * cin * cout
+    return _mm_layer(name, "conv", w, w, float(w) * hw * hw, cout * hw * hw, first), hw
+
+
+def _bn(name: str, c: int, hw: int) -> Layer:
+    """Batch norm: 2c params (gamma, beta); ~2 FLOPs/elem forward (scale+shift), 2 input-grad, 2 weight-grad."""
+    n = c * hw * hw
+    return Layer(name, "batchnorm", 2 * c, 2.0 * n, 2.0 * n, 2.0 * n, n, 2 * c)
+
+
+def _resnet(name: str, blocks: tuple[int, int, int, int], dtype: str) -> Model:
+    """Bottleneck ResNet (torchvision / v1.5: the stride sits on the 3x3 conv), 224x224 input.
+
+    Modelled: every conv (no bias) and batch norm, and the FC 2048x1000 + bias. ReLU, max-pool,
+    average-pool and residual adds have no parameters and negligible FLOPs and are left out."""
+    layers: list[Layer] = []
+    conv, hw = _conv("conv1", 3, 64, 7, 2, 224, first=True)
+    layers += [conv, _bn("bn1", 64, hw)]
+    hw = (hw + 1) // 2  # 3x3/2 max-pool: 112 -> 56
+    cin = 64
+    for stage, (n, width) in enumerate(zip(blocks, (64, 128, 256, 512)), start=1):
+        for i in range(n):
+            stride = 2 if (i == 0 and stage > 1) else 1
+            p = f"layer{stage}.{i}"
+            hw_in = hw
+            c1, hw1 = _conv(f"{p}.conv1", cin, width, 1, 1, hw_in)
+            c2, hw2 = _conv(f"{p}.conv2", width, width, 3, stride, hw1)
+            c3, hw3 = _conv(f"{p}.conv3", width, 4 * width, 1, 1, hw2)
+            layers += [c1, _bn(f"{p}.bn1", width, hw1), c2, _bn(f"{p}.bn2", width, hw2), c3, _bn(f"{p}.bn3", 4 * width, hw3)]
+            if i == 0:
+                cd, hwd = _conv(f"{p}.downsample", cin, 4 * width, 1, stride, hw_in)
+                layers += [cd, _bn(f"{p}.downsample.bn", 4 * width, hwd)]
+            cin, hw = 4 * width, hw3
+    layers.append(_mm_layer("fc", "fc", cin * 1000 + 1000, cin * 1000 + 1000, cin * 1000, 1000))
+    return Model(name, tuple(layers), dtype, notes=f"bottleneck blocks {list(blocks)}, 224x224, torchvision v1.5 shapes")
+
+
+def resnet50(dtype: str = "fp16") -> Model:
+    """ResNet-50: blocks [3, 4, 6, 3]; 25,557,032 params (published 25.6M)."""
+    return _resnet("resnet50", (3, 4, 6, 3), dtype)
+
+
+def resnet152(dtype: str = "fp16") -> Model:
+    """ResNet-152: blocks [3, 8, 36, 3]; 60,192,808 params (published 60.2M)."""
+    return _resnet("resnet152", (3, 8, 36, 3), dtype)
+
+
+# ---------------------------------------------------------------- transformers
+
+
+def _positive(field_name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(field_name, value, "accepted: an integer >= 1")
+    return value
+
+
+def transformer(
+    name: str,
+    layers: int,
+    hidden: int,
+    heads: int,
+    seq: int,
+    vocab: int,
+    ffn: int | None = None,
+    dtype: str = "fp16",
+    notes: str = "",
+) -> Model:
+    """A GPT-style decoder-only transformer from its shape.
+
+    Per block: QKV 3h^2 + 3h, attention output h^2 + h, two layer norms 4h, MLP
+    2*h*ffn + ffn + h (= 12h^2 + 13h with ffn = 4h). Embedding: token vocab*h + learned
+    position seq*h; head: final layer norm 2h and logits with the tied token embedding
+    (0 own params, reads vocab*h weights).
+    Forward FLOPs per sequence: block 2*params_block*seq + attention scores and context
+    2*2*seq^2*h; head 2*seq*h*vocab; embedding lookup 0. Backward: input-grad = weight-grad =
+    forward for blocks and head (the attention-score part has no weights, but this common
+    approximation keeps backward = 2x forward); the embedding has no backward FLOPs.
+    Activation elements: seq*h per block output (seq*vocab for the logits)."""
+    layers = _positive("layers", layers)
+    hidden = _positive("hidden", hidden)
+    heads = _positive("heads", heads)
+    seq = _positive("seq", seq)
+    vocab = _positive("vocab", vocab)
+    ffn = 4 * hidden if ffn is None else _positive("ffn", ffn)
+    if hidden % heads:
+        raise ConfigError("heads", heads, f"accepted: a divisor of hidden={hidden}")
+    h = hidden
+    per_block = (3 * h * h + 3 * h) + (h * h + h) + 4 * h + (2 * h * ffn + ffn + h)
+    weights_block = 4 * h * h + 2 * h * ffn
+    out: list[Layer] = []
+    emb = vocab * h + seq * h
+    out.append(Layer("embedding", "embedding", emb, 0.0, 0.0, 0.0, seq * h, emb))
+    f_block = 2.0 * per_block * seq + 2.0 * 2.0 * seq * seq * h
+    for i in range(layers):
+        out.append(Layer(f"block{i}", "transformer_block", per_block, f_block, f_block, f_block, seq * h, weights_block))
+    f_head = 2.0 * seq * h * vocab
+    out.append(Layer("head", "lm_head", 2 * h, f_head, f_head, f_head, seq * vocab, vocab * h + 2 * h))
+    note = f"L={layers} h={h} heads={heads} seq={seq} vocab={vocab} ffn={ffn}; tied embeddings"
+    return Model(name, tuple(out), dtype, seq=seq, notes=(note + "; " + notes) if notes else note, hidden=h)
+
+
+def gpt3_175b(dtype: str = "fp16") -> Model:
+    """GPT-3 175B (Brown et al. 2020): 96 layers, h 12288, 96 heads, seq 2048, vocab 50257."""
+    return transformer("gpt3-175b", 96, 12288, 96, 2048, 50257, dtype=dtype)
+
+
+def transformer_17b(dtype: str = "fp16") -> Model:
+    """Transformer-17B. ASSUMPTION: the FRED paper gives no shape; we use Turing-NLG 17B
+    (78 layers, h 4256, 28 heads, seq 1024, vocab 50257), about 17.2B parameters."""
+    return transformer(
+        "transformer-17b", 78, 4256, 28, 1024, 50257, dtype=dtype,
+        notes="ASSUMPTION: shape of Turing-NLG 17B (FRED gives none)",
+    )
+
+
+def transformer_1t(dtype: str = "fp16") -> Model:
+    """Transformer-1T. ASSUMPTION: the FRED paper gives no shape; we use the Megatron-LM 1T
+    configuration (Narayanan et al. 2021: 128 layers, h 25600, 160 heads, seq 2048,
+    vocab 51200), about 1.008T parameters."""
+    return transformer(
+        "transformer-1t", 128, 25600, 160, 2048, 51200, dtype=dtype,
+        notes="ASSUMPTION: Megatron-LM 1T configuration (FRED gives none)",
+    )
+
+
+# ---------------------------------------------------------------- GNMT
+
+
+def _lstm(name: str, inp: int, h: int, steps: int) -> Layer:
+    """One LSTM layer over `steps` time steps: 4 gates, params 4*((inp + h)*h + h) (one bias
+    per gate); forward 2*4*(inp + h)*h FLOPs per step (gate elementwise ops ignored)."""
+    w = 4 * (inp + h) * h
+    return _mm_layer(name, "lstm", w + 4 * h, w + 4 * h, float(w) * steps, h * steps)
+
+
+def gnmt(
+    dtype: str = "fp16",
+    layers: int = 8,
+    hidden: int = 1024,
+    vocab: int = 32000,
+    src_len: int = 50,
+    tgt_len: int = 50,
+) -> Model:
+    """GNMT (Wu et al. 2016), approximate; one sample = one sentence pair.
+
+    Shape chosen: separate source and target embeddings vocab x h; encoder of `layers` LSTM
+    layers, the first bidirectional (two LSTMs of h units, output 2h), the second takes 2h,
+    the rest h; additive attention (query and key projections h x h, score vector h); decoder
+    of `layers` LSTM layers, each fed its input (h) concatenated with the attention context
+    (h); softmax projection h x vocab + bias. Sentence lengths src_len/tgt_len (default 50).
+    About 281M parameters with the defaults; published GNMT sizes range ~160-280M with the
+    vocabulary and variant, so only the shape sum is checked."""
+    h = hidden
+    out: list[Layer] = []
+    for side, steps in (("src", src_len), ("tgt", tgt_len)):
+        out.append(Layer(f"{side}_embedding", "embedding", vocab * h, 0.0, 0.0, 0.0, steps * h, vocab * h))
+    out.append(_lstm("enc0.fwd", h, h, src_len))
+    out.append(_lstm("enc0.bwd", h, h, src_len))
+    for i in range(1, layers):
+        out.append(_lstm(f"enc{i}", 2 * h if i == 1 else h, h, src_len))
+    # attention: keys projected once per source token, query per target step; scores + context
+    att_params = 2 * h * h + h
+    att_macs = float(h * h) * (src_len + tgt_len) + 2.0 * src_len * h * tgt_len
+    out.append(_mm_layer("attention", "attention", att_params, att_params, att_macs, tgt_len * h))
+    for i in range(layers):
+        out.append(_lstm(f"dec{i}", 2 * h, h, tgt_len))
+    soft = h * vocab + vocab
+    out.append(_mm_layer("softmax", "fc", soft, soft, float(h) * vocab * tgt_len, vocab * tgt_len))
+    return Model(
+        "gnmt", tuple(out), dtype, seq=src_len,
+        notes=f"APPROXIMATE GNMT: {layers}+{layers} LSTM layers, h={h}, vocab={vocab}, src/tgt len {src_len}/{tgt_len}",
+    )
+
+
+# ---------------------------------------------------------------- DLRM
+
+# Criteo Kaggle (Display Advertising Challenge) categorical cardinalities, as used by the
+# facebookresearch/dlrm reference: 26 tables, 33,762,577 rows in total.
+CRITEO_KAGGLE_ROWS = (
+    1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3, 93145, 5683, 8351593, 3194,
+    27, 14992, 5461306, 10, 5652, 2173, 4, 7046547, 18, 15, 286181, 105, 142572,
+)
+
+
+def dlrm(
+    dtype: str = "fp16",
+    rows: tuple[int, ...] = CRITEO_KAGGLE_ROWS,
+    dim: int = 16,
+    bottom: tuple[int, ...] = (13, 512, 256, 64, 16),
+    top: tuple[int, ...] = (512, 256, 1),
+) -> Model:
+    """DLRM (Naumov et al. 2019), the reference Criteo Kaggle configuration:
+    bottom MLP 13-512-256-64-16, 26 embedding tables of dimension 16 (rows above, one
+    lookup per table per sample), pairwise dot interaction of the 27 vectors
+    (27*26/2 = 351 dots) concatenated with the dense vector -> 367 inputs, top MLP
+    367-512-256-1. About 540.2M parameters (embeddings 540.2M, MLPs ~0.6M).
+    Embedding layers have kind "embedding", ~0 FLOPs; in a model-parallel layout their
+    outputs are exchanged with an all-to-all (hint in `notes`)."""
+    if bottom[-1] != dim:
+        raise ConfigError("bottom", bottom, f"accepted: an MLP whose last width equals dim={dim}")
+    out: list[Layer] = []
+    for i, (a, b) in enumerate(pairwise(bottom)):
+        out.append(_mm_layer(f"bot_mlp{i}", "fc", a * b + b, a * b + b, float(a * b), b, first=(i == 0)))
+    for t, r in enumerate(rows):
+        out.append(Layer(f"emb{t}", "embedding", r * dim, 0.0, 0.0, 0.0, dim, r * dim))
+    n = len(rows) + 1
+    pairs = n * (n - 1) // 2
+    f_int = 2.0 * pairs * dim
+    out.append(Layer("interaction", "interaction", 0, f_int, f_int, 0.0, pairs + dim, 0))
+    widths = (pairs + dim,) + tuple(top)
+    for i, (a, b) in enumerate(pairwise(widths)):
+        out.append(_mm_layer(f"top_mlp{i}", "fc", a * b + b, a * b + b, float(a * b), b))
+    return Model(
+        "dlrm", tuple(out), dtype,
+        notes=f"DLRM Criteo Kaggle config: {len(rows)} tables dim {dim}, bottom {'-'.join(map(str, bottom))}, "
+        f"top {'-'.join(map(str, widths))}; embeddings model-parallel -> alltoall of pooled embeddings",
+    )
+
+
+# ---------------------------------------------------------------- registry and traffic
+
+MODELS = {
+    "resnet50": resnet50,
+    "resnet152": resnet152,
+    "gnmt": gnmt,
+    "dlrm": dlrm,
+    "gpt3-175b": gpt3_175b,
+    "transformer-17b": transformer_17b,
+    "transformer-1t": transformer_1t,
+}
+
+
+def get_model(name: str, dtype: str = "fp16") -> Model:
+    """Build a zoo model by name (see `MODELS`); ConfigError naming the accepted names."""
+    if name not in MODELS:
+        raise ConfigError("model", name, "accepted: " + ", ".join(MODELS))
+    return MODELS[name](dtype=dtype)
+
+
+def megatron_mp_allreduce_bytes(model: Model, batch: int, mp: int, dtype_bytes: int | None = None):
+    """Megatron tensor-parallel traffic: each transformer block does 2 all-reduces in the
+    forward pass and 2 in the backward pass over the MP group, each of batch*seq*hidden
+    elements. Returns (per-block forward bytes, per-block backward bytes, total per
+    iteration over all blocks) as all-reduce buffer sizes; all zero when mp == 1."""
+    if model.hidden is None or model.seq is None:
+        raise ConfigError("model", model.name, "accepted: a transformer model (with hidden and seq)")
+    batch = _positive("batch", batch)
+    mp = _positive("mp", mp)
+    nbytes = model.dtype_bytes if dtype_bytes is None else _positive("dtype_bytes", dtype_bytes)
+    if mp == 1:
+        return 0, 0, 0
+    one = batch * model.seq * model.hidden * nbytes
+    fwd = bwd = 2 * one
+    return fwd, bwd, len(model.blocks()) * (fwd + bwd)
+
+
+def zero2_bytes(model: Model, dp: int):
+    """ZeRO stage 2 data-parallel traffic per iteration: a reduce-scatter of the gradients and
+    an all-gather of the updated parameters, each of `param_bytes`. Returns
+    (reduce-scatter bytes, all-gather bytes, bytes each rank sends with ring algorithms =
+    2*(dp-1)/dp*param_bytes)."""
+    dp = _positive("dp", dp)
+    p = model.param_bytes
+    return p, p, 2.0 * (dp - 1) / dp * p
