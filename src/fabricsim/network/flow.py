@@ -112,7 +112,8 @@ def water_fill(link_cap: np.ndarray, cls_ptr: np.ndarray, cls_links: np.ndarray,
     counts = np.diff(cls_ptr)
     ent_cls = np.repeat(np.arange(n_c), counts)
     used = np.zeros(len(link_cap))
-    for level in np.unique(prio):
+    levels = prio[:1] if np.all(prio == prio[0]) else np.unique(prio)
+    for level in levels:
         free = prio == level
         rem = link_cap - used
         while free.any():
@@ -128,7 +129,7 @@ def water_fill(link_cap: np.ndarray, cls_ptr: np.ndarray, cls_links: np.ndarray,
             tol = 1e-12
             bottleneck = (n_l > 0) & (share <= link_min * (1 + tol))
             hit = np.zeros(n_c, dtype=bool)
-            np.logical_or.at(hit, ent_cls, bottleneck[cls_links] & (share[cls_links] <= m[ent_cls] * (1 + tol)))
+            hit[ent_cls[bottleneck[cls_links] & (share[cls_links] <= m[ent_cls] * (1 + tol))]] = True
             freeze = free & (hit | (cap <= best * (1 + tol)))
             if not freeze.any():  # numerical safety: freeze the global minimum
                 freeze = free & (m <= m[free].min() * (1 + 1e-9))
@@ -250,18 +251,22 @@ def simulate_flows(topo: Topology, flows: Flows, *, mode: str = "pipelined", chu
     dirty = True
     events = 0
     active_idx = np.zeros(0, dtype=np.int64)  # units sending now
+    cls_count = np.zeros(n_cls, dtype=np.int64)  # units sending now, per class
+    slot = np.zeros(n_cls, dtype=np.int64)  # position of a class among the sending classes
     act_rate = np.zeros(0)
     load = np.zeros(topo.n_links)
     while startq or arriveq or len(active_idx):
         if dirty:
-            act_cls = cls_of[active_idx]
-            cidx, inv, mult = np.unique(act_cls, return_inverse=True, return_counts=True)
+            cidx = np.flatnonzero(cls_count)  # classes with a flow sending (counts kept incrementally)
+            mult = cls_count[cidx]
+            slot[cidx] = np.arange(len(cidx))
+            inv = slot[cls_of[active_idx]]
             if len(cidx):
                 sub_counts = c_counts[cidx]
                 sub_ptr = np.concatenate([[0], np.cumsum(sub_counts)])
                 sub_links = c_links[np.repeat(c_ptr[cidx] - sub_ptr[:-1], sub_counts) + np.arange(sub_ptr[-1])]
                 r = water_fill(topo.link_bw, sub_ptr, sub_links, mult.astype(float), c_cap[cidx], c_prio[cidx])
-                act_rate = r[inv.ravel()]
+                act_rate = r[inv]
                 load = np.bincount(sub_links, weights=np.repeat(r * mult, sub_counts), minlength=topo.n_links)
             else:
                 act_rate = np.zeros(0)
@@ -293,6 +298,7 @@ def simulate_flows(topo: Topology, flows: Flows, *, mode: str = "pipelined", chu
             fin = (remaining[active_idx] <= 1e-9 * np.maximum(U.size[active_idx], 1.0)) | (t_tx <= now * (1 + 1e-12) + 1e-18)
             if fin.any():
                 done = active_idx[fin]
+                np.subtract.at(cls_count, cls_of[done], 1)
                 active_idx = active_idx[~fin]
                 act_rate = act_rate[~fin]
                 remaining[done] = 0.0
@@ -325,6 +331,7 @@ def simulate_flows(topo: Topology, flows: Flows, *, mode: str = "pipelined", chu
                 seq += len(e)
             go = units[~empty]
             if len(go):
+                np.add.at(cls_count, cls_of[go], 1)
                 active_idx = np.concatenate([active_idx, go])
                 act_rate = np.concatenate([act_rate, np.zeros(len(go))])
                 dirty = True
