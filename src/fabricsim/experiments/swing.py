@@ -635,8 +635,8 @@ def deficiency(topo, sched) -> Deficiency:
     from ..collectives.schedule import lane_total
     from ..network.analytical import deficiencies, route_schedule
 
-    d = deficiencies(topo, sched)
     routed = route_schedule(topo, sched)
+    d = deficiencies(topo, sched, routed=routed)
     lat = lane_total(sched.steps, np.array([r.repeat * float(r.path_latency.max(initial=0.0)) for r in routed]))
     link = lane_total(sched.steps, np.array([r.repeat * float(r.link_frac.max(initial=0.0)) for r in routed]))
     D = sum(1 for x in topo.dims if x > 1) or 1

@@ -141,15 +141,16 @@ class Deficiency:
     congestion: float  # Xi: sum over steps of the busiest link's bytes / sum of the largest messages
 
 
-def deficiencies(topo: Topology, schedule: Schedule, dims: int | None = None) -> Deficiency:
-    """Lambda, Psi and Xi from the schedule and its routing. Psi is what the messages alone
-    cost (one message per link per step), Xi how much more the busiest link carries because
-    messages share it. `dims` is D (default: the topology's dimensions larger than 1)."""
+def deficiencies(topo: Topology, schedule: Schedule, dims: int | None = None,
+                 routed: list[RoutedStep] | None = None) -> Deficiency:
+    """Lambda, Psi and Xi from the schedule and its routing (`routed`, if the caller has it).
+    Psi is what the messages alone cost (one message per link per step), Xi how much more the
+    busiest link carries because messages share it. `dims` is D (default: the topology's
+    dimensions larger than 1)."""
     D = dims or max(1, sum(1 for d in topo.dims if d > 1))
+    routed = route_schedule(topo, schedule) if routed is None else routed
     per = np.array([[r.repeat * float(r.frac.max()), r.repeat * float(r.link_frac.max())] if r.frac.size else [0.0, 0.0]
-                    for r in route_schedule(topo, schedule)]).reshape(-1, 2)
-    steps = [st.repeat for st in schedule.steps]
+                    for r in routed]).reshape(-1, 2)
     msg_sum = float(lane_total(schedule.steps, per[:, :1])[0]) if len(per) else 0.0
     link_sum = float(lane_total(schedule.steps, per[:, 1:])[0]) if len(per) else 0.0
-    lam_steps = float(lane_total(schedule.steps, np.array(steps, dtype=float)[:, None])[0]) if steps else 0.0
-    return Deficiency(lam_steps / math.log2(schedule.p), msg_sum * D, link_sum / msg_sum if msg_sum else 1.0)
+    return Deficiency(schedule.n_steps / math.log2(schedule.p), msg_sum * D, link_sum / msg_sum if msg_sum else 1.0)

@@ -27,7 +27,7 @@ transfer that wrote the blocks it sends into its source has arrived, not in lock
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -414,9 +414,11 @@ def merge_flows(*parts: Flows) -> Flows:
 
 def time_collective_flow(topo: Topology, schedule: Schedule, sizes, *, mode: str = "pipelined",
                          chunk: float = 0.0) -> np.ndarray:
-    """Completion time of one collective alone, for each size (dataflow on the flow model)."""
+    """Completion time of one collective alone, for each size (dataflow on the flow model).
+    The flows and their dependencies do not depend on the size: built once, scaled per size."""
+    unit = collective_flows(schedule, 1.0)
     out = []
     for s in np.atleast_1d(np.asarray(sizes, dtype=float)):
-        res = simulate_flows(topo, collective_flows(schedule, float(s)), mode=mode, chunk=chunk)
+        res = simulate_flows(topo, replace(unit, size=unit.size * s), mode=mode, chunk=chunk)
         out.append(res.makespan)
     return np.array(out)
