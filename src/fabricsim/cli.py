@@ -306,6 +306,75 @@ def export_chakra(
     _out().print(f"wrote {len(paths)} traces: {paths[0]} .. {paths[-1]} ({sum(len(t.nodes) for t in traces[:1])} nodes per NPU)", highlight=False, markup=False)
 
 
+@app.command()
+def train(
+    config: str = typer.Argument(..., help="training config YAML: network, system, workload, output (see docs/train.md)"),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="output folder (default: the config's output.dir, else out/<config name>)"),
+    iterations: Optional[int] = typer.Option(None, "--iterations", "-n", help="override workload.iterations"),
+    trace_npus: Optional[str] = typer.Option(None, "--trace-npus", help="NPUs in the Perfetto trace, e.g. 0-63 or 0,8,16 (default: the first 64)"),
+    no_trace: bool = typer.Option(False, "--no-trace", help="do not write trace.json"),
+    no_plot: bool = typer.Option(False, "--no-plot", help="do not write breakdown.png"),
+    json_out: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+):
+    """Simulate training iterations: iteration time, where it goes, a Perfetto trace and a plot."""
+    from pathlib import Path
+
+    from .report.train import breakdown_table, summary_json, write_outputs
+    from .train import load_train_config, run_train
+
+    cfg = load_train_config(config)
+    if iterations is not None:
+        if iterations < 1:
+            raise ConfigError("--iterations", iterations, "accepted: an integer >= 1")
+        cfg.workload.iterations = iterations
+    npus_text = trace_npus or cfg.output.trace_npus
+    ranks = parse_group(npus_text) if npus_text else None
+    out_dir = Path(out or (cfg.output.dir and str(Path(cfg.base_dir) / cfg.output.dir)) or Path("out") / Path(config).stem)
+    err = Console(stderr=True)
+    bar = {}
+
+    def progress(done: int, total: int) -> None:
+        if total < 20000 and not bar:
+            return
+        if not bar:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            bar["p"] = Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed}/{task.total} tasks"),
+                                TimeElapsedColumn(), console=err, transient=True)
+            bar["p"].start()
+            bar["t"] = bar["p"].add_task("sim", total=total)
+        bar["p"].update(bar["t"], completed=done)
+        if done >= total:
+            bar["p"].stop()
+
+    try:
+        run = run_train(cfg, progress=progress)
+    finally:
+        if bar:
+            bar["p"].stop()
+    res = run.result
+    if ranks is not None and (max(ranks) >= res.graph.n_npus):
+        raise ConfigError("trace_npus", npus_text, f"accepted: NPUs 0..{res.graph.n_npus - 1}")
+    files = write_outputs(res, out_dir, run.title, trace=cfg.output.trace and not no_trace, trace_npus=ranks,
+                          plot=cfg.output.plot and not no_plot)
+    if json_out:
+        import json
+
+        s = summary_json(res, run.title, {"files": {k: str(v) for k, v in files.items()}})
+        print(json.dumps(s, indent=2))
+        return
+    con = _out()
+    s = res.summary()
+    con.print(f"# fabricsim train: {run.title}", highlight=False, markup=False)
+    con.print(f"# {run.topology.describe()}; network model {cfg.network.model}; {len(res.graph)} tasks, "
+              f"{res.graph.n_iterations} iteration(s)", highlight=False, markup=False)
+    its = ", ".join(format_time(x) for x in res.iteration_times)
+    con.print(f"iteration time: {format_time(s['iteration_time_s'])}  (per iteration: {its})", highlight=False, markup=False)
+    con.print(breakdown_table(res, "time per iteration: compute, exposed communication, idle (mean over NPUs)"))
+    for k, v in files.items():
+        con.print(f"wrote {k}: {v}", highlight=False, markup=False)
+
+
 # ---- paper reproductions: `fabricsim reproduce PAPER` (add a command per paper here) ---------
 reproduce_app = typer.Typer(help="Reproduce papers' results with fabricsim's models.", no_args_is_help=True)
 app.add_typer(reproduce_app, name="reproduce")

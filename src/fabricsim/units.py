@@ -21,9 +21,11 @@ _PREFIX = r"(Ki|Mi|Gi|Ti|Pi|k|K|M|G|T|P|)"
 _SIZE_RE = re.compile(rf"^{_NUM}\s*{_PREFIX}(B|b|bit|bits)?$")
 _BW_RE = re.compile(rf"^{_NUM}\s*{_PREFIX}(bps|bit/s|b/s|B/s|Bps)$")
 _TIME_RE = re.compile(rf"^{_NUM}\s*(s|ms|us|\u00b5s|\u03bcs|ns|ps)$")
+_FLOPS_RE = re.compile(rf"^{_NUM}\s*{_PREFIX}(FLOP/s|FLOPS|flop/s|flops|FLOP/S)$")
 
 SIZE_ACCEPTED = "accepted: a byte count such as 4096, 1KB, 64MiB, 1.5GB (B, KB/KiB, MB/MiB, GB/GiB, TB/TiB)"
 BW_ACCEPTED = "accepted: a bandwidth such as 400Gbps, 50GB/s, 25GiB/s (bps or B/s with k/M/G/T or Ki/Mi/Gi/Ti)"
+FLOPS_ACCEPTED = "accepted: a compute rate such as 989TFLOP/s, 1PFLOPS, 312 TFLOP/s (FLOP/s or FLOPS with k/M/G/T/P)"
 TIME_ACCEPTED = "accepted: a time such as 100ns, 1.5us, 2ms, 0.5s (s, ms, us, ns, ps)"
 
 
@@ -73,6 +75,13 @@ def parse_bandwidth(text: str | int | float, field: str = "bandwidth") -> float:
 def parse_time(text: str | int | float, field: str = "time") -> float:
     """Seconds from `100ns`, `1.5us`, `2ms`; a Python number is seconds (a string needs its unit)."""
     return _parse_quantity(text, field, _TIME_RE, TIME_ACCEPTED, lambda num, unit: float(num) * _TIME[unit], positive=False)
+
+
+def parse_flops(text: str | int | float, field: str = "peak") -> float:
+    """FLOP/s from `989TFLOP/s`, `1PFLOPS`; a Python number is FLOP/s."""
+    return _parse_quantity(text, field, _FLOPS_RE, FLOPS_ACCEPTED,
+                           lambda num, prefix, unit: float(num) * _DEC.get(prefix, 0.0) if prefix in _DEC else -1.0,
+                           positive=True)
 
 
 def parse_size_range(text: str, field: str = "sizes") -> list[float]:
@@ -133,3 +142,8 @@ def format_time(seconds: float, digits: int = 4) -> str:
 def format_bandwidth(bytes_per_s: float, digits: int = 4) -> str:
     scale = [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"), (1.0, "B/s")]
     return _fmt(bytes_per_s, scale, digits)
+
+
+def format_flops(flops_per_s: float, digits: int = 4) -> str:
+    scale = [(1e15, "PFLOP/s"), (1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1e6, "MFLOP/s"), (1.0, "FLOP/s")]
+    return _fmt(flops_per_s, scale, digits)

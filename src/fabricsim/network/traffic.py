@@ -21,12 +21,10 @@ accepted, in one line.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ConfigError
 from ..units import parse_bandwidth, parse_size, parse_time
@@ -120,27 +118,9 @@ class TrafficResult:
 
 
 def load_traffic(path: str) -> TrafficFile:
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise ConfigError(str(path), "unreadable", f"expected a readable YAML file ({e.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}{where}", "YAML", "a syntax error; accepted: a YAML mapping") from None
-    if not isinstance(data, dict):
-        raise ConfigError(str(path), type(data).__name__, "accepted: a YAML mapping with topology, flows, collectives")
-    try:
-        return TrafficFile.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        field = ".".join(str(x) for x in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        if isinstance(err.get("ctx", {}).get("error"), ConfigError):
-            msg = err["ctx"]["error"].accepted
-        raise ConfigError(f"{path}: {field}", err.get("input"), msg) from None
+    from ..config import load_yaml
+
+    return load_yaml(TrafficFile, path, "topology, flows, collectives")
 
 
 def run_traffic(spec: TrafficFile, *, record_timeline: bool = False) -> TrafficResult:

@@ -1,0 +1,70 @@
+"""Loading YAML config files into pydantic models, with one-line errors.
+
+Every config file fabricsim reads goes through `load_yaml`: a syntax error names the file and
+line; a validation error names the file, the field path, the value and what is accepted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from .errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_yaml_mapping(path: str | Path, what: str) -> dict:
+    """The YAML mapping in `path`; ConfigError for a missing file, bad syntax or a non-mapping."""
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise ConfigError(str(path), "unreadable", f"expected a readable YAML file ({e.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{where}", "YAML", "a syntax error; accepted: a YAML mapping") from None
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), type(data).__name__, f"accepted: a YAML mapping with {what}")
+    return data
+
+
+def validate(model: type[M], data: dict, where: str) -> M:
+    """`model.model_validate(data)`, with the first error as a one-line ConfigError."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        cause = err.get("ctx", {}).get("error")
+        if isinstance(cause, ConfigError):
+            msg = cause.accepted
+        elif err["type"] == "extra_forbidden":
+            allowed = _fields_at(model, err["loc"][:-1])
+            msg = "unknown field; accepted: " + ", ".join(allowed) if allowed else "unknown field"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        raise ConfigError(f"{where}: {field}", err.get("input") if err["type"] != "missing" else None, msg) from None
+
+
+def _fields_at(model: type[BaseModel], loc) -> list[str]:
+    """Names of the fields of the (nested) model at `loc`, for 'unknown field' errors."""
+    cur = model
+    for part in loc:
+        f = cur.model_fields.get(part) if isinstance(part, str) else None
+        ann = getattr(f, "annotation", None) if f is not None else None
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            cur = ann
+        else:
+            return []
+    return list(cur.model_fields)
+
+
+def load_yaml(model: type[M], path: str | Path, what: str) -> M:
+    return validate(model, read_yaml_mapping(path, what), str(path))

@@ -1,0 +1,107 @@
+"""What one collective or point-to-point transfer costs on the network, alone.
+
+The engine asks for the time of (collective, group, size) when a collective starts. The answer
+comes from a network model run on the placed schedule of the chosen algorithm for that group:
+the analytical model (congestion-aware or -unaware: routed once per (collective, group), then
+priced per size) or the flow model (dataflow, max-min). Answers are cached.
+
+A p2p transfer of S bytes from a to b costs the path latency plus S over the slowest link of
+its route (alone on the network).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..collectives.api import build_schedule, normalize_collective
+from ..collectives.registry import get_algorithm
+from ..collectives.schedule import COLLECTIVES, lane_total
+from ..errors import ConfigError
+from ..network.analytical import normalize_model, route_schedule, step_times
+from ..topology.graph import Topology
+
+DEFAULT_ALGORITHMS = {"all-reduce": "ring", "reduce-scatter": "ring", "all-gather": "ring",
+                      "all-to-all": "direct", "broadcast": "ring", "reduce": "ring"}
+FLOW_MODELS = {"flow": "pipelined", "flow-pipelined": "pipelined", "flow-store-and-forward": "store-and-forward"}
+
+
+def normalize_network_model(name: str) -> str:
+    key = str(name).strip().lower()
+    if key in FLOW_MODELS:
+        return key if key != "flow-pipelined" else "flow"
+    return normalize_model(name)
+
+
+def normalize_algorithms(algorithms: Mapping[str, str] | None) -> dict[str, str]:
+    """Per-collective algorithm choice (defaults: ring, direct for all-to-all), validated."""
+    out = dict(DEFAULT_ALGORITHMS)
+    for coll, alg in (algorithms or {}).items():
+        c = normalize_collective(coll)
+        a = get_algorithm(alg)
+        if c not in a.collectives:
+            raise ConfigError(f"network.algorithms.{coll}", alg,
+                              f"accepted: an algorithm serving {c} ({', '.join(sorted(n for n, x in _registry().items() if c in x.collectives))})")
+        out[c] = a.name
+    return out
+
+
+def _registry():
+    from ..collectives.registry import ALGORITHMS
+
+    return ALGORITHMS
+
+
+class CommPricer:
+    """Cached times of collectives and p2p transfers on `topo` (seconds)."""
+
+    def __init__(self, topo: Topology, model: str = "congestion-aware", algorithms: Mapping[str, str] | None = None):
+        self.topo = topo
+        self.model = normalize_network_model(model)
+        self.algorithms = normalize_algorithms(algorithms)
+        self._routed: dict = {}
+        self._times: dict = {}
+        self._p2p: dict = {}
+
+    def _schedule_cost(self, coll: str, group: tuple[int, ...]):
+        key = (coll, group)
+        got = self._routed.get(key)
+        if got is None:
+            alg = self.algorithms[coll]
+            sched = build_schedule(self.topo, coll, alg, group=list(group))
+            got = (sched, None if self.model in FLOW_MODELS else route_schedule(self.topo, sched))
+            self._routed[key] = got
+        return got
+
+    def collective(self, coll: int | str, group: tuple[int, ...], size: float) -> float:
+        coll = COLLECTIVES[coll] if isinstance(coll, (int, np.integer)) else coll
+        if len(group) < 2 or size <= 0:
+            return 0.0
+        key = (coll, group, float(size))
+        t = self._times.get(key)
+        if t is None:
+            sched, routed = self._schedule_cost(coll, group)
+            if routed is None:
+                from ..network.flow import time_collective_flow
+
+                t = float(time_collective_flow(self.topo, sched, [size], mode=FLOW_MODELS[self.model])[0])
+            else:
+                sizes = np.array([float(size)])
+                per = np.stack([step_times(self.topo, r, sizes, self.model) for r in routed]) if routed else np.zeros((0, 1))
+                reps = np.array([r.repeat for r in routed])
+                t = float(lane_total(sched.steps, per * reps[:, None])[0]) if routed else 0.0
+            self._times[key] = t
+        return t
+
+    def p2p(self, src: int, dst: int, size: float) -> float:
+        if src == dst or size <= 0:
+            return 0.0
+        key = (src, dst)
+        got = self._p2p.get(key)
+        if got is None:
+            ptr, links = self.topo.route([src], [dst])
+            got = (float(self.topo.link_lat[links].sum()), float(self.topo.link_bw[links].min()) if len(links) else np.inf)
+            self._p2p[key] = got
+        lat, bw = got
+        return lat + size / bw

@@ -1,0 +1,230 @@
+"""`fabricsim train CONFIG.yaml`: one config names the network, the system, the workload and
+the strategy; this module validates it and runs it.
+
+```yaml
+name: GPT-3 175B, MP(8)-DP(16)-PP(8)
+network:
+  topology: torus:8x8x16          # any topology spec of `fabricsim topologies`
+  bandwidth: 400GB/s              # per link and direction; one value or one per dimension
+  latency: 100ns
+  model: analytical               # congestion-aware (= analytical), congestion-unaware, flow
+  algorithms: {all-reduce: ring}  # per collective (defaults: ring; direct for all-to-all)
+system:
+  npu: {peak: 989TFLOP/s, memory_bandwidth: 3.35TB/s, efficiency: 0.5}
+  endpoint: {comm_compute_fraction: 0.0, comm_memory_fraction: 0.0}
+  scheduling: {policy: LIFO, priorities: [MP, PP, DP, IO, other], chunks: 1, chunks_in_flight: 1,
+               comm_streams: one}
+workload:
+  model: gpt3-175b                # zoo: resnet50, resnet152, gnmt, dlrm, gpt3-175b, transformer-17b, transformer-1t
+  dtype: fp16
+  batch: 1024                     # global minibatch (samples / sequences)
+  iterations: 1
+  parallelism: {mp: 8, dp: 16, pp: 8, microbatches: 8, schedule: 1f1b, zero: 0, dp_bucket: 0,
+                placement: [mp, pp, dp]}
+  # or instead of model: astra_text: path/to/Resnet50_DataParallel.txt  (compute in ns; mp: N for hybrids)
+  # or: chakra: path/to/prefix    (rank r reads prefix.r.et)
+output:
+  dir: out/gpt3                   # summary.json, breakdown.csv, trace.json, breakdown.png
+  trace: true
+  trace_npus: 0-63                # NPUs in the Perfetto trace (default: the first 64)
+  plot: true
+```
+Paths in the file are relative to the file. Every field is checked when the file is loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .config import read_yaml_mapping, validate
+from .engine.pricing import CommPricer, normalize_algorithms, normalize_network_model
+from .engine.simulator import TrainResult, simulate
+from .errors import ConfigError
+from .system.model import NPU, Endpoint, Scheduling, System
+from .topology.graph import Topology
+from .units import parse_bandwidth, parse_flops, parse_size
+from .workload.graph import CATEGORIES, WorkloadGraph
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NetworkSection(_Strict):
+    topology: str
+    bandwidth: Any = "400Gbps"
+    latency: Any = "100ns"
+    model: str = "congestion-aware"
+    algorithms: dict[str, str] = Field(default_factory=dict)
+
+    _model = field_validator("model")(lambda v: normalize_network_model(v))
+    _algs = field_validator("algorithms")(lambda v: normalize_algorithms(v) and v)
+
+
+class NpuSection(_Strict):
+    peak: float = 1e15
+    memory_bandwidth: float = 3e12
+    efficiency: float = 1.0
+
+    _peak = field_validator("peak", mode="before")(lambda v: parse_flops(v, "peak"))
+    _bw = field_validator("memory_bandwidth", mode="before")(lambda v: parse_bandwidth(v, "memory_bandwidth"))
+
+    @field_validator("efficiency")
+    @classmethod
+    def _eff(cls, v):
+        if not 0 < v <= 1:
+            raise ValueError("accepted: a fraction in (0, 1]")
+        return v
+
+
+class EndpointSection(_Strict):
+    comm_compute_fraction: float = 0.0
+    comm_memory_fraction: float = 0.0
+
+    @field_validator("comm_compute_fraction", "comm_memory_fraction")
+    @classmethod
+    def _frac(cls, v):
+        if not 0 <= v < 1:
+            raise ValueError("accepted: a fraction in [0, 1)")
+        return v
+
+
+class SchedulingSection(_Strict):
+    policy: Literal["LIFO", "FIFO"] = "LIFO"
+    priorities: list[Literal["MP", "PP", "DP", "IO", "other"]] = Field(default_factory=lambda: list(CATEGORIES))
+    chunks: int = Field(default=1, ge=1)
+    chunks_in_flight: int = Field(default=1, ge=1)
+    comm_streams: Literal["one", "per-category"] = "one"
+
+
+class SystemSection(_Strict):
+    npu: NpuSection = Field(default_factory=NpuSection)
+    endpoint: EndpointSection = Field(default_factory=EndpointSection)
+    scheduling: SchedulingSection = Field(default_factory=SchedulingSection)
+
+
+class ParallelismSection(_Strict):
+    mp: int = Field(default=1, ge=1)
+    dp: int = Field(default=1, ge=1)
+    pp: int = Field(default=1, ge=1)
+    microbatches: int = Field(default=1, ge=1)
+    schedule: Literal["gpipe", "1f1b"] = "1f1b"
+    zero: Literal[0, 2] = 0
+    dp_bucket: float = 0.0
+    placement: list[Literal["mp", "pp", "dp"]] = Field(default_factory=lambda: ["mp", "pp", "dp"])
+
+    _bucket = field_validator("dp_bucket", mode="before")(lambda v: parse_size(v, "dp_bucket"))
+
+
+class WorkloadSection(_Strict):
+    model: str | None = None
+    astra_text: str | None = None
+    chakra: str | None = None
+    dtype: Literal["fp16", "bf16", "fp32"] = "fp16"
+    grad_dtype: Literal["fp16", "bf16", "fp32"] | None = None
+    batch: int = Field(default=1, ge=1)
+    iterations: int = Field(default=1, ge=1)
+    mp: int | None = Field(default=None, ge=1)  # model-parallel group of hybrid text workloads
+    parallelism: ParallelismSection = Field(default_factory=ParallelismSection)
+
+    @field_validator("model")
+    @classmethod
+    def _zoo(cls, v):
+        from .workload.models import MODELS
+
+        if v is not None and v not in MODELS:
+            raise ValueError("accepted: " + ", ".join(MODELS))
+        return v
+
+
+class OutputSection(_Strict):
+    dir: str | None = None
+    trace: bool = True
+    trace_npus: str | None = None
+    plot: bool = True
+
+
+class TrainConfig(_Strict):
+    name: str | None = None
+    network: NetworkSection
+    system: SystemSection = Field(default_factory=SystemSection)
+    workload: WorkloadSection
+    output: OutputSection = Field(default_factory=OutputSection)
+    base_dir: str = Field(default=".", exclude=True)
+
+
+def load_train_config(path: str | Path) -> TrainConfig:
+    data = read_yaml_mapping(path, "network, system, workload, output")
+    data.setdefault("base_dir", str(Path(path).resolve().parent))
+    cfg = validate(TrainConfig, data, str(path))
+    w = cfg.workload
+    given = [k for k in ("model", "astra_text", "chakra") if getattr(w, k) is not None]
+    if len(given) != 1:
+        raise ConfigError(f"{path}: workload", ", ".join(given) or "none",
+                          "accepted: exactly one of model (zoo), astra_text (file), chakra (trace prefix)")
+    return cfg
+
+
+def system_of(cfg: TrainConfig) -> System:
+    s = cfg.system
+    return System(NPU(s.npu.peak, s.npu.memory_bandwidth, s.npu.efficiency),
+                  Endpoint(s.endpoint.comm_compute_fraction, s.endpoint.comm_memory_fraction),
+                  Scheduling(s.scheduling.policy, tuple(s.scheduling.priorities), s.scheduling.chunks,
+                             s.scheduling.chunks_in_flight, s.scheduling.comm_streams))
+
+
+def topology_of(cfg: TrainConfig) -> Topology:
+    from .topology.spec import parse_topology
+
+    n = cfg.network
+    return parse_topology(n.topology, n.bandwidth, n.latency)
+
+
+def _resolve(cfg: TrainConfig, p: str) -> str:
+    q = Path(p)
+    return str(q if q.is_absolute() else Path(cfg.base_dir) / q)
+
+
+def graph_of(cfg: TrainConfig, n_npus: int) -> WorkloadGraph:
+    w = cfg.workload
+    if w.model is not None:
+        from .workload.models import get_model
+        from .workload.parallelism import Strategy, build_training
+
+        p = w.parallelism
+        st = Strategy(mp=p.mp, pp=p.pp, dp=p.dp, batch=w.batch, microbatches=p.microbatches, schedule=p.schedule,
+                      zero=p.zero, dp_bucket=p.dp_bucket, placement=tuple(p.placement), iterations=w.iterations,
+                      grad_dtype=w.grad_dtype)
+        return build_training(get_model(w.model, w.dtype), st, n_npus)
+    if w.astra_text is not None:
+        from .workload.astra_text import read_astra_text
+        from .workload.legacy import text_to_graph
+
+        return text_to_graph(read_astra_text(_resolve(cfg, w.astra_text)), n_npus, w.iterations, w.mp)
+    from .workload.chakra_graph import traces_to_graph
+    from .workload.chakra import read_traces
+
+    return traces_to_graph(read_traces(_resolve(cfg, w.chakra), n_npus), w.iterations)
+
+
+@dataclass(frozen=True, eq=False)
+class TrainRun:
+    config: TrainConfig
+    topology: Topology
+    result: TrainResult
+
+    @property
+    def title(self) -> str:
+        g = self.result.graph
+        return self.config.name or f"{g.meta.get('model', 'workload')} {g.meta.get('strategy', '')}".strip()
+
+
+def run_train(cfg: TrainConfig, progress=None) -> TrainRun:
+    topo = topology_of(cfg)
+    graph = graph_of(cfg, topo.n_npus)
+    pricer = CommPricer(topo, cfg.network.model, cfg.network.algorithms)
+    return TrainRun(cfg, topo, simulate(graph, system_of(cfg), pricer, progress=progress))

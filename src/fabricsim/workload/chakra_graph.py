@@ -1,0 +1,139 @@
+"""Chakra execution traces (one per NPU) as one workload graph.
+
+- COMP_NODE -> a compute task: `duration_micros` replayed, or, when the node has `num_ops` and no
+  duration, the NPU roofline on `num_ops` FLOPs and `tensor_size` bytes.
+- COMM_COLL_NODE -> one collective task per instance: the k-th collective of a group on each
+  member is the same instance (ASTRA-sim matches them the same way). Its group is `pg_name`
+  looked up in `groups` (the communicator-groups JSON), else all NPUs.
+- COMM_SEND_NODE / COMM_RECV_NODE -> one p2p task: the k-th send from a to b with a tag meets the
+  k-th receive on b from a with that tag; it waits for the dependencies of both.
+- METADATA nodes -> zero-time compute tasks (they only carry dependencies).
+Collectives take the category named by a `comm_category` attribute (MP, PP, DP, IO), else "other".
+With several iterations, iteration k+1 of an NPU starts after everything of iteration k on it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from ..errors import ConfigError
+from .chakra import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, EtTrace
+from .chakra_schema import COLLECTIVE_COMM_TYPE_NAMES, NODE_TYPES
+from .graph import CATEGORIES, GraphBuilder, WorkloadGraph
+
+_COLL = {"ALL_REDUCE": "all-reduce", "REDUCE_SCATTER": "reduce-scatter", "ALL_GATHER": "all-gather",
+         "ALL_TO_ALL": "all-to-all", "BROADCAST": "broadcast", "REDUCE": "reduce"}
+_METADATA = NODE_TYPES.get("METADATA_NODE", 1)
+
+
+def traces_to_graph(traces: Sequence[EtTrace], iterations: int = 1,
+                    groups: Mapping[str, Sequence[int]] | None = None) -> WorkloadGraph:
+    n = len(traces)
+    world = tuple(range(n))
+    tasks: dict = {}  # key -> dict(kind, ..., deps=set of keys)
+    node_key: dict = {}  # (iteration, rank, node id) -> task key
+    terminal: dict = {}
+    for it in range(iterations):
+        for tr in traces:
+            r = tr.rank
+            counters: dict = defaultdict(int)
+            has_succ = set()
+            for nd in tr.nodes:
+                has_succ.update(nd.deps)
+            for nd in tr.nodes:
+                where = f"rank {r} node {nd.id}"
+                if nd.type == COMP_NODE or nd.type == _METADATA:
+                    key = ("c", it, r, nd.id)
+                    dur = None if (nd.num_ops and not nd.duration_micros) else float(nd.duration_micros) * 1e-6
+                    if nd.type == _METADATA:
+                        dur = 0.0
+                    tasks[key] = dict(kind="c", npu=r, name=nd.name or f"node {nd.id}", dur=dur,
+                                      flops=float(nd.num_ops or 0), mem=float(nd.tensor_size or 0), deps=set())
+                elif nd.type == COMM_COLL_NODE:
+                    members = world
+                    pg = nd.pg_name
+                    if pg not in (None, "", "0"):
+                        if not groups or str(pg) not in groups:
+                            raise ConfigError(f"{where} pg_name", pg, "accepted: a group of the communicator-groups file")
+                        members = tuple(int(x) for x in groups[str(pg)])
+                    name = COLLECTIVE_COMM_TYPE_NAMES.get(nd.comm_type)
+                    if name not in _COLL:
+                        raise ConfigError(f"{where} comm_type", nd.comm_type, f"accepted: {', '.join(_COLL)}")
+                    k = counters[("coll", members)]
+                    counters[("coll", members)] += 1
+                    key = ("coll", it, members, k)
+                    cat = nd.attrs.get("comm_category", "other")
+                    t = tasks.setdefault(key, dict(kind="coll", coll=_COLL[name], size=float(nd.comm_size or 0),
+                                                   members=members, name=nd.name or name,
+                                                   cat=cat if cat in CATEGORIES else "other", deps=set()))
+                    if t["size"] != float(nd.comm_size or 0) or t["coll"] != _COLL[name]:
+                        raise ConfigError(f"{where}", nd.name, f"collective {k} of group {members} differs between ranks")
+                elif nd.type in (COMM_SEND_NODE, COMM_RECV_NODE):
+                    send = nd.type == COMM_SEND_NODE
+                    src, dst = (r, int(nd.comm_dst)) if send else (int(nd.comm_src), r)
+                    ck = ("p2p", src, dst, nd.comm_tag, send)
+                    k = counters[ck]
+                    counters[ck] += 1
+                    key = ("p2p", it, src, dst, nd.comm_tag, k)
+                    tasks.setdefault(key, dict(kind="p2p", src=src, dst=dst, size=float(nd.comm_size or 0),
+                                               name=nd.name or "p2p", cat=nd.attrs.get("comm_category", "other"),
+                                               deps=set()))
+                else:
+                    raise ConfigError(f"{where}", nd.type_name, "accepted: compute, metadata, collective, send and recv nodes")
+                node_key[(it, r, nd.id)] = key
+            terminal[(it, r)] = [nd.id for nd in tr.nodes if nd.id not in has_succ]
+        for tr in traces:
+            r = tr.rank
+            for nd in tr.nodes:
+                key = node_key[(it, r, nd.id)]
+                for d in nd.deps:
+                    if (it, r, d) not in node_key:
+                        raise ConfigError(f"rank {r} node {nd.id} deps", d, "accepted: ids of nodes in the same trace")
+                    dk = node_key[(it, r, d)]
+                    if dk != key:
+                        tasks[key]["deps"].add(dk)
+                if it > 0 and not nd.deps:
+                    for d in terminal[(it - 1, r)]:
+                        tasks[key]["deps"].add(node_key[(it - 1, r, d)])
+    unmatched = [k for k, t in tasks.items() if t["kind"] == "p2p" and k[2] == k[3]]
+    if unmatched:
+        raise ConfigError("trace", unmatched[0], "a send to itself")
+    # global topological order (Kahn, stable in insertion order), then emit
+    keys = list(tasks)
+    index = {k: i for i, k in enumerate(keys)}
+    indeg = [len(tasks[k]["deps"]) for k in keys]
+    succ = defaultdict(list)
+    for k in keys:
+        for d in tasks[k]["deps"]:
+            succ[d].append(k)
+    import heapq
+
+    ready = [index[k] for k in keys if indeg[index[k]] == 0]
+    heapq.heapify(ready)
+    b = GraphBuilder(n)
+    b.meta.update(model="chakra trace", strategy=f"{n} ranks")
+    new_id: dict = {}
+    while ready:
+        i = heapq.heappop(ready)
+        k = keys[i]
+        t = tasks[k]
+        b.iteration = k[1]
+        deps = [new_id[d] for d in sorted(t["deps"], key=index.get)]
+        if t["kind"] == "c":
+            new_id[k] = b.compute(t["npu"], t["name"], duration=t["dur"], flops=t["flops"], mem_bytes=t["mem"], deps=deps)
+        elif t["kind"] == "coll":
+            new_id[k] = b.collective(t["coll"], t["size"], t["members"], t["cat"], t["name"], deps=deps)
+        else:
+            cat = t["cat"] if t["cat"] in CATEGORIES else "other"
+            new_id[k] = b.p2p(t["src"], t["dst"], t["size"], cat, t["name"], deps=deps)
+        for s in succ[k]:
+            j = index[s]
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                heapq.heappush(ready, j)
+    if len(new_id) != len(keys):
+        stuck = next(k for k in keys if k not in new_id)
+        raise ConfigError("trace", str(stuck), "collectives or send/recv pairs that wait for each other (a cycle), "
+                                               "or a collective some member never issues")
+    return b.build()

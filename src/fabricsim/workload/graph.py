@@ -1,0 +1,160 @@
+"""The workload graph: every task of a training run on every NPU, with its dependencies.
+
+One global DAG (Chakra's node model, made global): a *compute* task runs on one NPU; a
+*collective* task is ONE node shared by all members of its group (it starts when every member
+is ready and leaves each member at the same instant, as a collective does); a *p2p* task moves
+bytes from one NPU to another (pipeline activations and gradients, I/O).
+
+Tasks are stored as numpy arrays (one entry per task) so a 1024-NPU GPT-3 iteration with a few
+hundred thousand tasks stays small. `GraphBuilder` appends tasks and freezes them.
+
+Compute tasks of an NPU run one at a time; among ready ones the lowest task id goes first
+(ASTRA-sim's issue order). A schedule that needs a fixed order (1F1B) adds control dependencies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..collectives.schedule import COLLECTIVES
+
+COMPUTE, COLLECTIVE, P2P = 0, 1, 2
+KINDS = ("compute", "collective", "p2p")
+# communication categories, in the default priority order (index 0 = highest)
+CATEGORIES = ("MP", "PP", "DP", "IO", "other")
+PHASES = ("fwd", "bwd", "bwd_ig", "bwd_wg", "update", "comm")
+
+
+def category_index(name: str) -> int:
+    return CATEGORIES.index(name)
+
+
+@dataclass(frozen=True, eq=False)
+class WorkloadGraph:
+    """Frozen task arrays. Units: seconds, FLOPs, bytes.
+
+    `duration` is a fixed compute time (NaN: use the NPU roofline on `flops` and `mem_bytes`).
+    `group` indexes `groups` (tuples of NPU ids) for collectives; `npu`/`peer` are the source and
+    destination of p2p tasks. `stage` gives each NPU's pipeline stage (for reports)."""
+
+    n_npus: int
+    kind: np.ndarray
+    npu: np.ndarray
+    peer: np.ndarray
+    duration: np.ndarray
+    flops: np.ndarray
+    mem_bytes: np.ndarray
+    coll: np.ndarray  # index into COLLECTIVES, -1 for non-collectives
+    size: np.ndarray
+    group: np.ndarray
+    category: np.ndarray  # index into CATEGORIES, -1 for compute
+    phase: np.ndarray
+    iteration: np.ndarray
+    label: np.ndarray  # index into labels
+    dep_ptr: np.ndarray
+    dep_idx: np.ndarray
+    groups: tuple[tuple[int, ...], ...]
+    labels: tuple[str, ...]
+    stage: np.ndarray = field(default=None)
+    meta: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    @property
+    def n_iterations(self) -> int:
+        return int(self.iteration.max()) + 1 if len(self) else 0
+
+    def name(self, t: int) -> str:
+        return self.labels[self.label[t]]
+
+    def deps(self, t: int) -> np.ndarray:
+        return self.dep_idx[self.dep_ptr[t]: self.dep_ptr[t + 1]]
+
+    def members(self, t: int) -> tuple[int, ...]:
+        """NPUs a task involves: its NPU, its group, or (src, dst)."""
+        k = self.kind[t]
+        if k == COMPUTE:
+            return (int(self.npu[t]),)
+        if k == COLLECTIVE:
+            return self.groups[self.group[t]]
+        return (int(self.npu[t]), int(self.peer[t]))
+
+    def compute_mask(self) -> np.ndarray:
+        return self.kind == COMPUTE
+
+
+class GraphBuilder:
+    """Append tasks; `build()` freezes them. Every method returns the new task's id."""
+
+    def __init__(self, n_npus: int):
+        self.n_npus = int(n_npus)
+        self._cols: dict[str, list] = {k: [] for k in (
+            "kind", "npu", "peer", "duration", "flops", "mem_bytes", "coll", "size", "group", "category",
+            "phase", "iteration", "label")}
+        self._deps: list[tuple[int, ...]] = []
+        self._groups: dict[tuple[int, ...], int] = {}
+        self._labels: dict[str, int] = {}
+        self.iteration = 0
+        self.stage = np.zeros(self.n_npus, dtype=np.int64)
+        self.meta: dict = {}
+
+    def __len__(self) -> int:
+        return len(self._deps)
+
+    def _label(self, name: str) -> int:
+        i = self._labels.get(name)
+        if i is None:
+            i = self._labels[name] = len(self._labels)
+        return i
+
+    def group_id(self, members) -> int:
+        g = tuple(int(m) for m in members)
+        i = self._groups.get(g)
+        if i is None:
+            i = self._groups[g] = len(self._groups)
+        return i
+
+    def _add(self, deps, **cols) -> int:
+        tid = len(self._deps)
+        for k, col in self._cols.items():
+            col.append(cols[k])
+        self._deps.append(tuple(int(d) for d in deps if d is not None))
+        return tid
+
+    def compute(self, npu: int, name: str, *, flops: float = 0.0, mem_bytes: float = 0.0,
+                duration: float | None = None, phase: str = "fwd", deps=()) -> int:
+        return self._add(deps, kind=COMPUTE, npu=int(npu), peer=-1,
+                         duration=np.nan if duration is None else float(duration), flops=float(flops),
+                         mem_bytes=float(mem_bytes), coll=-1, size=0.0, group=-1, category=-1,
+                         phase=PHASES.index(phase), iteration=self.iteration, label=self._label(name))
+
+    def collective(self, collective: str, size: float, members, category: str, name: str, deps=()) -> int:
+        return self._add(deps, kind=COLLECTIVE, npu=-1, peer=-1, duration=np.nan, flops=0.0, mem_bytes=0.0,
+                         coll=COLLECTIVES.index(collective), size=float(size), group=self.group_id(members),
+                         category=category_index(category), phase=PHASES.index("comm"),
+                         iteration=self.iteration, label=self._label(name))
+
+    def p2p(self, src: int, dst: int, size: float, category: str, name: str, deps=()) -> int:
+        return self._add(deps, kind=P2P, npu=int(src), peer=int(dst), duration=np.nan, flops=0.0, mem_bytes=0.0,
+                         coll=-1, size=float(size), group=-1, category=category_index(category),
+                         phase=PHASES.index("comm"), iteration=self.iteration, label=self._label(name))
+
+    def build(self) -> WorkloadGraph:
+        c = self._cols
+        ints = {"kind": np.int8, "npu": np.int64, "peer": np.int64, "coll": np.int8, "group": np.int64,
+                "category": np.int8, "phase": np.int8, "iteration": np.int32, "label": np.int64}
+        arrs = {k: np.asarray(v, dtype=ints.get(k, float)) for k, v in c.items()}
+        counts = np.fromiter((len(d) for d in self._deps), dtype=np.int64, count=len(self._deps))
+        dep_ptr = np.zeros(len(self._deps) + 1, dtype=np.int64)
+        np.cumsum(counts, out=dep_ptr[1:])
+        dep_idx = np.fromiter((x for d in self._deps for x in d), dtype=np.int64, count=int(dep_ptr[-1]))
+        n = len(self._deps)
+        if len(dep_idx) and (dep_idx.min() < 0 or np.any(dep_idx >= np.repeat(np.arange(n), counts))):
+            raise ValueError("workload graph: a task depends on itself or on a later task")
+        groups = tuple(sorted(self._groups, key=self._groups.get))
+        labels = tuple(sorted(self._labels, key=self._labels.get))
+        return WorkloadGraph(self.n_npus, dep_ptr=dep_ptr, dep_idx=dep_idx, groups=groups, labels=labels,
+                             stage=self.stage.copy(), meta=dict(self.meta), **arrs)

@@ -1,0 +1,140 @@
+"""ASTRA-sim 1.0 text workloads as workload graphs, with their original meaning.
+
+Compute times are ASTRA-sim 1.0 cycles of a 1 GHz clock: nanoseconds (not the microseconds
+Chakra's converter stores them as). The training loop is ASTRA-sim 1.0's:
+
+- Forward, layer 0..L-1: the forward compute of layer l waits for the previous layer's blocking
+  forward communication and, from the second iteration on, for layer l's weight-gradient
+  collective of the previous iteration.
+- Backward, layer L-1..0: weight-gradient compute, then its collective (non-blocking), then
+  the input-gradient compute (skipped for layer 0) and its collective (blocking: the next
+  layer's backward waits for it).
+- Groups: DATA, MICRO and MODEL use all NPUs for every collective. HYBRID_TRANSFORMER* take
+  the model-parallel group size from line 1 (`model_parallel_NPU_group: 4`); HYBRID_MODEL_DATA
+  and HYBRID_DATA_MODEL take it from `mp`. Forward and input-gradient collectives run over the
+  model-parallel group, weight-gradient collectives over the data-parallel group.
+  HYBRID_MODEL_DATA and HYBRID_TRANSFORMER*: model-parallel groups are consecutive NPUs;
+  HYBRID_DATA_MODEL: data-parallel groups are consecutive (the inner name first).
+- HYBRID_DLRM / _ENHANCED: the embedding (layer 0) all-to-all of the forward pass is waited for
+  by the first top layer (`last_bottom_layer` + 1); the bottom MLP runs meanwhile. Backward, the
+  embedding's all-to-all is issued after the first top layer's input gradient and the
+  embedding's weight gradient waits for it. MLP weight gradients are all-reduced over all NPUs.
+- The weight-update column is not simulated (no optimizer model in ASTRA-sim 1.0's loop).
+- HYBRID_CUSTOMIZED: each layer's 13th column names its parallelism (DATA, MODEL, HYBRID_*),
+  which picks that layer's groups as above.
+"""
+
+from __future__ import annotations
+
+from ..errors import ConfigError
+from .astra_text import TextComm, TextWorkload
+from .graph import GraphBuilder, WorkloadGraph
+
+_COLL = {"ALLREDUCE": "all-reduce", "ALLGATHER": "all-gather", "ALLTOALL": "all-to-all", "REDUCESCATTER": "reduce-scatter"}
+NS = 1e-9
+
+
+def _groups(kind: str, n: int, mp: int | None, where: str):
+    """(model-parallel groups, data-parallel groups) as lists of tuples, and each NPU's index."""
+    world = [tuple(range(n))]
+    if kind in ("DATA", "MICRO", "MODEL", "HYBRID_DLRM", "HYBRID_DLRM_ENHANCED"):
+        return world, world
+    if mp is None:
+        raise ConfigError("workload.mp", None, f"accepted: the model-parallel group size for {kind} ({where})")
+    if mp < 1 or n % mp:
+        raise ConfigError("workload.mp", mp, f"accepted: a divisor of the {n} NPUs")
+    dp = n // mp
+    consecutive = [tuple(range(i * mp, (i + 1) * mp)) for i in range(dp)]
+    strided = [tuple(range(i, n, mp)) for i in range(mp)]
+    if kind == "HYBRID_DATA_MODEL":  # data inside: DP groups consecutive of size dp, MP strided
+        dps = [tuple(range(i * dp, (i + 1) * dp)) for i in range(mp)]
+        mps = [tuple(range(i, n, dp)) for i in range(dp)]
+        return mps, dps
+    return consecutive, strided
+
+
+def _group_of(groups, p):
+    for g in groups:
+        if p in g:
+            return g
+    raise AssertionError(p)
+
+
+def text_to_graph(wl: TextWorkload, npus: int, iterations: int = 1, mp: int | None = None) -> WorkloadGraph:
+    """The graph of `iterations` training iterations of a text workload on `npus` NPUs."""
+    if npus < 1:
+        raise ConfigError("npus", npus, "accepted: an integer >= 1")
+    where = wl.path
+    kind = wl.parallelism
+    if kind.startswith("HYBRID_TRANSFORMER"):
+        mp = int(wl.params.get("model_parallel_NPU_group", mp or 0)) or mp
+    b = GraphBuilder(npus)
+    b.meta.update(model=where, strategy=kind, units="ns")
+    L = len(wl.layers)
+    layer_kind = [layer.parallelism or kind for layer in wl.layers] if kind == "HYBRID_CUSTOMIZED" else [kind] * L
+    grp = {}
+    for k in set(layer_kind):
+        grp[k] = _groups(k, npus, mp, where)
+    dlrm = kind.startswith("HYBRID_DLRM")
+    top0 = int(wl.params.get("last_bottom_layer", 0)) + 1 if dlrm else None
+    if dlrm and not 0 < top0 < L:
+        raise ConfigError("last_bottom_layer", top0 - 1, f"accepted: 0..{L - 2} ({where})")
+    last = [None] * npus
+    wg_wait: dict = {}
+
+    def comp(p, name, ns, phase, extra=()):
+        t = b.compute(p, name, duration=ns * NS, phase=phase, deps=(last[p], *extra))
+        last[p] = t
+        return t
+
+    def coll(comm: TextComm, groups, category, name, deps_of):
+        """One collective per group; returns {npu: task}."""
+        out = {}
+        if comm.type == "NONE" or comm.bytes <= 0:
+            return out
+        if comm.type not in _COLL:
+            raise ConfigError("comm type", comm.type, f"accepted: {', '.join(_COLL)} or NONE ({where})")
+        for g in groups:
+            c = b.collective(_COLL[comm.type], comm.bytes, g, category, name, deps=[deps_of(p) for p in g])
+            out.update({p: c for p in g})
+        return out
+
+    for it in range(iterations):
+        b.iteration = it
+        fwd_block: dict = {}
+        emb_fwd: dict = {}
+        for li, layer in enumerate(wl.layers):
+            mps, _ = grp[layer_kind[li]]
+            for p in range(npus):
+                extra = [fwd_block.get(p), wg_wait.get((li, p))]
+                if dlrm and li == top0:
+                    extra.append(emb_fwd.get(p))
+                comp(p, f"{layer.name} fwd", layer.fwd_compute_ns, "fwd", extra)
+            cat = "DP" if layer_kind[li] in ("DATA", "MICRO") else "MP"
+            made = coll(layer.fwd_comm, mps, cat, f"{layer.name} fwd {layer.fwd_comm.type}", lambda p: last[p])
+            if dlrm and li == 0:
+                emb_fwd, fwd_block = made, {}
+            else:
+                fwd_block = made
+        ig_block: dict = {}
+        emb_bwd: dict = {}
+        for li in range(L - 1, -1, -1):
+            layer = wl.layers[li]
+            mps, dps = grp[layer_kind[li]]
+            for p in range(npus):
+                extra = [ig_block.get(p)] + ([emb_bwd.get(p)] if dlrm and li == 0 else [])
+                comp(p, f"{layer.name} wg", layer.wg_compute_ns, "bwd_wg", extra)
+            made = coll(layer.wg_comm, dps, "DP", f"{layer.name} wg {layer.wg_comm.type}", lambda p: last[p])
+            for p, c in made.items():
+                wg_wait[(li, p)] = c
+            ig_block = {}
+            if li > 0:
+                for p in range(npus):
+                    comp(p, f"{layer.name} ig", layer.ig_compute_ns, "bwd_ig")
+                cat = "DP" if layer_kind[li] in ("DATA", "MICRO") else "MP"
+                ig_block = coll(layer.ig_comm, mps, cat, f"{layer.name} ig {layer.ig_comm.type}", lambda p: last[p])
+            if dlrm and li == top0:
+                emb = wl.layers[0]
+                emb_bwd = coll(emb.ig_comm, grp[layer_kind[0]][0], "MP", f"{emb.name} ig {emb.ig_comm.type}",
+                               lambda p: last[p])
+    return b.build()

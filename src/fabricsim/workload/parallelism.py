@@ -1,0 +1,420 @@
+"""Parallelization: a zoo model and a strategy MP(x)-DP(y)-PP(z) -> the workload graph.
+
+Strategy (see `Strategy`): tensor/model parallel (Megatron), data parallel (all-reduce per layer
+or per bucket; ZeRO-2: reduce-scatter + all-gather), pipeline parallel with microbatches
+(GPipe or 1F1B), a placement order (default MP consecutive first, then PP, then DP, as FRED
+places workers), and the number of iterations.
+
+What each NPU runs, per microbatch of `mb = batch / (dp * microbatches)` samples:
+- Layers are split into `pp` contiguous stages balanced by forward FLOPs.
+- A transformer block is two parts, attention (QKV and output projections 4h^2 per token plus
+  the score/context matmuls 4*seq^2*h per sequence) and MLP (the rest). With mp > 1 each part's
+  FLOPs and weights are divided by mp and an all-reduce of mb*seq*hidden elements over the MP
+  group follows each part forward and each part backward (Megatron: 2 + 2 per block). The
+  vocabulary-parallel embedding all-reduces its output forward; the head all-reduces its input
+  gradient backward. Other layer kinds accept mp = 1 only.
+- Backward of a block part is one task (input + weight gradient); other layers run the weight
+  gradient, then (ASTRA-sim's order) the input gradient, skipped where a layer has none.
+- Pipeline boundaries: each NPU sends its microbatch activation (forward) and the gradient of
+  it (backward) to the NPU with the same MP and DP index in the neighbouring stage.
+- Data parallel: after the last microbatch's backward of a layer, its gradients (fp16 by
+  default, params/mp per NPU) are all-reduced over the DP group -- per layer, or per bucket of
+  at least `dp_bucket` bytes in backward order. ZeRO-2: a reduce-scatter instead, then an
+  all-gather of the updated parameters. The next iteration's forward of a layer waits for it
+  (ASTRA-sim's data-parallel loop).
+- Compute tasks of an NPU run in program order (control dependencies), which fixes the GPipe
+  and 1F1B orders.
+- DLRM: MLPs data parallel over all NPUs; embedding tables sharded table-wise over the NPUs; the
+  pooled embeddings are exchanged with an all-to-all forward and their gradients backward (MP
+  category: the embeddings are model parallel).
+
+Memory traffic per task (for the roofline): forward reads the weights and the input and writes
+the output activation; backward reads twice the weights and three activations' worth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError
+from .graph import GraphBuilder, WorkloadGraph
+from .models import DTYPES, Layer, Model
+
+SCHEDULES = ("gpipe", "1f1b")
+AXES = ("mp", "pp", "dp")
+
+
+def _pos(field: str, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ConfigError(field, v, "accepted: an integer >= 1")
+    return int(v)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    mp: int = 1
+    pp: int = 1
+    dp: int = 1
+    batch: int = 1  # global minibatch, samples (sequences)
+    microbatches: int = 1
+    schedule: str = "1f1b"
+    zero: int = 0
+    dp_bucket: float = 0.0  # bytes; 0 = one collective per layer
+    placement: tuple[str, ...] = AXES  # fastest-varying first
+    iterations: int = 1
+    grad_dtype: str | None = None  # default: the model's dtype
+
+    def __post_init__(self):
+        for f in ("mp", "pp", "dp", "batch", "microbatches", "iterations"):
+            _pos(f"parallelism.{f}" if f in AXES else f"workload.{f}", getattr(self, f))
+        if self.schedule not in SCHEDULES:
+            raise ConfigError("parallelism.schedule", self.schedule, f"accepted: {', '.join(SCHEDULES)}")
+        if self.zero not in (0, 2):
+            raise ConfigError("parallelism.zero", self.zero, "accepted: 0 (plain all-reduce) or 2 (ZeRO stage 2)")
+        if not self.dp_bucket >= 0:
+            raise ConfigError("parallelism.dp_bucket", self.dp_bucket, "accepted: a size >= 0 (0 = per layer)")
+        pl = tuple(self.placement)
+        if sorted(pl) != sorted(AXES):
+            raise ConfigError("parallelism.placement", ",".join(pl), "accepted: an order of mp, pp, dp (fastest first), e.g. mp,pp,dp")
+        object.__setattr__(self, "placement", pl)
+        if self.grad_dtype is not None and self.grad_dtype not in DTYPES:
+            raise ConfigError("parallelism.grad_dtype", self.grad_dtype, "accepted: " + ", ".join(DTYPES))
+        if self.batch % (self.dp * self.microbatches):
+            raise ConfigError("workload.batch", self.batch,
+                              f"accepted: a multiple of dp x microbatches = {self.dp * self.microbatches}")
+
+    @property
+    def npus(self) -> int:
+        return self.mp * self.pp * self.dp
+
+    @property
+    def microbatch(self) -> int:
+        return self.batch // (self.dp * self.microbatches)
+
+    @property
+    def name(self) -> str:
+        return f"MP({self.mp})-DP({self.dp})-PP({self.pp})"
+
+    def rank(self, mp_i: int, pp_i: int, dp_i: int) -> int:
+        idx = {"mp": mp_i, "pp": pp_i, "dp": dp_i}
+        size = {"mp": self.mp, "pp": self.pp, "dp": self.dp}
+        r, stride = 0, 1
+        for ax in self.placement:
+            r += idx[ax] * stride
+            stride *= size[ax]
+        return r
+
+    def ranks(self) -> np.ndarray:
+        """ranks()[mp_i, pp_i, dp_i] = NPU id."""
+        out = np.empty((self.mp, self.pp, self.dp), dtype=np.int64)
+        for a in range(self.mp):
+            for b in range(self.pp):
+                for c in range(self.dp):
+                    out[a, b, c] = self.rank(a, b, c)
+        return out
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One compute unit of a layer, per NPU per microbatch."""
+
+    name: str
+    fwd_flops: float
+    fwd_mem: float
+    bwd_flops: float  # combined input+weight gradient (block parts) or weight gradient
+    bwd_mem: float
+    ig_flops: float  # input gradient run separately after the weight gradient (-1: combined)
+    ig_mem: float
+    fwd_ar: float  # bytes of the MP all-reduce after the forward part (0: none)
+    bwd_ar: float  # bytes of the MP all-reduce after the backward part
+
+
+@dataclass(frozen=True)
+class _LayerPlan:
+    name: str
+    parts: tuple[_Part, ...]
+    grad_bytes: float  # per NPU
+    act_bytes: float  # output activation of one microbatch (full)
+
+
+def _plan_layers(model: Model, st: Strategy) -> list[_LayerPlan]:
+    mb, mp, B = st.microbatch, st.mp, model.dtype_bytes
+    gB = DTYPES[st.grad_dtype] if st.grad_dtype else B
+    plans = []
+    for layer in model.layers:
+        act = layer.activation_elems * mb * B
+        if layer.kind == "transformer_block":
+            h, s = model.hidden, model.seq
+            attn = min(2.0 * s * 4 * h * h + 4.0 * s * s * h, layer.fwd_flops)
+            fr = (attn / layer.fwd_flops, 1 - attn / layer.fwd_flops) if layer.fwd_flops else (0.5, 0.5)
+            ar = act if mp > 1 else 0.0
+            parts = tuple(
+                _Part(f"{layer.name}.{nm}", layer.fwd_flops * f * mb / mp,
+                      (layer.weight_elems * f / mp + 2 * layer.activation_elems * mb) * B,
+                      layer.bwd_flops * f * mb / mp, (2 * layer.weight_elems * f / mp + 3 * layer.activation_elems * mb) * B,
+                      -1.0, 0.0, ar, ar)
+                for nm, f in zip(("attn", "mlp"), fr))
+            plans.append(_LayerPlan(layer.name, parts, layer.params / mp * gB, act))
+            continue
+        shard = mp if layer.kind in ("embedding", "lm_head") and model.hidden is not None else 1
+        if mp > 1 and shard == 1:
+            raise ConfigError("parallelism.mp", mp, f"accepted: 1 for layer kind {layer.kind!r} of {model.name} "
+                                                    "(tensor parallelism is modelled for transformer models)")
+        fwd_ar = act if (mp > 1 and layer.kind == "embedding") else 0.0
+        bwd_ar = model.seq * model.hidden * mb * B if (mp > 1 and layer.kind == "lm_head") else 0.0
+        w = layer.weight_elems / shard
+        plans.append(_LayerPlan(layer.name, (_Part(
+            layer.name, layer.fwd_flops * mb / shard, (w + 2 * layer.activation_elems * mb) * B,
+            layer.bwd_weight_flops * mb / shard, (2 * w + 2 * layer.activation_elems * mb) * B,
+            layer.bwd_input_flops * mb / shard, (w + 2 * layer.activation_elems * mb) * B,
+            fwd_ar, float(bwd_ar)),), layer.params / shard * gB, act))
+    return plans
+
+
+def _stages(model: Model, pp: int) -> list[range]:
+    """Contiguous layer ranges, balanced by forward FLOPs (each stage at least one layer)."""
+    n = len(model.layers)
+    if pp > n:
+        raise ConfigError("parallelism.pp", pp, f"accepted: at most {n} stages ({model.name} has {n} layers)")
+    w = np.array([max(layer.fwd_flops, 1.0) for layer in model.layers])
+    cum = np.cumsum(w)
+    cuts = [0]
+    for k in range(1, pp):
+        c = int(np.searchsorted(cum, cum[-1] * k / pp)) + 1
+        c = min(max(c, cuts[-1] + 1), n - (pp - k))
+        cuts.append(c)
+    cuts.append(n)
+    return [range(a, b) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def _program(schedule: str, s: int, pp: int, m: int) -> list[tuple[str, int]]:
+    if schedule == "gpipe":
+        return [("F", i) for i in range(m)] + [("B", i) for i in range(m)]
+    warm = min(pp - s - 1, m)
+    prog = [("F", i) for i in range(warm)]
+    for i in range(m - warm):
+        prog += [("F", warm + i), ("B", i)]
+    return prog + [("B", i) for i in range(m - warm, m)]
+
+
+def build_training(model: Model, st: Strategy, n_npus: int | None = None) -> WorkloadGraph:
+    """The workload graph of `st.iterations` iterations of `model` under `st` (module doc)."""
+    if n_npus is not None and n_npus != st.npus:
+        raise ConfigError("parallelism", st.name,
+                          f"accepted: mp x dp x pp equal to the {n_npus} NPUs of the network (this is {st.npus})")
+    if "alltoall" in model.notes:
+        return _build_dlrm(model, st)
+    return _Emitter(model, st).run()
+
+
+class _Emitter:
+    def __init__(self, model: Model, st: Strategy):
+        self.model, self.st = model, st
+        self.b = GraphBuilder(st.npus)
+        self.plans = _plan_layers(model, st)
+        self.stages = _stages(model, st.pp)
+        self.R = st.ranks()
+        self.coord = {int(self.R[a, c, d]): (a, c, d) for a in range(st.mp) for c in range(st.pp) for d in range(st.dp)}
+        self.last = [None] * st.npus  # last compute task per NPU (program order)
+        self.dp_wait: dict[tuple[int, int], int] = {}  # (layer, npu) -> collective the next forward waits for
+        self.act_in: dict = {}
+        self.grad_in: dict = {}
+        for s in range(st.pp):
+            self.b.stage[self.R[:, s, :].ravel()] = s
+        self.b.meta.update(model=model.name, strategy=st.name, microbatch=st.microbatch,
+                           stage_layers=[(r.start, r.stop) for r in self.stages], schedule=st.schedule)
+
+    def run(self) -> WorkloadGraph:
+        st = self.st
+        for it in range(st.iterations):
+            self.b.iteration = it
+            progs = [_program(st.schedule, s, st.pp, st.microbatches) for s in range(st.pp)]
+            ptr = [0] * st.pp
+            made: set = set()
+            n_b = [0] * st.pp
+            while any(ptr[s] < len(progs[s]) for s in range(st.pp)):
+                moved = False
+                for s in range(st.pp):
+                    while ptr[s] < len(progs[s]):
+                        op, m = progs[s][ptr[s]]
+                        need = (("F", s - 1, m) if s > 0 else None) if op == "F" else (("B", s + 1, m) if s < st.pp - 1 else None)
+                        if need is not None and need not in made:
+                            break
+                        if op == "F":
+                            self.forward(s, m)
+                        else:
+                            n_b[s] += 1
+                            self.backward(s, m, final=n_b[s] == st.microbatches)
+                        made.add((op, s, m))
+                        ptr[s] += 1
+                        moved = True
+                if not moved:  # pragma: no cover - the programs above never deadlock
+                    raise RuntimeError("pipeline program deadlocked")
+        return self.b.build()
+
+    def _mp_groups(self, s: int):
+        return [tuple(self.R[:, s, d].tolist()) for d in range(self.st.dp)]
+
+    def _comp(self, npu, name, flops, mem, phase, extra=()):
+        t = self.b.compute(npu, name, flops=flops, mem_bytes=mem, phase=phase, deps=(self.last[npu], *extra))
+        self.last[npu] = t
+        return t
+
+    def forward(self, s: int, m: int):
+        b, st = self.b, self.st
+        groups = self._mp_groups(s)
+        tail = {}  # npu -> task the next part waits for (an MP all-reduce)
+        first = True
+        for li in self.stages[s]:
+            plan = self.plans[li]
+            for part in plan.parts:
+                for g in groups:
+                    for p in g:
+                        extra = [tail.get(p)]
+                        if first and s > 0:
+                            extra.append(self.act_in.pop((m, p)))
+                        extra.append(self.dp_wait.get((li, p)))
+                        self._comp(p, f"F{m} {part.name}", part.fwd_flops, part.fwd_mem, "fwd", extra)
+                first = False
+                tail = {}
+                if part.fwd_ar > 0 and st.mp > 1:
+                    for g in groups:
+                        c = b.collective("all-reduce", part.fwd_ar, g, "MP", f"F{m} {part.name} MP all-reduce",
+                                         deps=[self.last[p] for p in g])
+                        tail.update({p: c for p in g})
+        if s < st.pp - 1:
+            size = self.plans[self.stages[s][-1]].act_bytes
+            for g in groups:
+                for p in g:
+                    mi, _, di = self.coord[p]
+                    q = int(self.R[mi, s + 1, di])
+                    self.act_in[(m, q)] = b.p2p(p, q, size, "PP", f"F{m} activation {s}->{s + 1}",
+                                                deps=(self.last[p], tail.get(p)))
+
+    def backward(self, s: int, m: int, final: bool):
+        b, st = self.b, self.st
+        groups = self._mp_groups(s)
+        tail: dict = {}
+        first = True
+        bucket: list[int] = []
+        bucket_bytes = 0.0
+        layers = list(self.stages[s])[::-1]
+        for k, li in enumerate(layers):
+            plan = self.plans[li]
+            wg_tasks = {}
+            for part in plan.parts[::-1]:
+                for g in groups:
+                    for p in g:
+                        extra = [tail.get(p)]
+                        if first and s < st.pp - 1:
+                            extra.append(self.grad_in.pop((m, p)))
+                        if part.ig_flops < 0:  # block part: one backward task
+                            wg_tasks[p] = self._comp(p, f"B{m} {part.name}", part.bwd_flops, part.bwd_mem, "bwd", extra)
+                        else:
+                            wg_tasks[p] = self._comp(p, f"B{m} {part.name} wg", part.bwd_flops, part.bwd_mem, "bwd_wg", extra)
+                            if part.ig_flops > 0 and not (s == 0 and li == 0):
+                                self._comp(p, f"B{m} {part.name} ig", part.ig_flops, part.ig_mem, "bwd_ig")
+                first = False
+                tail = {}
+                if part.bwd_ar > 0 and st.mp > 1:
+                    for g in groups:
+                        c = b.collective("all-reduce", part.bwd_ar, g, "MP", f"B{m} {part.name} MP all-reduce",
+                                         deps=[self.last[p] for p in g])
+                        tail.update({p: c for p in g})
+            if final and st.dp > 1 and plan.grad_bytes > 0:
+                bucket.append(li)
+                bucket_bytes += plan.grad_bytes
+                if bucket_bytes >= st.dp_bucket or k == len(layers) - 1:
+                    self._dp_sync(s, bucket, bucket_bytes, wg_tasks, m)
+                    bucket, bucket_bytes = [], 0.0
+        if s > 0:
+            size = self.plans[self.stages[s - 1][-1]].act_bytes
+            for g in groups:
+                for p in g:
+                    mi, _, di = self.coord[p]
+                    q = int(self.R[mi, s - 1, di])
+                    self.grad_in[(m, q)] = b.p2p(p, q, size, "PP", f"B{m} gradient {s}->{s - 1}",
+                                                 deps=(self.last[p], tail.get(p)))
+
+    def _dp_sync(self, s: int, layers: list[int], nbytes: float, wg_tasks: dict, m: int):
+        b, st = self.b, self.st
+        name = self.plans[layers[0]].name if len(layers) == 1 else f"{self.plans[layers[-1]].name}..{self.plans[layers[0]].name}"
+        for mi in range(st.mp):
+            g = tuple(self.R[mi, s, :].tolist())
+            deps = [wg_tasks[p] for p in g]
+            if st.zero == 2:
+                rs = b.collective("reduce-scatter", nbytes, g, "DP", f"{name} DP reduce-scatter", deps=deps)
+                c = b.collective("all-gather", nbytes, g, "DP", f"{name} DP all-gather", deps=[rs])
+            else:
+                c = b.collective("all-reduce", nbytes, g, "DP", f"{name} DP all-reduce", deps=deps)
+            for li in layers:
+                for p in g:
+                    self.dp_wait[(li, p)] = c
+
+
+def _build_dlrm(model: Model, st: Strategy) -> WorkloadGraph:
+    if st.mp != 1 or st.pp != 1 or st.microbatches != 1:
+        raise ConfigError("parallelism", st.name, "accepted for DLRM: MP(1)-DP(n)-PP(1) with 1 microbatch "
+                                                  "(embeddings are sharded over all NPUs, MLPs data parallel)")
+    n, B = st.dp, model.dtype_bytes
+    b = GraphBuilder(n)
+    b.meta.update(model=model.name, strategy=st.name, microbatch=st.microbatch)
+    local = st.microbatch
+    embs = [layer for layer in model.layers if layer.kind == "embedding"]
+    first_emb = model.layers.index(embs[0])
+    bottom = list(model.layers[:first_emb])
+    top = [layer for layer in model.layers[first_emb + len(embs):]]
+    dim = embs[0].activation_elems
+    world = tuple(range(n))
+    # table-wise sharding: NPU i holds tables i, i+n, ...; the all-to-all moves every pooled vector
+    a2a = st.batch * len(embs) * dim * B / n
+    last = [None] * n
+    ar_wait: dict = {}
+
+    def comp(p, name, layer: Layer, which, extra=()):
+        flops = {"fwd": layer.fwd_flops, "bwd_wg": layer.bwd_weight_flops, "bwd_ig": layer.bwd_input_flops}[which] * local
+        mem = (layer.weight_elems * (2 if which == "bwd_wg" else 1) + 2 * layer.activation_elems * local) * B
+        t = b.compute(p, name, flops=flops, mem_bytes=mem, phase=which, deps=(last[p], *extra))
+        last[p] = t
+        return t
+
+    def mlp_bwd(layers):
+        for layer in layers[::-1]:
+            wg = [comp(p, f"{layer.name} wg", layer, "bwd_wg") for p in range(n)]
+            if n > 1:
+                c = b.collective("all-reduce", layer.params * B, world, "DP", f"{layer.name} DP all-reduce", deps=wg)
+                ar_wait[layer.name] = c
+            if layer.bwd_input_flops > 0:
+                for p in range(n):
+                    comp(p, f"{layer.name} ig", layer, "bwd_ig")
+
+    for it in range(st.iterations):
+        b.iteration = it
+        look = []
+        for p in range(n):
+            rows = len(range(p, len(embs), n)) * st.batch * dim * B
+            t = b.compute(p, "embedding lookup", flops=0.0, mem_bytes=2 * rows, phase="fwd", deps=(last[p],))
+            last[p] = t
+            look.append(t)
+        fa = b.collective("all-to-all", a2a, world, "MP", "embedding all-to-all", deps=look) if n > 1 else None
+        for layer in bottom + top:
+            for p in range(n):
+                extra = [ar_wait.get(layer.name)]
+                if layer is top[0]:  # the interaction needs the exchanged embeddings
+                    extra.append(fa)
+                comp(p, f"{layer.name}", layer, "fwd", extra)
+        mlp_bwd([x for x in top if x.kind != "interaction"])
+        inter = [x for x in top if x.kind == "interaction"]
+        for layer in inter:
+            for p in range(n):
+                comp(p, f"{layer.name} ig", layer, "bwd_ig")
+        ba = b.collective("all-to-all", a2a, world, "MP", "embedding gradient all-to-all",
+                          deps=[last[p] for p in range(n)]) if n > 1 else None
+        mlp_bwd(bottom)
+        for p in range(n):
+            rows = len(range(p, len(embs), n)) * st.batch * dim * B
+            t = b.compute(p, "embedding update", flops=0.0, mem_bytes=2 * rows, phase="update", deps=(last[p], ba))
+            last[p] = t
+    return b.build()
