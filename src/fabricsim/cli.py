@@ -329,7 +329,8 @@ def train(
         cfg.workload.iterations = iterations
     npus_text = trace_npus or cfg.output.trace_npus
     ranks = parse_group(npus_text) if npus_text else None
-    out_dir = Path(out or (cfg.output.dir and str(Path(cfg.base_dir) / cfg.output.dir)) or Path("out") / Path(config).stem)
+    out_dir = Path(out or (cfg.output.dir and str((Path(cfg.base_dir) / cfg.output.dir).resolve()))
+                   or Path("out") / Path(config).stem)
     err = Console(stderr=True)
     bar = {}
 
@@ -371,8 +372,10 @@ def train(
     its = ", ".join(format_time(x) for x in res.iteration_times)
     con.print(f"iteration time: {format_time(s['iteration_time_s'])}  (per iteration: {its})", highlight=False, markup=False)
     con.print(breakdown_table(res, "time per iteration: compute, exposed communication, idle (mean over NPUs)"))
+    import os
+
     for k, v in files.items():
-        con.print(f"wrote {k}: {v}", highlight=False, markup=False)
+        con.print(f"wrote {k}: {os.path.relpath(v)}", highlight=False, markup=False)
 
 
 # ---- paper reproductions: `fabricsim reproduce PAPER` (add a command per paper here) ---------

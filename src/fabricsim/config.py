@@ -48,6 +48,8 @@ def validate(model: type[M], data: dict, where: str) -> M:
         elif err["type"] == "extra_forbidden":
             allowed = _fields_at(model, err["loc"][:-1])
             msg = "unknown field; accepted: " + ", ".join(allowed) if allowed else "unknown field"
+        elif err["type"] == "literal_error":
+            msg = "accepted: " + err.get("ctx", {}).get("expected", "")
         elif err["type"] == "missing":
             msg = "required field is missing"
         raise ConfigError(f"{where}: {field}", err.get("input") if err["type"] != "missing" else None, msg) from None

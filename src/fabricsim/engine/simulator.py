@@ -100,7 +100,14 @@ class TrainResult:
 
 def simulate(graph: WorkloadGraph, system: System, pricer: CommPricer,
              progress: Callable[[int, int], None] | None = None) -> TrainResult:
-    """Run `graph` to completion (see module doc)."""
+    """Run `graph` to completion (see module doc). With a flow model the whole graph runs as one
+    flow simulation (`flow_engine`): communication shares links with priorities."""
+    from .pricing import FLOW_MODELS
+
+    if pricer.model in FLOW_MODELS:
+        from .flow_engine import simulate_on_flows
+
+        return simulate_on_flows(graph, system, pricer, progress)
     g = graph
     n = len(g)
     sched = system.scheduling

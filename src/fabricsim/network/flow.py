@@ -50,6 +50,9 @@ class Flows:
     priority: np.ndarray | None = None  # 0 = highest (default 0)
     dep_ptr: np.ndarray | None = None  # predecessors of flow i: dep_idx[dep_ptr[i]:dep_ptr[i+1]]
     dep_idx: np.ndarray | None = None
+    # explicit paths (CSR over link ids), which must depend on (src, dst) only; None: the topology routes
+    route_ptr: np.ndarray | None = None
+    route_links: np.ndarray | None = None
 
     def __post_init__(self):
         n = len(np.atleast_1d(self.src))
@@ -163,7 +166,10 @@ class _Units:
 
 
 def _units(topo: Topology, flows: Flows, mode: str, chunk: float) -> _Units:
-    ptr, links = topo.route(flows.src, flows.dst)
+    if flows.route_ptr is not None:
+        ptr, links = np.asarray(flows.route_ptr, dtype=np.int64), np.asarray(flows.route_links, dtype=np.int64)
+    else:
+        ptr, links = topo.route(flows.src, flows.dst)
     hops = np.diff(ptr)
     n = len(flows)
     tid = np.repeat(np.arange(n), hops)
