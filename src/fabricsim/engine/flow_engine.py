@@ -64,8 +64,8 @@ def simulate_on_flows(graph: WorkloadGraph, system: System, pricer: CommPricer, 
         nflows += k
         return first
 
-    kind, npu_of, peer, cat, coll, grp, sz_t = (g.kind.tolist(), g.npu.tolist(), g.peer.tolist(), g.category.tolist(),
-                                                g.coll.tolist(), g.group.tolist(), g.size.tolist())
+    kind, npu_of, peer, cat, coll, sz_t = (g.kind.tolist(), g.npu.tolist(), g.peer.tolist(), g.category.tolist(),
+                                           g.coll.tolist(), g.size.tolist())
     for t in range(n):
         preds = [int(exit_[d]) for d in g.deps(t)]
         k = kind[t]

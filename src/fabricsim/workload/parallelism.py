@@ -263,7 +263,7 @@ class _Emitter:
         return t
 
     def forward(self, s: int, m: int):
-        b, st = self.b, self.st
+        st = self.st
         groups = self._mp_groups(s)
         tail = {}  # npu -> task the next part waits for (an MP all-reduce)
         first = True
@@ -278,23 +278,30 @@ class _Emitter:
                         extra.append(self.dp_wait.get((li, p)))
                         self._comp(p, f"F{m} {part.name}", part.fwd_flops, part.fwd_mem, "fwd", extra)
                 first = False
-                tail = {}
-                if part.fwd_ar > 0 and st.mp > 1:
-                    for g in groups:
-                        c = b.collective("all-reduce", part.fwd_ar, g, "MP", f"F{m} {part.name} MP all-reduce",
-                                         deps=[self.last[p] for p in g])
-                        tail.update({p: c for p in g})
+                tail = self._mp_allreduce(groups, part.fwd_ar, f"F{m} {part.name} MP all-reduce")
         if s < st.pp - 1:
-            size = self.plans[self.stages[s][-1]].act_bytes
+            self._send(groups, s, s + 1, self.plans[self.stages[s][-1]].act_bytes, m, self.act_in, tail,
+                       f"F{m} activation {s}->{s + 1}")
+
+    def _mp_allreduce(self, groups, size: float, name: str) -> dict:
+        """Megatron's all-reduce over each MP group after a part; {npu: task} for the next part to wait on."""
+        tail: dict = {}
+        if size > 0 and self.st.mp > 1:
             for g in groups:
-                for p in g:
-                    mi, _, di = self.coord[p]
-                    q = int(self.R[mi, s + 1, di])
-                    self.act_in[(m, q)] = b.p2p(p, q, size, "PP", f"F{m} activation {s}->{s + 1}",
-                                                deps=(self.last[p], tail.get(p)))
+                c = self.b.collective("all-reduce", size, g, "MP", name, deps=[self.last[p] for p in g])
+                tail.update({p: c for p in g})
+        return tail
+
+    def _send(self, groups, s: int, to: int, size: float, m: int, inbox: dict, tail: dict, name: str) -> None:
+        """Each NPU of stage s sends to its peer (same MP and DP index) in stage `to`."""
+        for g in groups:
+            for p in g:
+                mi, _, di = self.coord[p]
+                q = int(self.R[mi, to, di])
+                inbox[(m, q)] = self.b.p2p(p, q, size, "PP", name, deps=(self.last[p], tail.get(p)))
 
     def backward(self, s: int, m: int, final: bool):
-        b, st = self.b, self.st
+        st = self.st
         groups = self._mp_groups(s)
         tail: dict = {}
         first = True
@@ -317,12 +324,7 @@ class _Emitter:
                             if part.ig_flops > 0 and not (s == 0 and li == 0):
                                 self._comp(p, f"B{m} {part.name} ig", part.ig_flops, part.ig_mem, "bwd_ig")
                 first = False
-                tail = {}
-                if part.bwd_ar > 0 and st.mp > 1:
-                    for g in groups:
-                        c = b.collective("all-reduce", part.bwd_ar, g, "MP", f"B{m} {part.name} MP all-reduce",
-                                         deps=[self.last[p] for p in g])
-                        tail.update({p: c for p in g})
+                tail = self._mp_allreduce(groups, part.bwd_ar, f"B{m} {part.name} MP all-reduce")
             if final and st.dp > 1 and plan.grad_bytes > 0:
                 bucket.append(li)
                 bucket_bytes += plan.grad_bytes
@@ -330,13 +332,8 @@ class _Emitter:
                     self._dp_sync(s, bucket, bucket_bytes, wg_tasks, m)
                     bucket, bucket_bytes = [], 0.0
         if s > 0:
-            size = self.plans[self.stages[s - 1][-1]].act_bytes
-            for g in groups:
-                for p in g:
-                    mi, _, di = self.coord[p]
-                    q = int(self.R[mi, s - 1, di])
-                    self.grad_in[(m, q)] = b.p2p(p, q, size, "PP", f"B{m} gradient {s}->{s - 1}",
-                                                 deps=(self.last[p], tail.get(p)))
+            self._send(groups, s, s - 1, self.plans[self.stages[s - 1][-1]].act_bytes, m, self.grad_in, tail,
+                       f"B{m} gradient {s}->{s - 1}")
 
     def _dp_sync(self, s: int, layers: list[int], nbytes: float, wg_tasks: dict, m: int):
         b, st = self.b, self.st

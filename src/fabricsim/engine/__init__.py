@@ -1,0 +1,11 @@
+"""Engine: discrete-event execution of a workload graph on a system and a network.
+
+    from fabricsim.engine import CommPricer, simulate
+    res = simulate(graph, system, CommPricer(topology, "congestion-aware"))
+    res.iteration_time, res.mean_breakdown()
+"""
+
+from .pricing import DEFAULT_ALGORITHMS, CommPricer
+from .simulator import BREAKDOWN, TrainResult, simulate
+
+__all__ = ["BREAKDOWN", "DEFAULT_ALGORITHMS", "CommPricer", "TrainResult", "simulate"]
