@@ -287,6 +287,25 @@ def test_priority_preempts_at_chunk_boundaries():
     assert r_dp.end[5] == pytest.approx(t_dp + t_mp)
 
 
+@pytest.mark.parametrize("chunks,in_flight", [(1, 1), (4, 1), (8, 2)])
+def test_chunks_pipeline_through_the_dimensions(chunks, in_flight):
+    """A hierarchical all-reduce on a 4x4 two-level switch network has three phases: ring
+    reduce-scatter in dimension 0, reduce-scatter + all-gather in dimension 1, all-gather in
+    dimension 0. c chunks, k in flight per phase: sum of a wave's phases + (c/k - 1) x the slowest."""
+    S, a0, a1, B0, B1 = 64e6, 100e-9, 1e-6, 100e9, 25e9
+    b = GraphBuilder(16)
+    b.collective("all-reduce", S, tuple(range(16)), "DP", "ar")
+    t = parse_topology("stack:Switch4xSwitch4", [B0, B1], [a0, a1])
+    sysm = System(NPU(), Endpoint(), Scheduling(chunks=chunks, chunks_in_flight=in_flight))
+    res = simulate(b.build(), sysm, CommPricer(t, algorithms={"all-reduce": "hierarchical"}))
+    w = S * in_flight / chunks  # bytes per wave
+    # a ring step through a switch: 2 hops; dimension 0 moves w/4 per step, dimension 1 w/16
+    p0 = 3 * (2 * a0 + w / 4 / B0)
+    p1 = 2 * 3 * (2 * a1 + w / 16 / B1)
+    waves = chunks // in_flight
+    assert res.makespan == pytest.approx(2 * p0 + p1 + (waves - 1) * max(p0, p1), rel=1e-12)
+
+
 def test_lifo_and_fifo_order():
     """Three equal all-reduces become ready at 0, 1 and 2 us while the first runs."""
     b = GraphBuilder(2)

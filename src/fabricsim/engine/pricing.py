@@ -5,6 +5,12 @@ comes from a network model run on the placed schedule of the chosen algorithm fo
 the analytical model (congestion-aware or -unaware: routed once per (collective, group), then
 priced per size) or the flow model (dataflow, max-min). Answers are cached.
 
+Phases: consecutive steps that use links of the same network dimensions form a phase (a block
+of lanes is one phase), e.g. a hierarchical all-reduce on a 2-D network has reduce-scatter on
+dimension 0, on dimension 1, then all-gather back. `phase_times` gives each phase's time, so
+the engine can pipeline the chunks of a collective through its phases (chunk i+1 in dimension 0
+while chunk i is in dimension 1).
+
 A p2p transfer of S bytes from a to b costs the path latency plus S over the slowest link of
 its route (alone on the network).
 """
@@ -53,6 +59,26 @@ def _registry():
     return ALGORITHMS
 
 
+def _phases(topo: Topology, steps, routed) -> list[np.ndarray]:
+    """Indices of the step shapes of each phase: a run of steps on the same set of dimensions
+    (a block of lanes counts as one step)."""
+    keys = []
+    for st, r in zip(steps, routed):
+        if st.lane is not None:
+            keys.append(("lanes", st.lane[0]))
+        else:
+            used = np.flatnonzero(np.diff(r.incidence.indptr))  # links (rows) carrying a transfer
+            keys.append(tuple(np.unique(topo.link_dim[used]).tolist()))
+    out: list[list[int]] = []
+    prev = object()
+    for i, k in enumerate(keys):
+        if k != prev or not out:
+            out.append([])
+        out[-1].append(i)
+        prev = k
+    return [np.array(x, dtype=np.int64) for x in out]
+
+
 class CommPricer:
     """Cached times of collectives and p2p transfers on `topo` (seconds)."""
 
@@ -70,9 +96,31 @@ class CommPricer:
         if got is None:
             alg = self.algorithms[coll]
             sched = build_schedule(self.topo, coll, alg, group=list(group))
-            got = (sched, None if self.model in FLOW_MODELS else route_schedule(self.topo, sched))
+            routed = None if self.model in FLOW_MODELS else route_schedule(self.topo, sched)
+            got = (sched, routed, None if routed is None else _phases(self.topo, sched.steps, routed))
             self._routed[key] = got
         return got
+
+    def phase_times(self, coll: int | str, group: tuple[int, ...], size: float) -> np.ndarray:
+        """Time of each phase of the collective (s); they add up to `collective(...)`. The flow
+        model prices the whole collective as one phase."""
+        coll = COLLECTIVES[coll] if isinstance(coll, (int, np.integer)) else coll
+        if len(group) < 2 or size <= 0:
+            return np.zeros(1)
+        key = ("phases", coll, group, float(size))
+        t = self._times.get(key)
+        if t is None:
+            sched, routed, phase = self._schedule_cost(coll, group)
+            if routed is None:
+                t = np.array([self.collective(coll, group, size)])
+            else:
+                sizes = np.array([float(size)])
+                per = np.stack([step_times(self.topo, r, sizes, self.model) for r in routed])
+                reps = np.array([r.repeat for r in routed])
+                cost = per * reps[:, None]
+                t = np.array([float(lane_total([sched.steps[i] for i in idx], cost[idx])[0]) for idx in phase])
+            self._times[key] = t
+        return t
 
     def collective(self, coll: int | str, group: tuple[int, ...], size: float) -> float:
         coll = COLLECTIVES[coll] if isinstance(coll, (int, np.integer)) else coll
@@ -81,7 +129,7 @@ class CommPricer:
         key = (coll, group, float(size))
         t = self._times.get(key)
         if t is None:
-            sched, routed = self._schedule_cost(coll, group)
+            sched, routed, _ = self._schedule_cost(coll, group)
             if routed is None:
                 from ..network.flow import time_collective_flow
 

@@ -6,8 +6,13 @@ Resources: each NPU has one compute stream and `comm_streams` communication stre
   duration), stretched by the endpoint model while communication is active on that NPU.
 - A collective starts when its dependencies are done and, on every member, the stream serving
   its category is free and picks it (priority category, then LIFO/FIFO by ready time, then id).
-  It runs as `chunks` pieces (`chunks_in_flight` at a time); each piece is priced by the network
-  model for its group and size, alone; all members are released together when the piece ends.
+  It is split into `chunks` chunks and runs in waves of `chunks_in_flight` chunks; a wave is
+  priced by the network model for its group and size, alone, phase by phase (a phase: the steps
+  on one set of network dimensions). Waves pipeline through the phases: a wave that follows the
+  previous wave of the same collective without a gap costs only its slowest phase, so c chunks
+  cost sum(phases) + (c/k - 1) * max(phases) of a wave (k = chunks in flight per phase). Between
+  waves the streams may pick another collective (a higher-priority one preempts; the pipeline
+  then fills again). All members are released together when a wave ends.
 - A p2p transfer occupies the sender's stream and is priced over its route.
 
 Because every stream ranks candidates by one global total order, the highest-ranked ready
@@ -154,6 +159,7 @@ def simulate(graph: WorkloadGraph, system: System, pricer: CommPricer,
     busy = [False] * n_streams
     chunks, in_flight = sched.chunks, sched.chunks_in_flight
     pieces_left = [0] * n
+    wave_end = [-1.0] * n  # when the collective's previous wave ended
     done = [False] * n
     start = [np.nan] * n
     end = [np.nan] * n
@@ -230,7 +236,8 @@ def simulate(graph: WorkloadGraph, system: System, pricer: CommPricer,
             k, dur = 1, pricer.p2p(npu[t], peer[t], size[t])
         else:
             k = min(in_flight, pieces_left[t])
-            dur = pricer.collective(coll[t], groups[grp[t]], size[t] * k / chunks)
+            ph = pricer.phase_times(coll[t], groups[grp[t]], size[t] * k / chunks)
+            dur = float(ph.max() if wave_end[t] == now else ph.sum())  # pipelined behind its previous wave
         pieces_left[t] -= k
         if np.isnan(start[t]):
             start[t] = now
@@ -288,6 +295,7 @@ def simulate(graph: WorkloadGraph, system: System, pricer: CommPricer,
         else:  # communication piece end
             t = a
             pieces.append((t, b, now))
+            wave_end[t] = now
             sts = streams(t)
             for m in sts:
                 busy[m] = False

@@ -10,9 +10,10 @@
 - `Scheduling`: each NPU serves collectives on `comm_streams` streams ("one": one collective in
   flight per NPU, ASTRA-sim's rule; "per-category": one stream each for MP, PP, DP, IO, other).
   A stream picks, among ready collectives, the highest-priority category first, then the newest
-  (LIFO) or oldest (FIFO) by ready time, then the lowest task id. A collective runs as `chunks`
-  pieces, `chunks_in_flight` at a time (they share the links, so k pieces in flight cost one
-  collective of k pieces' size); another collective can take the stream between pieces.
+  (LIFO) or oldest (FIFO) by ready time, then the lowest task id. A collective is split into
+  `chunks` chunks that run in waves of `chunks_in_flight` (per phase: chunks in one phase share its
+  links, so a wave costs one collective of its size) and pipeline through the collective's
+  dimension phases; another collective can take the stream between waves (engine.simulator).
 """
 
 from __future__ import annotations
