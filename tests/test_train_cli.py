@@ -157,6 +157,8 @@ def validate_trace_event_format(doc: dict) -> dict:
             assert isinstance(e["args"], dict)
         if "cat" in e:
             assert isinstance(e["cat"], str)
+        if e["ph"] in "stf":
+            assert "id" in e
     json.dumps(doc)  # plain JSON types only
     return names
 
@@ -193,6 +195,13 @@ def test_gpt3_config_writes_a_perfetto_trace_and_a_breakdown_png(tmp_path, capsy
     blue = np.array([0x4C, 0x72, 0xB0]) / 255  # compute colour
     assert (np.abs(img[..., :3] - blue).sum(axis=-1) < 0.02).sum() > 1000
     assert set(s["stages"]) == {"0", "1", "2", "3"}
+    assert s["config"]["workload"]["parallelism"]["mp"] == 8  # the run says what it ran
+    assert json.loads((tmp_path / "summary.json").read_text())["config"] == s["config"]
+    # pipeline transfers: an arrow (flow start/finish with the same id) from each sender to its receiver
+    starts = {e["id"]: e for e in doc["traceEvents"] if e["ph"] == "s"}
+    ends = {e["id"]: e for e in doc["traceEvents"] if e["ph"] == "f"}
+    assert starts and starts.keys() == ends.keys()
+    assert all(ends[i]["bp"] == "e" and starts[i]["pid"] != ends[i]["pid"] for i in starts)
 
 
 def test_trace_npus_option_limits_rows(tmp_path, capsys):
@@ -278,3 +287,37 @@ def test_console_script_exit_code(tmp_path):
     exe = Path(sys.executable).with_name("fabricsim")
     r = subprocess.run([str(exe), "train", str(p)], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "workload.batch" in r.stderr
+
+
+def test_chakra_groups_send_recv_and_all_gather_sizes(tmp_path, capsys):
+    """Hand-made traces on 4 NPUs: compute 2 us; an all-reduce of 1 MB in groups {0,1} and {2,3}
+    (pg_name via the groups JSON); NPU 0 sends 4 MB to NPU 2 and NPU 2 then computes 3 us; an
+    all-gather over all NPUs with comm_size 1 MB (each NPU's contribution)."""
+    from fabricsim.workload.chakra import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, EtNode, EtTrace, write_traces
+
+    traces = []
+    for r in range(4):
+        nodes = [EtNode(0, "c", COMP_NODE, duration_micros=2, attrs={"is_cpu_op": False}),
+                 EtNode(1, "ar", COMM_COLL_NODE, data_deps=(0,),
+                        attrs={"comm_type": 0, "comm_size": 1_000_000, "pg_name": "1" if r < 2 else "2"})]
+        if r == 0:
+            nodes.append(EtNode(2, "send", COMM_SEND_NODE, data_deps=(1,),
+                                attrs={"comm_dst": 2, "comm_size": 4_000_000, "comm_tag": 7}))
+        if r == 2:
+            nodes.append(EtNode(2, "recv", COMM_RECV_NODE, data_deps=(1,),
+                                attrs={"comm_src": 0, "comm_size": 4_000_000, "comm_tag": 7}))
+            nodes.append(EtNode(3, "c2", COMP_NODE, duration_micros=3, data_deps=(2,), attrs={"is_cpu_op": False}))
+        last = nodes[-1].id
+        nodes.append(EtNode(9, "ag", COMM_COLL_NODE, data_deps=(last,), attrs={"comm_type": 2, "comm_size": 1_000_000}))
+        traces.append(EtTrace(r, "0.0.4", {}, tuple(nodes)))
+    write_traces(tmp_path / "t", traces)
+    (tmp_path / "groups.json").write_text(json.dumps({"1": [0, 1], "2": [2, 3]}))
+    B, a = 50e9, 1e-6
+    cfg = write_config(tmp_path, {"network": {"topology": "switch:4", "bandwidth": B, "latency": a},
+                                  "workload": {"chakra": "t", "comm_groups": "groups.json"},
+                                  "output": {"dir": "o", "trace": False, "plot": False}})
+    s = train_json(capsys, cfg)
+    ar = 2 * (2 * a + 1e6 / 2 / B)  # ring of 2 through the switch: 2 steps of S/2, 2 hops each
+    send = 2 * a + 4e6 / B
+    ag = 3 * (2 * a + 1e6 / B)  # ring all-gather of 4 x 1 MB: 3 steps of 1 MB
+    assert s["makespan_s"] == pytest.approx(2e-6 + ar + send + 3e-6 + ag, rel=1e-12)

@@ -356,12 +356,13 @@ def train(
     res = run.result
     if ranks is not None and (max(ranks) >= res.graph.n_npus):
         raise ConfigError("trace_npus", npus_text, f"accepted: NPUs 0..{res.graph.n_npus - 1}")
+    config_echo = {"config": cfg.model_dump(mode="json", exclude={"base_dir"})}
     files = write_outputs(res, out_dir, run.title, trace=cfg.output.trace and not no_trace, trace_npus=ranks,
-                          plot=cfg.output.plot and not no_plot)
+                          plot=cfg.output.plot and not no_plot, extra=config_echo)
     if json_out:
         import json
 
-        s = summary_json(res, run.title, {"files": {k: str(v) for k, v in files.items()}})
+        s = summary_json(res, run.title, {"files": {k: str(v) for k, v in files.items()}, **config_echo})
         print(json.dumps(s, indent=2))
         return
     con = _out()

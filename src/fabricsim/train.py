@@ -22,7 +22,7 @@ workload:
   parallelism: {mp: 8, dp: 16, pp: 8, microbatches: 8, schedule: 1f1b, zero: 0, dp_bucket: 0,
                 placement: [mp, pp, dp]}
   # or instead of model: astra_text: path/to/Resnet50_DataParallel.txt  (compute in ns; mp: N for hybrids)
-  # or: chakra: path/to/prefix    (rank r reads prefix.r.et)
+  # or: chakra: path/to/prefix    (rank r reads prefix.r.et; comm_groups: groups.json for pg_name)
 output:
   dir: out/gpt3                   # summary.json, breakdown.csv, trace.json, breakdown.png
   trace: true
@@ -124,6 +124,7 @@ class WorkloadSection(_Strict):
     model: str | None = None
     astra_text: str | None = None
     chakra: str | None = None
+    comm_groups: str | None = None  # ASTRA-sim communicator-groups JSON for chakra traces (pg_name -> NPUs)
     dtype: Literal["fp16", "bf16", "fp32"] = "fp16"
     grad_dtype: Literal["fp16", "bf16", "fp32"] | None = None
     batch: int = Field(default=1, ge=1)
@@ -205,10 +206,15 @@ def graph_of(cfg: TrainConfig, n_npus: int) -> WorkloadGraph:
         from .workload.legacy import text_to_graph
 
         return text_to_graph(read_astra_text(_resolve(cfg, w.astra_text)), n_npus, w.iterations, w.mp)
-    from .workload.chakra_graph import traces_to_graph
     from .workload.chakra import read_traces
+    from .workload.chakra_graph import traces_to_graph
 
-    return traces_to_graph(read_traces(_resolve(cfg, w.chakra), n_npus), w.iterations)
+    groups = None
+    if w.comm_groups is not None:
+        from .astra.config import read_comm_groups
+
+        groups = {str(k): v for k, v in read_comm_groups(_resolve(cfg, w.comm_groups), n_npus).items()}
+    return traces_to_graph(read_traces(_resolve(cfg, w.chakra), n_npus), w.iterations, groups)
 
 
 @dataclass(frozen=True, eq=False)

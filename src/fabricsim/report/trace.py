@@ -5,7 +5,8 @@ Layout (the format of ../shared/specs/formats.md (c)): one process (`pid`) per N
 categories (one row each: MP, PP, DP, IO, other), so overlap of compute and communication is
 visible at a glance. Every compute task and every communication piece is a complete event
 (`ph: "X"`) with `ts`/`dur` in microseconds and `args` holding FLOPs, bytes, group and task id.
-A p2p transfer shows on the sender's and the receiver's rows.
+A p2p transfer shows on the sender's and the receiver's rows, joined by a flow arrow (`s`/`f`
+events with the task id).
 Rows are labelled with `M` metadata events (process_name, thread_name and their sort indices).
 """
 
@@ -54,10 +55,16 @@ def trace_events(res: TrainResult, npus: Sequence[int] | None = None) -> dict:
         else:
             what = "p2p"
             args = {"task": t, "bytes": float(g.size[t]), "src": int(g.npu[t]), "dst": int(g.peer[t])}
+        tid = 1 + CATEGORIES.index(cat)
         for p in g.members(t):
             if keep[p]:
                 ev.append({"name": g.name(t), "cat": f"comm,{cat},{what}", "ph": "X", "pid": int(p),
-                           "tid": 1 + CATEGORIES.index(cat), "ts": t0 * us, "dur": (t1 - t0) * us, "args": args})
+                           "tid": tid, "ts": t0 * us, "dur": (t1 - t0) * us, "args": args})
+        if what == "p2p" and keep[g.npu[t]] and keep[g.peer[t]]:  # an arrow from sender to receiver
+            ev.append({"name": g.name(t), "cat": "p2p", "ph": "s", "id": t, "pid": int(g.npu[t]), "tid": tid,
+                       "ts": t0 * us})
+            ev.append({"name": g.name(t), "cat": "p2p", "ph": "f", "bp": "e", "id": t, "pid": int(g.peer[t]),
+                       "tid": tid, "ts": t0 * us})
     summary = res.summary()
     return {"traceEvents": ev, "displayTimeUnit": "ns",
             "otherData": {"generator": "fabricsim", "model": str(g.meta.get("model", "")),

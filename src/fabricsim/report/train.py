@@ -51,11 +51,12 @@ def breakdown_table(res: TrainResult, title: str) -> Table:
 
 
 def write_outputs(res: TrainResult, out_dir: str | Path, title: str, *, trace: bool = True, trace_npus=None,
-                  plot: bool = True) -> dict[str, Path]:
+                  plot: bool = True, extra: dict | None = None) -> dict[str, Path]:
+    """summary.json (with `extra`, e.g. the config), breakdown.csv, trace.json, breakdown.png."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {}
-    (out / "summary.json").write_text(json.dumps(summary_json(res, title), indent=2))
+    (out / "summary.json").write_text(json.dumps(summary_json(res, title, extra), indent=2))
     files["summary"] = out / "summary.json"
     files["breakdown_csv"] = write_breakdown_csv(res, out / "breakdown.csv")
     if trace:

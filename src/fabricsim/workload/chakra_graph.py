@@ -4,7 +4,9 @@
   duration, the NPU roofline on `num_ops` FLOPs and `tensor_size` bytes.
 - COMM_COLL_NODE -> one collective task per instance: the k-th collective of a group on each
   member is the same instance (ASTRA-sim matches them the same way). Its group is `pg_name`
-  looked up in `groups` (the communicator-groups JSON), else all NPUs.
+  looked up in `groups` (the communicator-groups JSON), else all NPUs. `comm_size` means what it
+  means to ASTRA-sim: the per-NPU buffer, for an all-gather each NPU's contribution (fabricsim's
+  all-gather size is the gathered output: comm_size x group size).
 - COMM_SEND_NODE / COMM_RECV_NODE -> one p2p task: the k-th send from a to b with a tag meets the
   k-th receive on b from a with that tag; it waits for the dependencies of both.
 - METADATA nodes -> zero-time compute tasks (they only carry dependencies).
@@ -64,10 +66,12 @@ def traces_to_graph(traces: Sequence[EtTrace], iterations: int = 1,
                     counters[("coll", members)] += 1
                     key = ("coll", it, members, k)
                     cat = nd.attrs.get("comm_category", "other")
-                    t = tasks.setdefault(key, dict(kind="coll", coll=_COLL[name], size=float(nd.comm_size or 0),
+                    # ASTRA-sim's comm_size of an all-gather is each NPU's contribution; ours the gathered output
+                    size = float(nd.comm_size or 0) * (len(members) if name == "ALL_GATHER" else 1)
+                    t = tasks.setdefault(key, dict(kind="coll", coll=_COLL[name], size=size,
                                                    members=members, name=nd.name or name,
                                                    cat=cat if cat in CATEGORIES else "other", deps=set()))
-                    if t["size"] != float(nd.comm_size or 0) or t["coll"] != _COLL[name]:
+                    if t["size"] != size or t["coll"] != _COLL[name]:
                         raise ConfigError(f"{where}", nd.name, f"collective {k} of group {members} differs between ranks")
                 elif nd.type in (COMM_SEND_NODE, COMM_RECV_NODE):
                     send = nd.type == COMM_SEND_NODE

@@ -19,6 +19,8 @@ Chakra's converter stores them as). The training loop is ASTRA-sim 1.0's:
   by the first top layer (`last_bottom_layer` + 1); the bottom MLP runs meanwhile. Backward, the
   embedding's all-to-all is issued after the first top layer's input gradient and the
   embedding's weight gradient waits for it. MLP weight gradients are all-reduced over all NPUs.
+- Sizes mean what they mean to ASTRA-sim: the per-NPU buffer; an ALLGATHER's bytes are each NPU's
+  contribution (fabricsim's all-gather size, the gathered output, is that times the group size).
 - The weight-update column is not simulated (no optimizer model in ASTRA-sim 1.0's loop).
 - HYBRID_CUSTOMIZED: each layer's 13th column names its parallelism (DATA, MODEL, HYBRID_*),
   which picks that layer's groups as above.
@@ -95,7 +97,8 @@ def text_to_graph(wl: TextWorkload, npus: int, iterations: int = 1, mp: int | No
         if comm.type not in _COLL:
             raise ConfigError("comm type", comm.type, f"accepted: {', '.join(_COLL)} or NONE ({where})")
         for g in groups:
-            c = b.collective(_COLL[comm.type], comm.bytes, g, category, name, deps=[deps_of(p) for p in g])
+            size = comm.bytes * (len(g) if comm.type == "ALLGATHER" else 1)  # contribution -> gathered output
+            c = b.collective(_COLL[comm.type], size, g, category, name, deps=[deps_of(p) for p in g])
             out.update({p: c for p in g})
         return out
 
