@@ -21,7 +21,9 @@ CASES = [
     ("gpt3-175b MP(8)-PP(8)-DP(16), 1024 NPUs, 8 microbatches, analytical", "configs/gpt3-175b.yaml", {}),
     ("gpt3-175b MP(8)-PP(8)-DP(16), 1024 NPUs, 8 microbatches, shared comm stream", "configs/gpt3-175b.yaml",
      {"comm_streams": "one"}),
-    ("gpt3-175b MP(8)-PP(4)-DP(2), 64 NPUs, GPipe 4 microbatches", "configs/gpt3-175b-64.yaml", {}),
+    ("gpt3-175b MP(8)-DP(2)-PP(4), 64 NPUs, GPipe 4 microbatches, analytical", "configs/gpt3-175b-64.yaml", {}),
+    ("gpt3-175b MP(8)-DP(2)-PP(4), 64 NPUs, GPipe 4 microbatches, flow model", "configs/gpt3-175b-64.yaml",
+     {"model": "flow"}),
 ]
 
 CHILD = r"""
@@ -33,6 +35,8 @@ cfg = load_train_config(sys.argv[1])
 over = json.loads(sys.argv[2])
 if "comm_streams" in over:
     cfg.system.scheduling.comm_streams = over["comm_streams"]
+if "model" in over:
+    cfg.network.model = over["model"]
 t0 = time.perf_counter()
 topo = topology_of(cfg)
 g = graph_of(cfg, topo.n_npus)
