@@ -182,7 +182,10 @@ def _stages(model: Model, pp: int) -> list[range]:
     cum = np.cumsum(w)
     cuts = [0]
     for k in range(1, pp):
-        c = int(np.searchsorted(cum, cum[-1] * k / pp)) + 1
+        target = cum[-1] * k / pp
+        i = int(np.searchsorted(cum, target))  # first layer whose prefix reaches the target
+        # cut after layer i or before it, whichever prefix is closer to the target
+        c = i + 1 if i == 0 or abs(cum[i] - target) <= abs(cum[i - 1] - target) else i
         c = min(max(c, cuts[-1] + 1), n - (pp - k))
         cuts.append(c)
     cuts.append(n)
