@@ -273,8 +273,9 @@ app.add_typer(export_app, name="export")
 @export_app.command("chakra")
 def export_chakra(
     output: str = typer.Option(..., "--output", "-o", help="trace prefix: writes PREFIX.0.et .. PREFIX.{N-1}.et"),
-    npus: int = typer.Option(..., "--npus", "-n", help="number of NPUs (one trace each)"),
+    npus: Optional[int] = typer.Option(None, "--npus", "-n", help="number of NPUs (one trace each; with --text or --collective)"),
     text: Optional[str] = typer.Option(None, "--text", help="an ASTRA-sim 1.0 text workload (DATA, MODEL, HYBRID_*, MICRO)"),
+    train_config: Optional[str] = typer.Option(None, "--train", help="or the workload of a `fabricsim train` config (a zoo model under its strategy); also writes PREFIX.groups.json"),
     collective_name: Optional[str] = typer.Option(None, "--collective", "-c", help="or one collective: all-reduce, all-gather, reduce-scatter, all-to-all"),
     size: str = typer.Option("1MiB", "--size", "-s", help="collective size (ASTRA-sim comm_size)"),
     passes: int = typer.Option(1, "--passes", help="training passes (text workloads)"),
@@ -286,10 +287,25 @@ def export_chakra(
     from .workload.astra_text import read_astra_text, text_to_traces
     from .workload.chakra import collective_traces, write_traces
 
-    if npus < 1:
+    if sum(x is not None for x in (text, collective_name, train_config)) != 1:
+        raise ConfigError("export chakra", "source", "accepted: exactly one of --text FILE, --collective NAME, --train CONFIG")
+    if train_config is not None:
+        import json
+        from pathlib import Path
+
+        from .train import graph_of, load_train_config, topology_of
+        from .workload.chakra_graph import graph_to_traces
+
+        cfg = load_train_config(train_config)
+        traces, groups = graph_to_traces(graph_of(cfg, topology_of(cfg).n_npus))
+        paths = write_traces(output, traces, compress=gzip_out)
+        gpath = Path(f"{output}.groups.json")
+        gpath.write_text(json.dumps(groups, indent=1))
+        _out().print(f"wrote {len(paths)} traces: {paths[0]} .. {paths[-1]} ({len(traces[0].nodes)} nodes on NPU 0) "
+                     f"and {len(groups)} communicator groups: {gpath}", highlight=False, markup=False)
+        return
+    if npus is None or npus < 1:
         raise ConfigError("--npus", npus, "accepted: an integer >= 1")
-    if (text is None) == (collective_name is None):
-        raise ConfigError("export chakra", "source", "accepted: exactly one of --text FILE or --collective NAME")
     if text is not None:
         if units not in ("ns", "converter"):
             raise ConfigError("--units", units, "accepted: ns, converter")

@@ -1,7 +1,7 @@
 """Chakra execution traces (one per NPU) as one workload graph.
 
-- COMP_NODE -> a compute task: `duration_micros` replayed, or, when the node has `num_ops` and no
-  duration, the NPU roofline on `num_ops` FLOPs and `tensor_size` bytes.
+- COMP_NODE -> a compute task: `duration_micros` replayed, or, when the node has no duration but
+  `num_ops` or `tensor_size`, the NPU roofline on `num_ops` FLOPs and `tensor_size` bytes.
 - COMM_COLL_NODE -> one collective task per instance: the k-th collective of a group on each
   member is the same instance (ASTRA-sim matches them the same way). Its group is `pg_name`
   looked up in `groups` (the communicator-groups JSON), else all NPUs. `comm_size` means what it
@@ -12,6 +12,9 @@
 - METADATA nodes -> zero-time compute tasks (they only carry dependencies).
 Collectives take the category named by a `comm_category` attribute (MP, PP, DP, IO), else "other".
 With several iterations, iteration k+1 of an NPU starts after everything of iteration k on it.
+
+`graph_to_traces` goes the other way: a workload graph (e.g. GPT-3 under MP-DP-PP) as one trace per
+NPU plus its communicator groups, for ASTRA-sim or for reading back.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from ..errors import ConfigError
-from .chakra import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, EtTrace
+from .chakra import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, EtNode, EtTrace
 from .chakra_schema import COLLECTIVE_COMM_TYPE_NAMES, NODE_TYPES
-from .graph import CATEGORIES, GraphBuilder, WorkloadGraph
+from .graph import CATEGORIES, COLLECTIVE, COMPUTE, GraphBuilder, WorkloadGraph
 
 _COLL = {"ALL_REDUCE": "all-reduce", "REDUCE_SCATTER": "reduce-scatter", "ALL_GATHER": "all-gather",
          "ALL_TO_ALL": "all-to-all", "BROADCAST": "broadcast", "REDUCE": "reduce"}
@@ -47,7 +52,8 @@ def traces_to_graph(traces: Sequence[EtTrace], iterations: int = 1,
                 where = f"rank {r} node {nd.id}"
                 if nd.type == COMP_NODE or nd.type == _METADATA:
                     key = ("c", it, r, nd.id)
-                    dur = None if (nd.num_ops and not nd.duration_micros) else float(nd.duration_micros) * 1e-6
+                    roofline = not nd.duration_micros and (nd.num_ops or nd.tensor_size)
+                    dur = None if roofline else float(nd.duration_micros) * 1e-6
                     if nd.type == _METADATA:
                         dur = 0.0
                     tasks[key] = dict(kind="c", npu=r, name=nd.name or f"node {nd.id}", dur=dur,
@@ -141,3 +147,58 @@ def traces_to_graph(traces: Sequence[EtTrace], iterations: int = 1,
         raise ConfigError("trace", str(stuck), "collectives or send/recv pairs that wait for each other (a cycle), "
                                                "or a collective some member never issues")
     return b.build()
+
+
+_COMM_TYPE = {"all-reduce": 0, "reduce": 1, "all-gather": 2, "broadcast": 5, "all-to-all": 6, "reduce-scatter": 7}
+
+
+def graph_to_traces(graph: WorkloadGraph) -> tuple[list[EtTrace], dict[str, list[int]]]:
+    """One Chakra trace per NPU and the communicator groups ({"1": [ranks], ...}; all NPUs is group 0,
+    no pg_name). Compute nodes carry `num_ops` (FLOPs) and `tensor_size` (bytes) for a roofline, or
+    `duration_micros` when the task has a fixed duration (rounded to whole microseconds, as Chakra
+    stores them). A p2p task is a send on its source and a receive on its destination, tagged with
+    the task id. Each node depends on the nodes, on its own NPU, of the tasks it depends on."""
+    from ..collectives.schedule import COLLECTIVES
+
+    g = graph
+    world = tuple(range(g.n_npus))
+    gid = {}
+    for members in g.groups:
+        if members != world and members not in gid:
+            gid[members] = len(gid) + 1
+    nodes: list[list[EtNode]] = [[] for _ in range(g.n_npus)]
+    local: dict = {}  # (task, npu) -> node id on that NPU
+    for t in range(len(g)):
+        members = g.members(t)
+        kind = g.kind[t]
+        for p in members:
+            deps = tuple(local[(d, p)] for d in g.deps(t).tolist() if (d, p) in local)
+            nid = len(nodes[p])
+            name = g.name(t)
+            if kind == COMPUTE:
+                fixed = not np.isnan(g.duration[t])
+                attrs = {"is_cpu_op": False, "num_ops": int(round(g.flops[t])), "tensor_size": int(round(g.mem_bytes[t]))}
+                nd = EtNode(nid, name, COMP_NODE, data_deps=deps, attrs=attrs,
+                            duration_micros=int(round(g.duration[t] * 1e6)) if fixed else 0)
+            elif kind == COLLECTIVE:
+                coll = COLLECTIVES[g.coll[t]]
+                size = g.size[t] / (len(members) if coll == "all-gather" else 1)  # ASTRA-sim: each NPU's share
+                attrs = {"is_cpu_op": False, "comm_type": _COMM_TYPE[coll], "comm_size": int(round(size)),
+                         "comm_category": CATEGORIES[g.category[t]]}
+                if members in gid:
+                    attrs["pg_name"] = str(gid[members])
+                nd = EtNode(nid, name, COMM_COLL_NODE, data_deps=deps, attrs=attrs)
+            else:
+                send = p == g.npu[t]
+                attrs = {"is_cpu_op": False, "comm_size": int(round(g.size[t])), "comm_tag": int(t),
+                         "comm_category": CATEGORIES[g.category[t]]}
+                attrs["comm_dst" if send else "comm_src"] = int(g.peer[t] if send else g.npu[t])
+                nd = EtNode(nid, name, COMM_SEND_NODE if send else COMM_RECV_NODE, data_deps=deps, attrs=attrs)
+            nodes[p].append(nd)
+            local[(t, p)] = nid
+        for d in g.deps(t).tolist():
+            if not any((d, p) in local for p in members):
+                raise ValueError(f"task {t} ({g.name(t)}) depends on task {d}, which involves none of its NPUs: "
+                                 "not expressible as per-NPU traces")
+    traces = [EtTrace(p, "0.0.4", {"schema": "fabricsim"}, tuple(nodes[p])) for p in range(g.n_npus)]
+    return traces, {str(i): list(m) for m, i in gid.items()}
