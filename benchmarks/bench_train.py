@@ -21,8 +21,8 @@ CASES = [
     ("gpt3-175b MP(8)-PP(8)-DP(16), 1024 NPUs, 8 microbatches, analytical", "configs/gpt3-175b.yaml", {}),
     ("gpt3-175b MP(8)-PP(8)-DP(16), 1024 NPUs, 8 microbatches, shared comm stream", "configs/gpt3-175b.yaml",
      {"comm_streams": "one"}),
-    ("gpt3-175b MP(8)-DP(2)-PP(4), 64 NPUs, GPipe 4 microbatches, analytical", "configs/gpt3-175b-64.yaml", {}),
-    ("gpt3-175b MP(8)-DP(2)-PP(4), 64 NPUs, GPipe 4 microbatches, flow model", "configs/gpt3-175b-64.yaml",
+    ("gpt3-175b MP(8)-DP(2)-PP(4), 64 NPUs, 1F1B 8 microbatches, analytical", "configs/gpt3-175b-64.yaml", {}),
+    ("gpt3-175b MP(8)-DP(2)-PP(4), 64 NPUs, 1F1B 8 microbatches, flow model", "configs/gpt3-175b-64.yaml",
      {"model": "flow"}),
 ]
 

@@ -165,3 +165,29 @@ def test_demo_numbers_match_closed_forms(capsys):
         t = 2 * (n - 1) * (2 * a + S / (n * B))
         assert float(shown) == pytest.approx(S / t * 2 * (n - 1) / n / 1e9, abs=0.006)
     assert any(ln.split()[:2] == ["torus:8x8", "swing"] for ln in out.splitlines())
+
+
+def test_demo_training_iteration_matches_closed_forms(capsys, tmp_path):
+    """The demo's GPT-3 iteration: the mean compute per NPU is the model's FLOPs x batch over the 64
+    NPUs at 989 TFLOP/s x 0.5 (plus the embedding lookups' memory time, under 0.1%); the pipeline
+    idles at least the 1F1B bubble (p-1)/(m+p-1) of the compute of a stage."""
+    from fabricsim.workload.models import get_model
+
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    row = next(ln for ln in out.splitlines() if ln.strip().startswith("all (mean)"))
+    cells = row.split()[2:]  # value unit pairs: compute, MP, PP, DP, IO, other, idle, total
+    vals = [float(v) * {"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[u] for v, u in zip(cells[::2], cells[1::2])]
+    m = get_model("gpt3-175b")
+    compute = (m.fwd_flops + m.bwd_flops) * 32 / (64 * 989e12 * 0.5)
+    assert vals[0] == pytest.approx(compute, rel=2e-3)
+    assert vals[6] >= 3 / (8 + 3) * compute * 0.99
+    assert vals[-1] == pytest.approx(sum(vals[:-1]), rel=2e-3)
+    # "the same from a file": configs/gpt3-175b-64.yaml is the demo's run
+    from pathlib import Path
+    import json
+
+    cfg = Path(__file__).resolve().parents[1] / "configs" / "gpt3-175b-64.yaml"
+    assert main(["train", str(cfg), "--json", "--no-trace", "--no-plot", "--out", str(tmp_path)]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["iteration_time_s"] == pytest.approx(vals[-1], rel=2e-3)

@@ -178,8 +178,8 @@ def test_gpt3_config_writes_a_perfetto_trace_and_a_breakdown_png(tmp_path, capsy
     summary_rows = {int(r.split(",")[0]): r for r in (tmp_path / "breakdown.csv").read_text().splitlines()[1:]}
     comp_s = float(summary_rows[0].split(",")[2])
     assert sum(e["dur"] for e in comp0) == pytest.approx(comp_s * 1e6, rel=1e-9)
-    # Megatron: 2 + 2 MP all-reduces per block per microbatch on stage 0 (24 blocks, 4 microbatches) + embedding
-    assert len(mp0) == 4 * 4 * 24 + 4
+    # Megatron: 2 + 2 MP all-reduces per block per microbatch on stage 0 (24 blocks, 8 microbatches) + embedding
+    assert len(mp0) == 4 * 8 * 24 + 8
     # events on one row never overlap (one task at a time per stream)
     for tid in (0, 1):
         row = sorted((e["ts"], e["ts"] + e["dur"]) for e in xs if e["pid"] == 0 and e["tid"] == tid)

@@ -426,7 +426,7 @@ def demo(
     bandwidth: str = typer.Option("400Gbps", "--bandwidth", "-B"),
     latency: str = typer.Option("100ns", "--latency", "-L"),
 ):
-    """All-reduce algorithms compared on an 8x8 torus and a 64-port switch (embedded defaults)."""
+    """All-reduce algorithms on an 8x8 torus and a 64-port switch, and one GPT-3 training iteration (embedded defaults)."""
     con = _out()
     sizes = "4KiB,1MiB,64MiB,1GiB"
     con.print(f"# fabricsim demo: 64-rank all-reduce, {bandwidth} links, {latency}, congestion-aware; every schedule verified on data")
@@ -445,6 +445,27 @@ def demo(
     con.print("# busbw = algbw x 2(n-1)/n (nccl-tests); each link carries "
               f"{parse_topology('ring:2', bandwidth, latency).link_bw[0] / 1e9:g} GB/s per direction; a torus node has 4 "
               "links and multiport algorithms (swing, bucket) use them all", highlight=False)
+    # the main question: one training iteration and where its time goes (embedded defaults)
+    from .report.train import breakdown_table
+    from .train import TrainConfig, run_train
+
+    cfg = TrainConfig.model_validate(DEMO_TRAIN)
+    res = run_train(cfg).result
+    con.print()
+    con.print(f"# {cfg.name}: one iteration takes {format_time(res.iteration_time)}", highlight=False, markup=False)
+    con.print(breakdown_table(res, "where the time goes (mean over NPUs, per pipeline stage)"))
+    con.print("# the same from a file, with a Perfetto trace and a plot: fabricsim train configs/gpt3-175b-64.yaml",
+              highlight=False, markup=False)
+
+
+DEMO_TRAIN = {
+    "name": "GPT-3 175B, MP(8)-DP(2)-PP(4), 1F1B, 8 microbatches, on 64 H100-class NPUs (8 per 450 GB/s switch, 400 Gb/s between)",
+    "network": {"topology": "stack:Switch8xSwitch8", "bandwidth": ["450GB/s", "400Gbps"], "latency": ["100ns", "1us"]},
+    "system": {"npu": {"peak": "989TFLOP/s", "memory_bandwidth": "3.35TB/s", "efficiency": 0.5},
+               "scheduling": {"comm_streams": "per-category"}},
+    "workload": {"model": "gpt3-175b", "batch": 32,
+                 "parallelism": {"mp": 8, "dp": 2, "pp": 4, "microbatches": 8, "schedule": "1f1b"}},
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,7 +31,7 @@ def plot_breakdown(res: TrainResult, path: str | Path, title: str = "") -> Path:
         vals = [b[comp] / n_it * scale for _, b in bars]
         if not any(v > 0 for v in vals):
             continue
-        label = comp if comp in ("compute", "idle") else f"exposed {comp}"
+        label = {"compute": "compute", "idle": "idle (bubbles, waiting)"}.get(comp, f"exposed {comp}")
         ax.bar(x, vals, bottom=bottom, color=COLORS[comp], label=label, width=0.6)
         bottom = [a + v for a, v in zip(bottom, vals)]
     ax.set_xticks(list(x), [name for name, _ in bars], rotation=30 if len(bars) > 4 else 0)
