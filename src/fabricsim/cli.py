@@ -21,6 +21,7 @@ from .collectives.registry import ALGORITHMS
 from .collectives.verify import ScheduleError, verify
 from .errors import ConfigError
 from .network.analytical import normalize_model, time_schedule
+from .network.flow import FLOW_MODELS
 from .report.tables import avg_busbw, collective_rows, rows_to_csv, rows_to_json
 from .topology.spec import FAMILIES, parse_topology
 from .units import format_size, format_time, parse_size_range
@@ -38,7 +39,6 @@ app = typer.Typer(
 )
 
 VERIFY_FULL_LIMIT = 5_000_000  # (steps x transfers) above which verify samples blocks
-FLOW_MODELS = {"flow": "pipelined", "flow-pipelined": "pipelined", "flow-store-and-forward": "store-and-forward"}
 
 
 def _out() -> Console:

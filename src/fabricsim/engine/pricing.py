@@ -22,22 +22,28 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..collectives.api import build_schedule, normalize_collective
-from ..collectives.registry import get_algorithm
+from ..collectives.registry import ALGORITHMS, get_algorithm
 from ..collectives.schedule import COLLECTIVES, lane_total
 from ..errors import ConfigError
-from ..network.analytical import normalize_model, route_schedule, step_times
+from ..network.analytical import MODELS, route_schedule, step_times
+from ..network.analytical import normalize_model as _normalize_analytical
+from ..network.flow import FLOW_MODELS
 from ..topology.graph import Topology
 
 DEFAULT_ALGORITHMS = {"all-reduce": "ring", "reduce-scatter": "ring", "all-gather": "ring",
                       "all-to-all": "direct", "broadcast": "ring", "reduce": "ring"}
-FLOW_MODELS = {"flow": "pipelined", "flow-pipelined": "pipelined", "flow-store-and-forward": "store-and-forward"}
 
 
 def normalize_network_model(name: str) -> str:
+    """An analytical model's canonical name, or `flow` / `flow-store-and-forward`."""
     key = str(name).strip().lower()
     if key in FLOW_MODELS:
         return key if key != "flow-pipelined" else "flow"
-    return normalize_model(name)
+    try:
+        return _normalize_analytical(name)
+    except ConfigError:
+        raise ConfigError("model", name, f"accepted: {', '.join(MODELS)} (analytical = congestion-aware), "
+                                         f"{', '.join(FLOW_MODELS)}") from None
 
 
 def normalize_algorithms(algorithms: Mapping[str, str] | None) -> dict[str, str]:
@@ -48,15 +54,10 @@ def normalize_algorithms(algorithms: Mapping[str, str] | None) -> dict[str, str]
         a = get_algorithm(alg)
         if c not in a.collectives:
             raise ConfigError(f"network.algorithms.{coll}", alg,
-                              f"accepted: an algorithm serving {c} ({', '.join(sorted(n for n, x in _registry().items() if c in x.collectives))})")
+                              f"accepted: an algorithm serving {c} "
+                              f"({', '.join(sorted(n for n, x in ALGORITHMS.items() if c in x.collectives))})")
         out[c] = a.name
     return out
-
-
-def _registry():
-    from ..collectives.registry import ALGORITHMS
-
-    return ALGORITHMS
 
 
 def _phases(topo: Topology, steps, routed) -> list[np.ndarray]:

@@ -36,6 +36,8 @@ from ..errors import ConfigError
 from ..topology.graph import Topology
 
 MODES = ("pipelined", "store-and-forward")
+# names of the flow model wherever a network model is chosen (CLI, configs) -> its mode
+FLOW_MODELS = {"flow": "pipelined", "flow-pipelined": "pipelined", "flow-store-and-forward": "store-and-forward"}
 
 
 @dataclass(frozen=True, eq=False)
