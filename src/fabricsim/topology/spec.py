@@ -4,6 +4,7 @@
     fully-connected:8 (fc:8)                      switch:8       one switch (switch:8,reduce: in-network)
     mesh:4x4          torus:8x8x8                 stack:Ring4xFullyConnected8xSwitch4   (ASTRA-sim style)
     fat-tree:64,leaf=8,spines=4,oversub=2
+    wafer:5x4,io=128GB/s                          fred:5x4,up=12TB/s,io=128GB/s,reduce   (FRED paper)
 
 Bandwidth and latency are per link and direction, one value for all dimensions or one per
 dimension (stack, torus, mesh).
@@ -18,7 +19,7 @@ from typing import Callable
 
 from ..errors import ConfigError
 from ..units import parse_bandwidth, parse_time
-from .builders import fat_tree, fully_connected, mesh, ring, stack, switch, torus
+from .builders import fat_tree, fred_fabric, fully_connected, mesh, ring, stack, switch, torus, wafer_mesh
 from .graph import Topology
 
 
@@ -143,6 +144,30 @@ def _fat_tree(spec, shape, opts, bw, lat):
                     spines=spines, oversub=oversub, reduce="reduce" in f)
 
 
+def _valued_bw(f: dict, key: str, default: float, spec: str) -> float:
+    return parse_bandwidth(f[key], f"topology {key}") if key in f else default
+
+
+def _wafer(spec, shape, opts, bw, lat):
+    f = _flags(opts, {"io", "noio"}, spec, valued=frozenset({"io"}))
+    dims = _shape(shape, spec)
+    if len(dims) != 2 or min(dims) < 2:
+        raise ConfigError("topology", spec, "accepted: wafer:COLSxROWS with both >= 2, e.g. wafer:5x4")
+    return wafer_mesh(dims[0], dims[1], _one(bw, "bandwidth", spec)[0], _one(lat, "latency", spec)[0],
+                      io_bandwidth=_valued_bw(f, "io", 128e9, spec), io="noio" not in f)
+
+
+def _fred(spec, shape, opts, bw, lat):
+    f = _flags(opts, {"up", "io", "ios", "reduce"}, spec, valued=frozenset({"up", "io", "ios"}))
+    dims = _shape(shape, spec)
+    if len(dims) != 2 or min(dims) < 1 or dims[0] * dims[1] < 2:
+        raise ConfigError("topology", spec, "accepted: fred:GROUPSxNPUS_PER_L1, e.g. fred:5x4,up=12TB/s,reduce")
+    b = _one(bw, "bandwidth", spec)[0]
+    ios = _int("topology", f.get("ios", "18"), spec) if f.get("ios", "18") != "0" else 0
+    return fred_fabric(dims[0], dims[1], b, _valued_bw(f, "up", b * dims[1], spec), _one(lat, "latency", spec)[0],
+                       io_controllers=ios, io_bandwidth=_valued_bw(f, "io", 128e9, spec), reduce="reduce" in f)
+
+
 FAMILIES: dict[str, TopologyFamily] = {}
 
 
@@ -161,6 +186,8 @@ _register("mesh", "mesh:4x4", "N-D mesh, dimension-order routing", _grid(mesh))
 _register("torus", "torus:8x8", "N-D torus (any sizes), dimension-order routing, shortest direction", _grid(torus))
 _register("stack", "stack:Ring4xSwitch8", "ASTRA-sim multi-dimensional stack of Ring/FullyConnected/Switch", _stack, ("astra",))
 _register("fat-tree", "fat-tree:64,leaf=8,spines=4,oversub=2", "two-level leaf/spine fat-tree with oversubscription", _fat_tree, ("fattree", "fat_tree"))
+_register("wafer", "wafer:5x4[,io=128GB/s]", "wafer 2-D mesh, X-Y routing, an I/O controller per perimeter edge (FRED's baseline)", _wafer)
+_register("fred", "fred:5x4,up=12TB/s[,reduce]", "FRED: L1 switches of NPUs under one L2 (up = L1-L2 per L1), I/O on L1; reduce = in-network", _fred)
 
 
 def _values(value, parse, field: str) -> list[float]:

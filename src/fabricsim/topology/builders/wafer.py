@@ -1,0 +1,141 @@
+"""Wafer-scale topologies of the FRED paper: the 2-D mesh wafer with perimeter I/O controllers,
+and FRED's two-level switch fabric.
+
+- `wafer_mesh(cols, rows, ...)`: NPUs 0..n-1 on a cols x rows mesh (dimension 0 = x, fastest),
+  X-Y routing. One I/O controller per external edge of the perimeter (a corner NPU has two):
+  2 (cols + rows) controllers, nodes n.. in order around the perimeter, each linked both ways to
+  its NPU at `io_bandwidth`. Traffic from or to a controller enters or leaves the mesh at its
+  NPU, perpendicular to the controller's edge (see `IORouter`).
+- `fred_fabric(groups, per_group, ...)`: NPUs on L1 switches (`per_group` NPUs each; NPU i on L1
+  switch i // per_group), L1 switches on one L2 switch (`up_bandwidth` per L1, each direction), I/O
+  controllers spread over the L1 switches (round robin). Switches reduce and multicast when
+  `reduce` is set (Fred-B, Fred-D). Nodes: NPUs, L1 switches, the L2 switch, I/O controllers.
+  Paths are the unique tree paths.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..graph import ShortestPathRouter, Topology, csr_from_hops
+from .stack import stack
+
+
+@dataclass(frozen=True, eq=False)
+class IORouter:
+    """Dimension-order routing on a 2-D mesh, X then Y between NPUs. Traffic of an I/O
+    controller enters the mesh perpendicular to its edge: from a controller on the top or bottom
+    edge Y then X, on the left or right edge X then Y; traffic to a controller takes the reverse
+    path. Each controller's broadcast then spreads along its own row or column first, which
+    balances the perimeter's channels over the mesh (the paper's (2N-1)P hotspot)."""
+
+    inner: Topology  # the mesh alone (its step_link table: link of a +/- step per dimension)
+    io_npu: np.ndarray  # NPU of each controller
+    io_vertical: np.ndarray  # True for controllers on the top or bottom edge
+    io_up: np.ndarray  # link controller -> NPU
+    io_down: np.ndarray  # link NPU -> controller
+
+    def _walk(self, s: np.ndarray, d: np.ndarray, y_first: np.ndarray):
+        """Paths s -> d inside the mesh, correcting dimension 0 first, or 1 first where `y_first`."""
+        step = self.inner.router.step_link
+        cols, rows = self.inner.dims
+        cur = s.copy()
+        t = np.arange(len(s))
+        hop_t, hop_l = [], []
+        for phase in (0, 1):
+            dim = np.where(y_first, 1 - phase, phase)
+            for _ in range(max(cols, rows)):
+                cc = np.where(dim == 0, cur % cols, cur // cols)
+                cd = np.where(dim == 0, d % cols, d // cols)
+                act = cc != cd
+                if not act.any():
+                    break
+                direction = (cd[act] < cc[act]).astype(np.int64)  # 0: +, 1: -
+                ln = step[cur[act], dim[act], direction]
+                hop_t.append(t[act])
+                hop_l.append(ln)
+                cur[act] = self.inner.link_dst[ln]
+        return hop_t, hop_l
+
+    def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):
+        src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+        n = topo.n_npus
+        if len(src) and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= topo.n_nodes):
+            raise ValueError("route: node out of range")
+        s_io, d_io = src >= n, dst >= n
+        s = np.where(s_io, self.io_npu[np.maximum(src - n, 0)], src)
+        d = np.where(d_io, self.io_npu[np.maximum(dst - n, 0)], dst)
+        y_first = np.zeros(len(src), bool)
+        y_first[s_io] = self.io_vertical[src[s_io] - n]  # from a top/bottom controller: Y then X
+        to_io = d_io & ~s_io
+        y_first[to_io] = ~self.io_vertical[dst[to_io] - n]  # to it: the reverse, X then Y
+        t = np.arange(len(src))
+        ht, hl = self._walk(s, d, y_first)
+        hop_t = [t[s_io & (src != dst)]] + ht + [t[d_io & (src != dst)]]
+        hop_l = [self.io_up[src[s_io & (src != dst)] - n]] + hl + [self.io_down[dst[d_io & (src != dst)] - n]]
+        return csr_from_hops(len(src), hop_t, hop_l)
+
+
+def perimeter_edges(cols: int, rows: int) -> list[tuple[int, str]]:
+    """(NPU, side) of every external edge, clockwise from the top-left corner: the top row left
+    to right, the right column downwards, the bottom row right to left, the left column upwards."""
+    rank = lambda x, y: y * cols + x  # noqa: E731
+    out = [(rank(x, 0), "top") for x in range(cols)]
+    out += [(rank(cols - 1, y), "right") for y in range(rows)]
+    out += [(rank(x, rows - 1), "bottom") for x in range(cols - 1, -1, -1)]
+    out += [(rank(0, y), "left") for y in range(rows - 1, -1, -1)]
+    return out
+
+
+def wafer_mesh(cols: int, rows: int, bandwidth: float, latency: float, *, io_bandwidth: float = 128e9,
+               io_latency: float | None = None, io: bool = True) -> Topology:
+    inner = stack(("line", "line"), (cols, rows), [bandwidth] * 2, [latency] * 2, name=f"mesh:{cols}x{rows}")
+    n = cols * rows
+    edges = perimeter_edges(cols, rows) if io else []
+    io_npu = np.array([npu for npu, _ in edges], dtype=np.int64)
+    io_vertical = np.array([side in ("top", "bottom") for _, side in edges], dtype=bool)
+    k = len(io_npu)
+    L = inner.n_links
+    ctrl = n + np.arange(k)
+    io_lat = latency if io_latency is None else io_latency
+    link_src = np.concatenate([inner.link_src, ctrl, io_npu])
+    link_dst = np.concatenate([inner.link_dst, io_npu, ctrl])
+    link_bw = np.concatenate([inner.link_bw, np.full(2 * k, float(io_bandwidth))])
+    link_lat = np.concatenate([inner.link_lat, np.full(2 * k, float(io_lat))])
+    link_dim = np.concatenate([inner.link_dim, np.full(2 * k, -1)])
+    router = IORouter(inner, io_npu, io_vertical, L + np.arange(k), L + k + np.arange(k))
+    return Topology(f"wafer:{cols}x{rows}" + ("" if io else ",noio"), n, link_src, link_dst, link_bw, link_lat, router,
+                    n_switches=k, dims=(cols, rows), link_dim=link_dim,
+                    meta={"io_nodes": ctrl, "io_npu": io_npu, "io_bandwidth": float(io_bandwidth), "kind": "wafer-mesh"})
+
+
+def fred_fabric(groups: int, per_group: int, bandwidth: float, up_bandwidth: float, latency: float, *,
+                io_controllers: int = 18, io_bandwidth: float = 128e9, reduce: bool = False,
+                up_latency: float | None = None) -> Topology:
+    n = groups * per_group
+    l1 = n + np.arange(groups)
+    l2 = n + groups
+    io = n + groups + 1 + np.arange(io_controllers)
+    io_l1 = l1[np.arange(io_controllers) % groups]
+    npu = np.arange(n)
+    up_lat = latency if up_latency is None else up_latency
+    # each edge both ways: NPU-L1, L1-L2, IO-L1
+    a = np.concatenate([npu, l1, io])
+    b = np.concatenate([l1[npu // per_group], np.full(groups, l2), io_l1])
+    bw = np.concatenate([np.full(n, bandwidth), np.full(groups, up_bandwidth), np.full(io_controllers, io_bandwidth)])
+    lat = np.concatenate([np.full(n, latency), np.full(groups, up_lat), np.full(io_controllers, latency)])
+    src, dst = np.concatenate([a, b]), np.concatenate([b, a])
+    bw, lat = np.concatenate([bw, bw]), np.concatenate([lat, lat])
+    n_nodes = n + groups + 1 + io_controllers
+    half = np.concatenate([np.zeros(n), np.ones(groups), np.full(io_controllers, -1)]).astype(np.int64)
+    link_dim = np.concatenate([half, half])  # 0: NPU-L1, 1: L1-L2, -1: I/O
+    router = ShortestPathRouter.build(n_nodes, src, dst)
+    sw = np.zeros(n_nodes, bool)
+    sw[n: n + groups + 1] = reduce
+    return Topology(f"fred:{groups}x{per_group}", n, src, dst, bw, lat, router, n_switches=groups + 1 + io_controllers,
+                    dims=(per_group, groups), link_dim=link_dim,
+                    can_reduce=sw, can_multicast=sw.copy(),
+                    meta={"kind": "fred", "l1": l1, "l2": l2, "l1_of": l1[npu // per_group], "io_nodes": io,
+                          "io_l1": io_l1, "io_bandwidth": float(io_bandwidth), "per_group": per_group})
