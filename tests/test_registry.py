@@ -25,6 +25,7 @@ EXPECTED = {
     "double_binary_tree": ({"all-reduce"}, set()),
     "hierarchical": ({"all-reduce", "reduce-scatter", "all-gather", "all-to-all"}, set()),
     "in_network": (ALL - {"all-to-all"}, set()),
+    "in_network_tree": (ALL - {"all-to-all"}, set()),
     "bucket": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
     "hamiltonian_rings": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
     "swing": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),

@@ -76,6 +76,31 @@ def reducing_switch(topo: Topology, group: np.ndarray) -> int:
     )
 
 
+def switch_tree(topo: Topology, group: np.ndarray) -> tuple[np.ndarray, int | None]:
+    """For `in_network_tree`: each rank's leaf switch (the lowest-id reducing, multicasting switch
+    linked both ways to it) and, when the ranks use several leaves, the root switch linked both
+    ways to all of them (None otherwise)."""
+    able = topo.can_reduce & topo.can_multicast
+    up = set(zip(topo.link_src.tolist(), topo.link_dst.tolist()))
+    leaves = []
+    for r in group.tolist():
+        cand = [s for s in np.flatnonzero(able).tolist() if (r, s) in up and (s, r) in up]
+        if not cand:
+            raise ConfigError("algorithm", "in_network_tree",
+                              f"needs every rank on a switch that reduces and multicasts; NPU {r} of {topo.name} has none "
+                              "(try fred:5x4,up=12TB/s,reduce)")
+        leaves.append(min(cand))
+    leaves = np.array(leaves, dtype=np.int64)
+    used = np.unique(leaves)
+    if len(used) == 1:
+        return leaves, None
+    for s in np.flatnonzero(able).tolist():
+        if all((int(x), s) in up and (s, int(x)) in up for x in used):
+            return leaves, s
+    raise ConfigError("algorithm", "in_network_tree",
+                      f"needs one reducing switch above the leaf switches {used.tolist()} of {topo.name}")
+
+
 def build_schedule(
     topo: Topology,
     collective: str,
@@ -97,17 +122,24 @@ def build_schedule(
         if collective not in alg.collectives:
             raise ConfigError("collective", collective, reason)
         raise UnsupportedGroupSize(alg.name, collective, p, reason)
-    unknown = set(options) - set(alg.options) - {"dims"}
+    unknown = set(options) - set(alg.options) - {"dims", "leaf_of"}
     if unknown:
         raise ConfigError("option", sorted(unknown)[0], f"{alg.name} accepts: {', '.join(sorted(alg.options)) or 'no options'}")
     if collective in ("broadcast", "reduce"):
         if not 0 <= int(root) < p:
             raise ConfigError("root", root, f"accepted: a rank 0..{p - 1} of the group")
         options["root"] = int(root)
+    tree = None
+    if "switch-tree" in alg.needs:
+        tree = switch_tree(topo, g)
+        options["leaf_of"] = tree[0]
     s = alg.build(collective, p, **options)
     nodes = g
     if s.n_extra:
-        if "reducing-switch" not in alg.needs:
+        if tree is not None:
+            nodes = np.concatenate([g, np.unique(tree[0]), [] if tree[1] is None else [tree[1]]]).astype(np.int64)
+        elif "reducing-switch" in alg.needs:
+            nodes = np.concatenate([g, [reducing_switch(topo, g)]])
+        else:
             raise ValueError(f"{alg.name}: schedule has helper nodes but declares no topology need")
-        nodes = np.concatenate([g, [reducing_switch(topo, g)]])
     return s.placed(nodes)

@@ -22,6 +22,7 @@ from .hamiltonian_rings import hamiltonian_rings
 from .hierarchical import hierarchical
 from .hierarchical_all_to_all import hierarchical_all_to_all
 from .in_network import in_network
+from .in_network_tree import in_network_tree
 from .recursive_doubling import recursive_doubling
 from .ring import ring
 from .schedule import Schedule
@@ -129,6 +130,12 @@ register(Algorithm(
     "in-network (SHARP-like): up to a reducing switch and multicast down, size bytes each way per rank",
     options={"chunks": "pipeline pieces: ranks send piece t up while the switch sends piece t-1 down (default 1)"},
     needs=("reducing-switch",),
+))
+register(Algorithm(
+    "in_network_tree", in_network_tree, ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce"),
+    "any p >= 2 (each rank on a reducing leaf switch; leaves under one reducing root switch)",
+    "in-network up and down a switch tree (FRED): reduce into the leaves and the root, multicast down; size bytes each way per rank",
+    needs=("switch-tree",),
 ))
 
 

@@ -52,7 +52,7 @@ class Flows:
     priority: np.ndarray | None = None  # 0 = highest (default 0)
     dep_ptr: np.ndarray | None = None  # predecessors of flow i: dep_idx[dep_ptr[i]:dep_ptr[i+1]]
     dep_idx: np.ndarray | None = None
-    # explicit paths (CSR over link ids), which must depend on (src, dst) only; None: the topology routes
+    # explicit link sets (CSR over link ids), e.g. a whole reduction tree; None: the topology routes
     route_ptr: np.ndarray | None = None
     route_links: np.ndarray | None = None
 
@@ -181,10 +181,17 @@ def _units(topo: Topology, flows: Flows, mode: str, chunk: float) -> _Units:
         if len(links):
             np.minimum.at(bw, tid, topo.link_bw[links])
         fill = np.where(hops > 1, (hops - 1) * np.minimum(chunk, flows.size) / np.where(np.isfinite(bw), bw, 1.0), 0.0)
-        key = flows.src * topo.n_nodes + flows.dst
+        if flows.route_ptr is not None:  # explicit routes: the class key is the set of links itself
+            ids: dict = {}
+            key = np.fromiter((ids.setdefault(tuple(links[ptr[i]: ptr[i + 1]].tolist()), len(ids)) for i in range(n)),
+                              dtype=np.int64, count=n)
+        else:
+            key = flows.src * topo.n_nodes + flows.dst
         return _Units(ptr, links, flows.size, flows.start, flows.cap, flows.priority, lat + fill, key,
                       flows.dep_ptr, flows.dep_idx, np.arange(n), np.ones(n, dtype=bool))
     # store-and-forward: one unit per hop; hop k+1 waits for hop k; a flow's first hop waits for its predecessors
+    if flows.route_ptr is not None:
+        raise ConfigError("mode", mode, "flows with explicit link sets (in-network streaming) need mode pipelined")
     m = int(hops.sum())
     zero = hops == 0
     n_units = m + int(zero.sum())  # zero-hop flows keep one (empty) unit
@@ -406,9 +413,61 @@ def collective_flows(schedule: Schedule, size: float, *, start: float = 0.0, pri
                  np.full(n, float(cap)), np.full(n, int(priority)), dep_ptr, writer.astype(np.int64))
 
 
-def merge_flows(*parts: Flows) -> Flows:
-    """Several independent flow sets in one simulation (dependencies stay inside each set)."""
+STREAMING = ("in_network", "in_network_tree")  # algorithms whose collectives stream through switches
+
+
+def streaming_flows(topo: Topology, schedule: Schedule, size: float, *, start: float = 0.0, priority: int = 0) -> Flows:
+    """An in-network collective as FRED's flows: one flow reduces everything entering from its
+    inputs on the way up and multicasts the result down, streaming through the switches, so it
+    occupies every link of its tree at once at one rate and moves `size` bytes on each (explicit
+    link sets; the flow's src/dst are its first input and the top switch).
+
+    all-reduce: one flow over the up paths of every rank and the down paths to every rank;
+    reduce: up paths of every rank, down to the root; broadcast: up from the root, down to the
+    others; reduce-scatter: p serial flows of size/p (flow j: every up path, down to rank j);
+    all-gather: p serial flows of size/p (flow j: up from rank j, down to the others)."""
+    nodes = schedule.topology_nodes()
+    p = schedule.p
+    ranks, top = nodes[:p], int(nodes[-1])
+    up_ptr, up_l = topo.route(ranks, np.full(p, top))
+    dn_ptr, dn_l = topo.route(np.full(p, top), ranks)
+    up = [up_l[up_ptr[i]: up_ptr[i + 1]] for i in range(p)]
+    down = [dn_l[dn_ptr[i]: dn_ptr[i + 1]] for i in range(p)]
+    every = list(range(p))
+    c, root = schedule.collective, schedule.root or 0
+    if c == "all-reduce":
+        sets, each = [(every, every)], float(size)
+    elif c == "reduce":
+        sets, each = [(every, [root])], float(size)
+    elif c == "broadcast":
+        sets, each = [([root], [r for r in every if r != root])], float(size)
+    elif c == "reduce-scatter":
+        sets, each = [(every, [j]) for j in every], float(size) / p
+    elif c == "all-gather":
+        sets, each = [([j], [r for r in every if r != j]) for j in every], float(size) / p
+    else:
+        raise ValueError(f"streaming_flows: {c} is not an in-network collective")
+    links = [np.unique(np.concatenate([up[i] for i in u] + [down[i] for i in d])) for u, d in sets]
+    k = len(sets)
+    ptr = np.concatenate([[0], np.cumsum([len(x) for x in links])])
+    dep_ptr = np.concatenate([[0], np.arange(k)])  # flow j waits for flow j-1 (serial flows)
+    return Flows(np.full(k, ranks[sets[0][0][0]]), np.full(k, top), np.full(k, each), np.full(k, float(start)),
+                 None, np.full(k, int(priority)), dep_ptr.astype(np.int64), np.arange(k - 1, dtype=np.int64),
+                 ptr.astype(np.int64), np.concatenate(links).astype(np.int64))
+
+
+def merge_flows(*parts: Flows, topo: Topology | None = None) -> Flows:
+    """Several independent flow sets in one simulation (dependencies stay inside each set). When
+    some parts carry explicit link sets (`streaming_flows`), the others are routed on `topo`."""
     offs = np.cumsum([0] + [len(p) for p in parts])
+    routes = None
+    if any(p.route_ptr is not None for p in parts):
+        if topo is None:
+            raise ValueError("merge_flows: parts with explicit link sets need topo= to route the others")
+        got = [(p.route_ptr, p.route_links) if p.route_ptr is not None else topo.route(p.src, p.dst) for p in parts]
+        lens = np.concatenate([np.diff(r[0]) for r in got])
+        routes = (np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
+                  np.concatenate([r[1] for r in got]).astype(np.int64))
     dep_ptrs, dep_idxs = [np.zeros(1, dtype=np.int64)], []
     base = 0
     for o, p in zip(offs[:-1], parts):
@@ -417,7 +476,8 @@ def merge_flows(*parts: Flows) -> Flows:
         base += len(p.dep_idx)
     cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
     return Flows(cat("src"), cat("dst"), cat("size"), cat("start"), cat("cap"), cat("priority"),
-                 np.concatenate(dep_ptrs), np.concatenate(dep_idxs) if dep_idxs else np.zeros(0, np.int64))
+                 np.concatenate(dep_ptrs), np.concatenate(dep_idxs) if dep_idxs else np.zeros(0, np.int64),
+                 *(routes or (None, None)))
 
 
 def time_collective_flow(topo: Topology, schedule: Schedule, sizes, *, mode: str = "pipelined",

@@ -89,6 +89,25 @@ def perimeter_edges(cols: int, rows: int) -> list[tuple[int, str]]:
     return out
 
 
+def hamiltonian_cycle(cols: int, rows: int) -> np.ndarray:
+    """NPU ranks (x + y*cols) in the order of a cycle through every NPU of a cols x rows mesh with
+    one hop between neighbours, closing back to the start: along row 0, snake through columns
+    1..cols-1 of the other rows, back up column 0. Needs an even number of rows (else the
+    transposed cycle with an even number of columns); with both odd no such cycle exists and the
+    snake path is returned (its closing step is several hops)."""
+    if rows % 2 and not cols % 2:
+        return np.array([(r % rows) * cols + r // rows for r in hamiltonian_cycle(rows, cols)], dtype=np.int64)
+    if rows % 2 or cols < 2 or rows < 2:
+        return np.array([y * cols + (x if y % 2 == 0 else cols - 1 - x) for y in range(rows) for x in range(cols)],
+                        dtype=np.int64)
+    order = [x for x in range(cols)]
+    for y in range(1, rows):
+        xs = range(cols - 1, 0, -1) if y % 2 else range(1, cols)
+        order += [y * cols + x for x in xs]
+    order += [y * cols for y in range(rows - 1, 0, -1)]
+    return np.array(order, dtype=np.int64)
+
+
 def wafer_mesh(cols: int, rows: int, bandwidth: float, latency: float, *, io_bandwidth: float = 128e9,
                io_latency: float | None = None, io: bool = True) -> Topology:
     inner = stack(("line", "line"), (cols, rows), [bandwidth] * 2, [latency] * 2, name=f"mesh:{cols}x{rows}")
@@ -108,7 +127,8 @@ def wafer_mesh(cols: int, rows: int, bandwidth: float, latency: float, *, io_ban
     router = IORouter(inner, io_npu, io_vertical, L + np.arange(k), L + k + np.arange(k))
     return Topology(f"wafer:{cols}x{rows}" + ("" if io else ",noio"), n, link_src, link_dst, link_bw, link_lat, router,
                     n_switches=k, dims=(cols, rows), link_dim=link_dim,
-                    meta={"io_nodes": ctrl, "io_npu": io_npu, "io_bandwidth": float(io_bandwidth), "kind": "wafer-mesh"})
+                    meta={"io_nodes": ctrl, "io_npu": io_npu, "io_bandwidth": float(io_bandwidth), "kind": "wafer-mesh",
+                          "ring_order": hamiltonian_cycle(cols, rows)})
 
 
 def fred_fabric(groups: int, per_group: int, bandwidth: float, up_bandwidth: float, latency: float, *,

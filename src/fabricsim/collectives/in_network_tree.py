@@ -1,0 +1,92 @@
+"""In-network collectives up and down a tree of reducing, multicasting switches (FRED).
+
+Ranks hang off leaf switches ("L1"); when the group spans several leaves, the leaves hang off
+one root switch ("L2"). `leaf_of[r]` is the leaf (0..m-1) of rank r. Helper nodes: p..p+m-1
+are the leaves, p+m the root (only when m > 1). Data is reduced on the way up and multicast on
+the way down, so every rank sends and receives `size` bytes for an all-reduce whatever p: the
+traffic of one flow of the FRED paper (IPs = OPs = the group).
+
+- all-reduce: ranks -> leaf (reduce), leaves -> root (reduce), root -> leaves, leaves -> ranks.
+- reduce: the same up; down only towards the root rank.
+- broadcast: root rank -> its leaf (-> root switch -> every leaf) -> every rank.
+- reduce-scatter (p blocks): the whole buffer goes up reduced; block r comes down to rank r
+  (the paper's p serial reduce flows, here in lock-step).
+- all-gather (p blocks): rank r's block goes up; every block comes down to every rank that lacks it.
+
+Steps are lock-step (one level per step); the flow-model engine runs these collectives as
+streaming flows through the whole tree instead (`engine.flow_engine`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+from ._common import require_collective, require_group, require_root
+from .schedule import Schedule, make_step
+
+COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce")
+
+
+def in_network_tree(collective: str, p: int, *, leaf_of=None, root: int = 0) -> Schedule:
+    require_collective("in_network_tree", collective, COLLECTIVES)
+    require_group("in_network_tree", collective, p)
+    p = int(p)
+    leaf = np.zeros(p, dtype=np.int64) if leaf_of is None else np.asarray(leaf_of, dtype=np.int64)
+    if leaf.shape != (p,) or leaf.min() < 0:
+        raise ConfigError("leaf_of", list(leaf_of), f"accepted: one leaf index >= 0 per rank ({p})")
+    used, leaf = np.unique(leaf, return_inverse=True)  # leaves 0..m-1, in order of their index
+    m = len(used)
+    rooted = collective in ("broadcast", "reduce")
+    root = require_root(root, p) if rooted else 0
+    r = np.arange(p, dtype=np.int64)
+    L = p + np.arange(m, dtype=np.int64)  # leaf switch nodes
+    top = p + m  # root switch node (m > 1)
+    q = p if collective in ("reduce-scatter", "all-gather") else 1
+    allb = np.arange(q, dtype=np.int64)
+    steps = []
+
+    def up(src, dst, blocks, reduce):
+        steps.append(make_step(src, dst, blocks, reduce))
+
+    if collective in ("all-reduce", "reduce", "reduce-scatter"):
+        up(r, L[leaf], np.broadcast_to(allb, (p, q)), True)
+        if m > 1:
+            up(L, np.full(m, top), np.broadcast_to(allb, (m, q)), True)
+    elif collective == "all-gather":
+        up(r, L[leaf], r[:, None], False)
+        if m > 1:  # each leaf forwards the blocks of its ranks
+            blocks = [np.flatnonzero(leaf == i) for i in range(m)]
+            steps.append(make_step(L, np.full(m, top), blocks, False))
+    else:  # broadcast
+        up(np.array([root]), np.array([L[leaf[root]]]), np.zeros((1, 1), np.int64), False)
+        if m > 1:
+            up(np.array([L[leaf[root]]]), np.array([top]), np.zeros((1, 1), np.int64), False)
+    # down
+    if collective == "all-reduce":
+        if m > 1:
+            up(np.full(m, top), L, np.zeros((m, 1), np.int64), False)
+        up(L[leaf], r, np.zeros((p, 1), np.int64), False)
+    elif collective == "reduce":
+        if m > 1:
+            up(np.array([top]), np.array([L[leaf[root]]]), np.zeros((1, 1), np.int64), False)
+        up(np.array([L[leaf[root]]]), np.array([root]), np.zeros((1, 1), np.int64), False)
+    elif collective == "broadcast":
+        others = np.delete(r, root)
+        if m > 1:
+            rest = np.delete(np.arange(m), leaf[root])
+            up(np.full(len(rest), top), L[rest], np.zeros((len(rest), 1), np.int64), False)
+        up(L[leaf[others]], others, np.zeros((p - 1, 1), np.int64), False)
+    elif collective == "reduce-scatter":
+        if m > 1:  # each leaf gets the blocks of its ranks
+            steps.append(make_step(np.full(m, top), L, [np.flatnonzero(leaf == i) for i in range(m)], False))
+        up(L[leaf], r, r[:, None], False)
+    else:  # all-gather
+        if m > 1:  # each leaf gets the blocks of the other leaves' ranks
+            steps.append(make_step(np.full(m, top), L, [np.flatnonzero(leaf != i) for i in range(m)], False))
+        k = np.arange(p - 1, dtype=np.int64)[None, :]
+        up(L[leaf], r, k + (k >= r[:, None]), False)
+    owner = r if q == p else None
+    return Schedule(collective, "in_network_tree", p, q, tuple(steps), owner=owner,
+                    root=root if rooted else None, n_extra=m + (1 if m > 1 else 0),
+                    meta={"leaves": m, "leaf_of": leaf.tolist()})

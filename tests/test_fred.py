@@ -1,0 +1,171 @@
+"""FRED (ISCA'25): the wafer mesh and the FRED fabric, in-network collectives, and the paper's
+analytic checks (../shared/specs/fred_ace.md, section 3), all in units of D / (TB/s): the time
+to all-reduce D bytes, times 1e12 / D."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fabricsim.collectives.api import build_schedule
+from fabricsim.collectives.registry import get_algorithm
+from fabricsim.collectives.verify import verify
+from fabricsim.errors import ConfigError
+from fabricsim.network.flow import collective_flows, merge_flows, simulate_flows, streaming_flows
+from fabricsim.topology import parse_topology
+from fabricsim.topology.builders.wafer import hamiltonian_cycle, perimeter_edges
+from fabricsim.workload.parallelism import Strategy
+
+D = 1e9  # bytes
+MESH = ("wafer:5x4", "750GB/s")
+FRED = {"A": ("fred:5x4,up=1.5TB/s", "3TB/s"), "B": ("fred:5x4,up=1.5TB/s,reduce", "3TB/s"),
+        "C": ("fred:5x4,up=12TB/s", "3TB/s"), "D": ("fred:5x4,up=12TB/s,reduce", "3TB/s")}
+
+
+def topo_of(system):
+    spec, bw = MESH if system == "mesh" else FRED[system]
+    return parse_topology(spec, bw, "0ns")
+
+
+def per_D(topo, groups, algorithm, **opts):
+    """All-reduces of D bytes over `groups`, concurrently, on the flow model; time x 1e12 / D."""
+    parts = []
+    for g in groups:
+        s = build_schedule(topo, "all-reduce", algorithm, group=g, **opts)
+        parts.append(streaming_flows(topo, s, D) if algorithm == "in_network_tree" else collective_flows(s, D))
+    return simulate_flows(topo, merge_flows(*parts, topo=topo)).makespan * 1e12 / D
+
+
+# ---------------------------------------------------------------- topologies
+
+
+def test_wafer_mesh_shape_and_io_controllers():
+    t = topo_of("mesh")
+    assert t.n_npus == 20 and t.dims == (5, 4)
+    io = t.meta["io_nodes"]
+    assert len(io) == 18 == 2 * (5 + 4)
+    # a corner NPU has two controllers, an edge NPU one, an inner NPU none
+    counts = np.bincount(t.meta["io_npu"], minlength=20)
+    assert counts[[0, 4, 15, 19]].tolist() == [2, 2, 2, 2]
+    assert counts[[6, 7, 8, 11, 12, 13]].sum() == 0 and counts.sum() == 18
+    io_links = np.isin(t.link_src, io) | np.isin(t.link_dst, io)
+    assert np.all(t.link_bw[io_links] == 128e9) and np.all(t.link_bw[~io_links] == 750e9)
+    # X-Y between NPUs: 0 -> 13 goes along x first
+    ptr, links = t.route([0], [13])
+    assert t.link_dst[links].tolist() == [1, 2, 3, 8, 13]
+
+
+def test_fred_fabric_shape():
+    t = topo_of("C")
+    l1, l2 = t.meta["l1"], t.meta["l2"]
+    assert len(l1) == 5 and t.meta["l1_of"].tolist() == list(np.repeat(l1, 4))
+    up = (np.isin(t.link_src, l1)) & (t.link_dst == l2)
+    assert up.sum() == 5 and np.all(t.link_bw[up] == 12e12)
+    assert np.all(t.link_bw[(t.link_src < 20)] == 3e12)
+    assert len(t.meta["io_nodes"]) == 18 and not t.can_reduce.any()
+    assert topo_of("D").can_reduce[l1].all() and topo_of("D").can_reduce[l2]
+
+
+def test_hamiltonian_cycle_of_the_wafer():
+    o = hamiltonian_cycle(5, 4)
+    x, y = o % 5, o // 5
+    hops = np.abs(np.diff(np.append(x, x[0]))) + np.abs(np.diff(np.append(y, y[0])))
+    assert sorted(o.tolist()) == list(range(20)) and hops.max() == 1
+
+
+# ---------------------------------------------------------------- in-network collectives
+
+
+@pytest.mark.parametrize("collective", ["all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce"])
+def test_in_network_tree_verifies_on_random_trees(collective):
+    alg = get_algorithm("in_network_tree")
+    rng = np.random.default_rng(7)
+    for p in list(range(2, 34)) + [64, 100]:
+        leaf = rng.integers(0, max(1, p // 3), p)
+        kw = {"root": int(rng.integers(p))} if collective in ("broadcast", "reduce") else {}
+        s = alg.build(collective, p, leaf_of=leaf, **kw)
+        assert verify(s, seed=p).blocks_checked == s.nblocks
+
+
+@pytest.mark.parametrize("n", [2, 4, 5, 20])
+def test_traffic_in_network_D_endpoint_2_n_minus_1_over_n_D(n):
+    """Executed on data: the in-network all-reduce sends and receives D per NPU; the endpoint
+    (ring) all-reduce 2(N-1)/N D. Groups spread over L1 switches where N > 4."""
+    t = topo_of("D")
+    group = list(range(0, 20, 20 // n))[:n] if n > 4 else list(range(n))
+    innet = build_schedule(t, "all-reduce", "in_network_tree", group=group)
+    ring = build_schedule(t, "all-reduce", "ring", group=group)
+    for s in (innet, ring):
+        verify(s)
+    assert innet.bytes_sent(D)[:n] == pytest.approx(np.full(n, D))
+    assert innet.bytes_received(D)[:n] == pytest.approx(np.full(n, D))
+    assert ring.bytes_sent(D) == pytest.approx(np.full(n, 2 * (n - 1) / n * D))
+    assert ring.bytes_received(D) == pytest.approx(np.full(n, 2 * (n - 1) / n * D))
+
+
+def test_in_network_tree_needs_reducing_switches():
+    with pytest.raises(ConfigError, match="reduces and multicasts"):
+        build_schedule(topo_of("C"), "all-reduce", "in_network_tree")
+
+
+# ---------------------------------------------------------------- analytic checks (spec section 3)
+
+
+def test_mp20_wafer_wide_all_reduce():
+    """MP(20): mesh 1.267 (two opposite chunks: a bidirectional ring on a Hamiltonian cycle,
+    corner NPUs' 2 links x 750 GB/s), Fred-C 0.633 (endpoint at 3 TB/s), Fred-D 0.333 (in-network)."""
+    mesh = topo_of("mesh")
+    assert per_D(mesh, [mesh.meta["ring_order"].tolist()], "ring", bidirectional=True) == pytest.approx(1.9 / 1.5)
+    assert per_D(topo_of("C"), [list(range(20))], "hierarchical") == pytest.approx(1.9 / 3)
+    assert per_D(topo_of("D"), [list(range(20))], "in_network_tree") == pytest.approx(1 / 3)
+
+
+DP5 = {"mesh": 1.6 / 0.75, "A": 1.6 / 0.375, "B": 1 / 0.375, "C": 1.6 / 3, "D": 1 / 3}
+
+
+@pytest.mark.parametrize("system", list(DP5))
+def test_dp5_inside_mp2_dp5_pp2(system):
+    """The 4 DP(5) groups of MP(2)-DP(5)-PP(2) all-reduce at once. Mesh: DP groups are rows
+    (placement dp, mp, pp), each its own ring of 750 GB/s links: 2.13. FRED (placement mp, pp,
+    dp): one member per L1 switch, the 4 groups share each L1 uplink: A 4.27 (375 GB/s, endpoint),
+    B 2.67 (375 GB/s, in-network), C 0.53, D 0.33."""
+    placement = ("dp", "mp", "pp") if system == "mesh" else ("mp", "pp", "dp")
+    R = Strategy(mp=2, dp=5, pp=2, batch=10, placement=placement).ranks()
+    groups = [R[m, p, :].tolist() for m in range(2) for p in range(2)]
+    alg = "in_network_tree" if system in ("B", "D") else "ring"
+    assert per_D(topo_of(system), groups, alg) == pytest.approx(DP5[system])
+
+
+def test_io_throttle_emerges_from_link_loads():
+    """Every I/O controller broadcasts to every NPU at P = 128 GB/s. Entering perpendicular to its
+    edge, the busiest mesh link carries (2N-1)P = 9P with N = 5: I/O is throttled to 750 / 1152
+    = 0.651 of line rate. The reverse pattern (gradients written back) loads it the same."""
+    t = topo_of("mesh")
+    mesh_link = t.link_dim >= 0
+    for direction in ("broadcast", "write-back"):
+        load = np.zeros(t.n_links)
+        for c in t.meta["io_nodes"]:
+            src, dst = (np.full(20, c), np.arange(20)) if direction == "broadcast" else (np.arange(20), np.full(20, c))
+            _, links = t.route(src, dst)
+            load[np.unique(links)] += 128e9  # a multicast (or reduction) tree carries the stream once per link
+        assert load[mesh_link].max() == pytest.approx(9 * 128e9)
+        assert 750e9 / load[mesh_link].max() == pytest.approx(0.651, abs=5e-4)
+    # the flow model reaches the same rate: the 18 broadcasts as flows over their trees
+    parts = []
+    for c in t.meta["io_nodes"]:
+        _, links = t.route(np.full(20, c), np.arange(20))
+        u = np.unique(links)
+        from fabricsim.network.flow import Flows
+
+        parts.append(Flows([c], [0], [D], route_ptr=np.array([0, len(u)]), route_links=u))
+    res = simulate_flows(t, merge_flows(*parts, topo=t))
+    assert D / res.makespan == pytest.approx(750e9 / 9, rel=1e-9)  # per controller, throttled
+    assert perimeter_edges(5, 4)[0] == (0, "top")
+    fred = topo_of("D")  # FRED: every controller has its own path: full line rate
+    parts = []
+    for c in fred.meta["io_nodes"]:
+        _, links = fred.route(np.full(20, c), np.arange(20))
+        u = np.unique(links)
+        parts.append(Flows([c], [0], [D], route_ptr=np.array([0, len(u)]), route_links=u))
+    res = simulate_flows(fred, merge_flows(*parts, topo=fred))
+    assert D / res.makespan == pytest.approx(128e9, rel=1e-9)
