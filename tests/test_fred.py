@@ -169,3 +169,43 @@ def test_io_throttle_emerges_from_link_loads():
         parts.append(Flows([c], [0], [D], route_ptr=np.array([0, len(u)]), route_links=u))
     res = simulate_flows(fred, merge_flows(*parts, topo=fred))
     assert D / res.makespan == pytest.approx(128e9, rel=1e-9)
+
+
+# ---------------------------------------------------------------- the engine's pricing on FRED systems
+
+
+def test_pricer_streams_in_network_and_orders_rings_on_the_wafer():
+    from fabricsim.engine.pricing import CommPricer
+
+    d = CommPricer(topo_of("D"), algorithms={"all-reduce": "in_network_tree"})
+    assert d.collective("all-reduce", tuple(range(20)), D) * 1e12 / D == pytest.approx(1 / 3)
+    b = CommPricer(topo_of("B"), algorithms={"all-reduce": "in_network_tree"})
+    assert b.collective("all-reduce", tuple(range(20)), D) * 1e12 / D == pytest.approx(1 / 1.5)  # L1 uplink
+    # reduce-scatter: 20 serial reduce flows of D/20 at 3 TB/s
+    rs = CommPricer(topo_of("D"), algorithms={"reduce-scatter": "in_network_tree"})
+    assert rs.collective("reduce-scatter", tuple(range(20)), D) * 1e12 / D == pytest.approx(1 / 3)
+    # the wafer: rank order 0..19 becomes the Hamiltonian cycle, both directions
+    m = CommPricer(topo_of("mesh"), algorithms={"all-reduce": "ring,bidirectional=true"})
+    assert m.collective("all-reduce", tuple(range(20)), D) * 1e12 / D == pytest.approx(1.9 / 1.5)
+    with pytest.raises(ConfigError, match="bidirectional"):
+        CommPricer(topo_of("mesh"), algorithms={"all-reduce": "ring,colour=red"})
+
+
+def test_flow_engine_runs_in_network_flows_with_priorities():
+    """Fred-B: an MP all-reduce (in-network) starts while a DP one streams over the same L1
+    uplinks; MP has priority and the 1.5 TB/s uplinks; DP resumes after it."""
+    from fabricsim.engine.pricing import CommPricer
+    from fabricsim.engine.simulator import simulate
+    from fabricsim.system import NPU, System
+    from fabricsim.workload.graph import GraphBuilder
+
+    b = GraphBuilder(20)
+    everyone = tuple(range(20))
+    b.collective("all-reduce", 3e9, everyone, "DP", "dp")
+    c = [b.compute(p, "c", duration=1e-3) for p in everyone]
+    b.collective("all-reduce", 0.3e9, everyone, "MP", "mp", deps=c)
+    pricer = CommPricer(topo_of("B"), "flow", {"all-reduce": "in_network_tree"})
+    res = simulate(b.build(), System(NPU()), pricer)
+    t_dp, t_mp = 3e9 / 1.5e12, 0.3e9 / 1.5e12
+    assert res.end[21] == pytest.approx(1e-3 + t_mp, rel=1e-9)
+    assert res.end[0] == pytest.approx(t_dp + t_mp, rel=1e-9)

@@ -27,7 +27,7 @@ from ..collectives.schedule import COLLECTIVES, lane_total
 from ..errors import ConfigError
 from ..network.analytical import MODELS, route_schedule, step_times
 from ..network.analytical import normalize_model as _normalize_analytical
-from ..network.flow import FLOW_MODELS
+from ..network.flow import FLOW_MODELS, STREAMING, streaming_flows
 from ..topology.graph import Topology
 
 DEFAULT_ALGORITHMS = {"all-reduce": "ring", "reduce-scatter": "ring", "all-gather": "ring",
@@ -46,17 +46,34 @@ def normalize_network_model(name: str) -> str:
                                          f"{', '.join(FLOW_MODELS)}") from None
 
 
+def parse_algorithm(text: str, where: str = "algorithm") -> tuple[str, dict]:
+    """`ring` or `ring,bidirectional=true` or `hierarchical,inner=direct`: (name, options)."""
+    name, *opts = [x.strip() for x in str(text).split(",")]
+    a = get_algorithm(name)
+    options: dict = {}
+    for o in opts:
+        k, eq, v = o.partition("=")
+        k = k.strip().replace("-", "_")
+        if not eq or k not in a.options:
+            raise ConfigError(where, text, f"accepted options of {a.name}: {', '.join(sorted(a.options)) or 'none'} "
+                                           "(as NAME,KEY=VALUE)")
+        v = v.strip()
+        options[k] = True if v.lower() == "true" else False if v.lower() == "false" else int(v) if v.isdigit() else v
+    return a.name, options
+
+
 def normalize_algorithms(algorithms: Mapping[str, str] | None) -> dict[str, str]:
-    """Per-collective algorithm choice (defaults: ring, direct for all-to-all), validated."""
+    """Per-collective algorithm choice, validated: collective -> `name[,key=value...]` (defaults:
+    ring; direct for all-to-all)."""
     out = dict(DEFAULT_ALGORITHMS)
     for coll, alg in (algorithms or {}).items():
         c = normalize_collective(coll)
-        a = get_algorithm(alg)
-        if c not in a.collectives:
+        name, opts = parse_algorithm(alg, f"network.algorithms.{coll}")
+        if c not in ALGORITHMS[name].collectives:
             raise ConfigError(f"network.algorithms.{coll}", alg,
                               f"accepted: an algorithm serving {c} "
                               f"({', '.join(sorted(n for n, x in ALGORITHMS.items() if c in x.collectives))})")
-        out[c] = a.name
+        out[c] = ",".join([name] + [f"{k}={v}" for k, v in opts.items()])
     return out
 
 
@@ -91,16 +108,43 @@ class CommPricer:
         self._times: dict = {}
         self._p2p: dict = {}
 
+    def schedule(self, coll: str, group: tuple[int, ...]):
+        """The placed schedule of `coll` for `group` with the configured algorithm. Ring algorithms
+        visit the members in the topology's preferred ring order when it has one (the wafer's
+        Hamiltonian cycle), so a logical ring takes one-hop steps where it can."""
+        name, opts = parse_algorithm(self.algorithms[coll])
+        members = list(group)
+        order = self.topo.meta.get("ring_order")
+        if order is not None and name == "ring":
+            pos = np.empty(self.topo.n_npus, dtype=np.int64)
+            pos[np.asarray(order)] = np.arange(len(order))
+            members = sorted(members, key=lambda r: pos[r])
+        return build_schedule(self.topo, coll, name, group=members, **opts)
+
+    @property
+    def streaming(self) -> set[str]:
+        """Collectives whose algorithm streams through switches (in-network: FRED's flows)."""
+        return {c for c, a in self.algorithms.items() if parse_algorithm(a)[0] in STREAMING}
+
     def _schedule_cost(self, coll: str, group: tuple[int, ...]):
         key = (coll, group)
         got = self._routed.get(key)
         if got is None:
-            alg = self.algorithms[coll]
-            sched = build_schedule(self.topo, coll, alg, group=list(group))
-            routed = None if self.model in FLOW_MODELS else route_schedule(self.topo, sched)
-            got = (sched, routed, None if routed is None else _phases(self.topo, sched.steps, routed))
+            sched = self.schedule(coll, group)
+            if coll in self.streaming:  # one phase: the flows through the whole tree
+                got = (sched, "streaming", None)
+            else:
+                routed = None if self.model in FLOW_MODELS else route_schedule(self.topo, sched)
+                got = (sched, routed, None if routed is None else _phases(self.topo, sched.steps, routed))
             self._routed[key] = got
         return got
+
+    def _streaming_time(self, sched, size: float) -> float:
+        """In-network flows alone: each flow streams at its tree's slowest link, after the tree's
+        depth in latency; serial flows (reduce-scatter, all-gather) add up."""
+        f = streaming_flows(self.topo, sched, size)
+        bw = np.minimum.reduceat(self.topo.link_bw[f.route_links], f.route_ptr[:-1])
+        return float(np.sum(f.latency + f.size / bw))
 
     def phase_times(self, coll: int | str, group: tuple[int, ...], size: float) -> np.ndarray:
         """Time of each phase of the collective (s); they add up to `collective(...)`. The flow
@@ -112,7 +156,7 @@ class CommPricer:
         t = self._times.get(key)
         if t is None:
             sched, routed, phase = self._schedule_cost(coll, group)
-            if routed is None:
+            if routed is None or isinstance(routed, str):
                 t = np.array([self.collective(coll, group, size)])
             else:
                 sizes = np.array([float(size)])
@@ -131,7 +175,9 @@ class CommPricer:
         t = self._times.get(key)
         if t is None:
             sched, routed, _ = self._schedule_cost(coll, group)
-            if routed is None:
+            if isinstance(routed, str):
+                t = self._streaming_time(sched, size)
+            elif routed is None:
                 from ..network.flow import time_collective_flow
 
                 t = float(time_collective_flow(self.topo, sched, [size], mode=FLOW_MODELS[self.model])[0])

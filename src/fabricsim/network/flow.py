@@ -55,6 +55,7 @@ class Flows:
     # explicit link sets (CSR over link ids), e.g. a whole reduction tree; None: the topology routes
     route_ptr: np.ndarray | None = None
     route_links: np.ndarray | None = None
+    latency: np.ndarray | None = None  # s per flow, overriding the sum of its links' latencies (NaN: that sum)
 
     def __post_init__(self):
         n = len(np.atleast_1d(self.src))
@@ -176,6 +177,9 @@ def _units(topo: Topology, flows: Flows, mode: str, chunk: float) -> _Units:
     n = len(flows)
     tid = np.repeat(np.arange(n), hops)
     lat = np.bincount(tid, weights=topo.link_lat[links], minlength=n)
+    if flows.latency is not None:  # a link set that is not a path (a tree) says its own latency
+        given = np.asarray(flows.latency, dtype=float)
+        lat = np.where(np.isnan(given), lat, given)
     if mode == "pipelined":
         bw = np.full(n, np.inf)
         if len(links):
@@ -448,12 +452,15 @@ def streaming_flows(topo: Topology, schedule: Schedule, size: float, *, start: f
     else:
         raise ValueError(f"streaming_flows: {c} is not an in-network collective")
     links = [np.unique(np.concatenate([up[i] for i in u] + [down[i] for i in d])) for u, d in sets]
+    up_lat = np.array([topo.link_lat[x].sum() for x in up])
+    dn_lat = np.array([topo.link_lat[x].sum() for x in down])
+    lat = np.array([up_lat[u].max() + dn_lat[d].max() for u, d in sets])  # the deepest input to the deepest output
     k = len(sets)
     ptr = np.concatenate([[0], np.cumsum([len(x) for x in links])])
     dep_ptr = np.concatenate([[0], np.arange(k)])  # flow j waits for flow j-1 (serial flows)
     return Flows(np.full(k, ranks[sets[0][0][0]]), np.full(k, top), np.full(k, each), np.full(k, float(start)),
                  None, np.full(k, int(priority)), dep_ptr.astype(np.int64), np.arange(k - 1, dtype=np.int64),
-                 ptr.astype(np.int64), np.concatenate(links).astype(np.int64))
+                 ptr.astype(np.int64), np.concatenate(links).astype(np.int64), lat)
 
 
 def merge_flows(*parts: Flows, topo: Topology | None = None) -> Flows:
@@ -475,9 +482,12 @@ def merge_flows(*parts: Flows, topo: Topology | None = None) -> Flows:
         dep_idxs.append(p.dep_idx + o)
         base += len(p.dep_idx)
     cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
+    lat = None
+    if any(p.latency is not None for p in parts):
+        lat = np.concatenate([p.latency if p.latency is not None else np.full(len(p), np.nan) for p in parts])
     return Flows(cat("src"), cat("dst"), cat("size"), cat("start"), cat("cap"), cat("priority"),
                  np.concatenate(dep_ptrs), np.concatenate(dep_idxs) if dep_idxs else np.zeros(0, np.int64),
-                 *(routes or (None, None)))
+                 *(routes or (None, None)), lat)
 
 
 def time_collective_flow(topo: Topology, schedule: Schedule, sizes, *, mode: str = "pipelined",
