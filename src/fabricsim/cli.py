@@ -413,6 +413,19 @@ def reproduce_swing(
     reproduce(config, out, quick, json_out, _out(), Console(stderr=True))
 
 
+@reproduce_app.command("fred")
+def reproduce_fred(
+    quick: bool = typer.Option(False, "--quick", help="the CI subset (config: quick)"),
+    out: Optional[str] = typer.Option(None, "--out", help="output folder for CSV/JSON/PNG (default out/fred)"),
+    config: Optional[str] = typer.Option(None, "--config", help="reproduction config (default configs/fred.yaml)"),
+    json_out: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
+):
+    """FRED (ISCA'25): the wafer mesh vs FRED's fabric (Fred-A..D), ours beside the paper's."""
+    from .experiments.fred import reproduce
+
+    reproduce(config, out, quick, json_out, _out(), Console(stderr=True))
+
+
 DEMO_CASES = (
     ("torus:8x8", "swing"), ("torus:8x8", "bucket"),
     ("torus:8x8", "ring"), ("torus:8x8", "hierarchical"), ("torus:8x8", "halving_doubling"),
