@@ -209,3 +209,34 @@ def test_flow_engine_runs_in_network_flows_with_priorities():
     t_dp, t_mp = 3e9 / 1.5e12, 0.3e9 / 1.5e12
     assert res.end[21] == pytest.approx(1e-3 + t_mp, rel=1e-9)
     assert res.end[0] == pytest.approx(t_dp + t_mp, rel=1e-9)
+
+
+def test_weight_streaming_bound_is_the_io_rate():
+    """A weight-streaming run with negligible compute: each layer's weights come in twice and its
+    gradients go out once. On FRED loads and stores never share a link direction: the iteration
+    is (2L + 1) x layer bytes / 2.304 TB/s. On the mesh a load alone runs at the hotspot's
+    18 x 128 GB/s x 0.651; while gradients go out, their reverse trees share row links with the
+    other edge's loads (12 streams on the busiest link instead of 9), so the mesh is slower than
+    the spec's 1/0.651 bound, which counts loads alone."""
+    from fabricsim.engine.pricing import CommPricer
+    from fabricsim.engine.simulator import simulate
+    from fabricsim.system import NPU, Endpoint, Scheduling, System
+    from fabricsim.workload.models import Layer, Model
+    from fabricsim.workload.parallelism import Strategy, build_training
+
+    L, params = 6, 500_000_000
+    m = Model("stream", tuple(Layer(f"l{i}", "fc", params, 1.0, 1.0, 1.0, 1, params) for i in range(L)))
+    g = build_training(m, Strategy(dp=20, batch=20, weight_streaming=True))
+    sysm = System(NPU(1e18, 1e18, 1.0), Endpoint(), Scheduling(comm_streams="per-category"))
+    times = {}
+    for name in ("mesh", "D"):
+        t = topo_of(name)
+        times[name] = simulate(g, sysm, CommPricer(t, "flow")).makespan
+    W = params * 2
+    assert times["D"] == pytest.approx((2 * L + 1) * W / (18 * 128e9), rel=1e-3)
+    assert times["mesh"] > (2 * L + 1) * W / (18 * 128e9 * 750 / 1152)
+    assert times["mesh"] / times["D"] > 1152 / 750
+    # one load alone: the hotspot rate exactly
+    mesh = CommPricer(topo_of("mesh"))
+    assert mesh.io(0, tuple(range(20)), 1, W) == pytest.approx(W / (18 * 128e9 * 750 / 1152), rel=1e-6)
+    assert CommPricer(topo_of("D")).io(0, tuple(range(20)), 1, W) == pytest.approx(W / (18 * 128e9), rel=1e-6)

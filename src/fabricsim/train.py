@@ -20,7 +20,8 @@ workload:
   batch: 1024                     # global minibatch (samples / sequences)
   iterations: 1
   parallelism: {mp: 8, dp: 16, pp: 8, microbatches: 8, schedule: 1f1b, zero: 0, dp_bucket: 0,
-                placement: [mp, pp, dp]}
+                placement: [mp, pp, dp], weight_streaming: false}
+  input_loading: false            # inputs through the topology's I/O controllers (wafer:, fred:)
   # or instead of model: astra_text: path/to/Resnet50_DataParallel.txt  (compute in ns; mp: N for hybrids)
   # or: chakra: path/to/prefix    (rank r reads prefix.r.et; comm_groups: groups.json for pg_name)
 output:
@@ -116,6 +117,7 @@ class ParallelismSection(_Strict):
     zero: Literal[0, 2] = 0
     dp_bucket: float = 0.0
     placement: list[Literal["mp", "pp", "dp"]] = Field(default_factory=lambda: ["mp", "pp", "dp"])
+    weight_streaming: bool = False  # weights in from I/O controllers each pass, gradients out (FRED)
 
     _bucket = field_validator("dp_bucket", mode="before")(lambda v: parse_size(v, "dp_bucket"))
 
@@ -129,6 +131,7 @@ class WorkloadSection(_Strict):
     grad_dtype: Literal["fp16", "bf16", "fp32"] | None = None
     batch: int = Field(default=1, ge=1)
     iterations: int = Field(default=1, ge=1)
+    input_loading: bool = False  # each iteration's inputs through the I/O controllers (prefetched)
     mp: int | None = Field(default=None, ge=1)  # model-parallel group of hybrid text workloads
     parallelism: ParallelismSection = Field(default_factory=ParallelismSection)
 
@@ -199,7 +202,7 @@ def graph_of(cfg: TrainConfig, n_npus: int) -> WorkloadGraph:
         p = w.parallelism
         st = Strategy(mp=p.mp, pp=p.pp, dp=p.dp, batch=w.batch, microbatches=p.microbatches, schedule=p.schedule,
                       zero=p.zero, dp_bucket=p.dp_bucket, placement=tuple(p.placement), iterations=w.iterations,
-                      grad_dtype=w.grad_dtype)
+                      grad_dtype=w.grad_dtype, weight_streaming=p.weight_streaming, input_loading=w.input_loading)
         return build_training(get_model(w.model, w.dtype), st, n_npus)
     if w.astra_text is not None:
         from .workload.astra_text import read_astra_text

@@ -29,8 +29,8 @@ from ..collectives.schedule import COLLECTIVES
 from ..errors import ConfigError
 from ..network.flow import Flows, collective_flows, simulate_flows, streaming_flows
 from ..system.model import System
-from ..workload.graph import CATEGORIES, COLLECTIVE, COMPUTE, WorkloadGraph
-from .pricing import FLOW_MODELS, CommPricer
+from ..workload.graph import CATEGORIES, COLLECTIVE, COMPUTE, IO, P2P, WorkloadGraph
+from .pricing import FLOW_MODELS, CommPricer, io_flows
 
 
 def simulate_on_flows(graph: WorkloadGraph, system: System, pricer: CommPricer, progress=None):
@@ -83,9 +83,18 @@ def simulate_on_flows(graph: WorkloadGraph, system: System, pricer: CommPricer, 
             continue
         pr = prio_of_cat[cat[t]]
         members = g.members(t)
-        if k == COLLECTIVE and (len(members) < 2 or sz_t[t] <= 0) or (k != COLLECTIVE and (npu_of[t] == peer[t] or sz_t[t] <= 0)):
+        if k == COLLECTIVE and (len(members) < 2 or sz_t[t] <= 0) or (k == P2P and (npu_of[t] == peer[t] or sz_t[t] <= 0)) \
+                or (k == IO and sz_t[t] <= 0):
             f = add(members[0], members[0], 0.0, pr, PRIVATE, [preds])
             entry[t] = exit_[t] = f
+            continue
+        if k == IO:  # every controller's flow between an entry and an exit marker
+            e = add(members[0], members[0], 0.0, pr, PRIVATE, [preds])
+            fl = io_flows(topo, peer[t], members, coll[t], sz_t[t], pr)
+            sets = [fl.route_links[fl.route_ptr[i]: fl.route_ptr[i + 1]] for i in range(len(fl))]
+            first = add(fl.src, fl.dst, fl.size, pr, SET, [[e]] * len(fl), sets, fl.latency)
+            x = add(members[0], members[0], 0.0, pr, PRIVATE, [list(range(first, first + len(fl)))])
+            entry[t], exit_[t] = e, x
             continue
         if k != COLLECTIVE:  # p2p
             f = add(npu_of[t], peer[t], sz_t[t], pr, NET, [preds])

@@ -27,7 +27,7 @@ from ..collectives.schedule import COLLECTIVES, lane_total
 from ..errors import ConfigError
 from ..network.analytical import MODELS, route_schedule, step_times
 from ..network.analytical import normalize_model as _normalize_analytical
-from ..network.flow import FLOW_MODELS, STREAMING, streaming_flows
+from ..network.flow import FLOW_MODELS, STREAMING, Flows, streaming_flows
 from ..topology.graph import Topology
 
 DEFAULT_ALGORITHMS = {"all-reduce": "ring", "reduce-scatter": "ring", "all-gather": "ring",
@@ -95,6 +95,37 @@ def _phases(topo: Topology, steps, routed) -> list[np.ndarray]:
         out[-1].append(i)
         prev = k
     return [np.array(x, dtype=np.int64) for x in out]
+
+
+def io_flows(topo: Topology, direction: int, members: tuple[int, ...], shards: int, size: float,
+             priority: int = 0) -> Flows:
+    """An io task as flows, one per (controller, shard) it serves: controller c serves shard
+    c mod `shards` (with more shards than controllers, shard j comes from controller j mod the
+    count) with an equal part of that shard's bytes, multicast down the union of its routes to the
+    shard's members (a load) or reduced up the reverse routes (a store), streaming at one rate."""
+    ctrl = np.asarray(topo.meta.get("io_nodes", ()), dtype=np.int64)
+    if len(ctrl) == 0:
+        raise ConfigError("topology", topo.name, "has no I/O controllers; accepted for I/O (weight streaming, input "
+                                                 "loading): wafer:5x4, fred:5x4,... (io= and ios= options)")
+    per = len(members) // shards
+    if shards <= len(ctrl):  # controller c serves shard c mod shards
+        pairs = [(int(c), i % shards) for i, c in enumerate(ctrl)]
+    else:  # more shards than controllers: shard j from controller j mod (controllers)
+        pairs = [(int(ctrl[j % len(ctrl)]), j) for j in range(shards)]
+    n_srv = np.bincount([j for _, j in pairs], minlength=shards)
+    link_sets, lat, sizes, ends = [], [], [], []
+    for c, j in pairs:
+        mem = np.asarray(members[j * per:(j + 1) * per], dtype=np.int64)
+        src, dst = (np.full(len(mem), c), mem) if direction == 0 else (mem, np.full(len(mem), c))
+        ptr, links = topo.route(src, dst)
+        link_sets.append(np.unique(links))
+        lat.append(float(np.max(np.add.reduceat(topo.link_lat[links], ptr[:-1])) if len(links) else 0.0))
+        sizes.append(size / shards / n_srv[j])
+        ends.append(c)
+    ptr = np.concatenate([[0], np.cumsum([len(x) for x in link_sets])]).astype(np.int64)
+    k = len(pairs)
+    return Flows(ends, ends, np.array(sizes), None, None, np.full(k, int(priority)), None, None, ptr,
+                 np.concatenate(link_sets).astype(np.int64), np.array(lat))
 
 
 class CommPricer:
@@ -186,6 +217,20 @@ class CommPricer:
                 per = np.stack([step_times(self.topo, r, sizes, self.model) for r in routed]) if routed else np.zeros((0, 1))
                 reps = np.array([r.repeat for r in routed])
                 t = float(lane_total(sched.steps, per * reps[:, None])[0]) if routed else 0.0
+            self._times[key] = t
+        return t
+
+    def io(self, direction: int, members: tuple[int, ...], shards: int, size: float) -> float:
+        """Time of an io task alone: all controllers' flows at once on the flow model, so the
+        mesh's I/O hotspot (many controllers' trees on one link) sets the rate."""
+        if size <= 0:
+            return 0.0
+        key = ("io", direction, members, shards, float(size))
+        t = self._times.get(key)
+        if t is None:
+            from ..network.flow import simulate_flows
+
+            t = simulate_flows(self.topo, io_flows(self.topo, direction, members, shards, size)).makespan
             self._times[key] = t
         return t
 

@@ -14,6 +14,8 @@ Resources: each NPU has one compute stream and `comm_streams` communication stre
   waves the streams may pick another collective (a higher-priority one preempts; the pipeline
   then fills again). All members are released together when a wave ends.
 - A p2p transfer occupies the sender's stream and is priced over its route.
+- An io task (weight streaming, input loading) occupies its members' IO streams and is priced
+  as all I/O controllers' multicast (or reduction) flows at once on the flow model.
 
 Because every stream ranks candidates by one global total order, the highest-ranked ready
 collective always starts once its members' streams are free: no deadlock.
@@ -34,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..system.model import System
-from ..workload.graph import CATEGORIES, COLLECTIVE, COMPUTE, P2P, WorkloadGraph
+from ..workload.graph import CATEGORIES, COLLECTIVE, COMPUTE, IO, P2P, WorkloadGraph
 from .pricing import CommPricer
 
 BREAKDOWN = ("compute",) + CATEGORIES + ("idle",)
@@ -234,6 +236,8 @@ def simulate(graph: WorkloadGraph, system: System, pricer: CommPricer,
             busy[m] = True
         if kind[t] == P2P:
             k, dur = 1, pricer.p2p(npu[t], peer[t], size[t])
+        elif kind[t] == IO:
+            k, dur = 1, pricer.io(peer[t], groups[grp[t]], coll[t], size[t])
         else:
             k = min(in_flight, pieces_left[t])
             ph = pricer.phase_times(coll[t], groups[grp[t]], size[t] * k / chunks)
@@ -265,11 +269,12 @@ def simulate(graph: WorkloadGraph, system: System, pricer: CommPricer,
             heapq.heappush(cready[npu[t]], t)
             try_compute(npu[t], now)
             return
-        if (k == COLLECTIVE and (len(groups[grp[t]]) < 2 or size[t] <= 0)) or (k == P2P and (npu[t] == peer[t] or size[t] <= 0)):
+        if (k == COLLECTIVE and (len(groups[grp[t]]) < 2 or size[t] <= 0)) or (k == P2P and (npu[t] == peer[t] or size[t] <= 0)) \
+                or (k == IO and size[t] <= 0):
             start[t] = now
             release(t, now)  # nothing to move
             return
-        pieces_left[t] = 1 if k == P2P else chunks
+        pieces_left[t] = chunks if k == COLLECTIVE else 1
         key = (rank_of_cat[cat[t]], -now if lifo else now, t)
         sts = streams(t)
         for s in sts:
@@ -365,5 +370,6 @@ def breakdown(g: WorkloadGraph, start, end, piece_task, piece_start, piece_end, 
     out = {"compute": acc[:, 0]}
     for c in CATEGORIES:
         out[c] = acc[:, 1 + list(priorities).index(c)]
-    out["idle"] = np.maximum(makespan - acc.sum(axis=1), 0.0)
+    idle = makespan - acc.sum(axis=1)
+    out["idle"] = np.where(idle > 1e-12 * makespan, idle, 0.0)  # float dust from subtracting is not idle time
     return {k: out[k] for k in BREAKDOWN}

@@ -5,7 +5,8 @@ numbers).
 (a) communication microbenchmarks: all-reduces (and pipeline transfers) of D bytes for every
     group of a dimension at once, on the flow model, in D/(TB/s) beside the paper's values;
 (b) traffic per NPU of an all-reduce, in-network vs endpoint, from schedules executed on data;
-(c) end-to-end training (weight-stationary workloads; weight streaming is not modelled yet):
+(c) end-to-end training, weight-stationary (ResNet-152, Transformer-17B) and weight-streaming
+    (GPT-3, Transformer-1T), inputs loaded (and prefetched) through the I/O controllers:
     iteration time and its breakdown per system, speedups over the mesh beside the paper's.
 """
 
@@ -277,8 +278,10 @@ def train_config(cfg: FredConfig, workload: str, system: str, iterations: int, m
                            "efficiency": cfg.npu.efficiency},
                    "scheduling": {"priorities": cfg.scheduling.priorities, "comm_streams": cfg.scheduling.comm_streams}},
         "workload": {"model": w.model, "batch": p.dp * w.samples_per_dp, "iterations": iterations,
+                     "input_loading": True,
                      "parallelism": {"mp": p.mp, "dp": p.dp, "pp": p.pp, "microbatches": p.microbatches,
-                                     "zero": 2 if p.dp > 1 else 0, "placement": s.placement}},
+                                     "zero": 2 if (p.dp > 1 and w.mode == "weight-stationary") else 0,
+                                     "placement": s.placement, "weight_streaming": w.mode == "weight-streaming"}},
     }
     return TrainConfig.model_validate(data)
 
@@ -288,14 +291,11 @@ def end_to_end(cfg: FredConfig, workload: str, system: str, iterations: int, mod
     from ..engine.simulator import simulate
     from ..train import graph_of, system_of, topology_of
 
-    w = cfg.workloads[workload]
-    if w.mode == "weight-streaming":
-        return E2ERow(workload, system, None, note="weight streaming through the I/O controllers: not modelled yet")
     tc = train_config(cfg, workload, system, iterations, model)
     topo = topology_of(tc)
     res = simulate(graph_of(tc, topo.n_npus), system_of(tc), CommPricer(topo, model, tc.network.algorithms))
     per_it = {k: v / iterations for k, v in res.mean_breakdown().items()}
-    return E2ERow(workload, system, res.iteration_time, per_it, paper_speedup=w.paper_speedup.get(system))
+    return E2ERow(workload, system, res.iteration_time, per_it, paper_speedup=cfg.workloads[workload].paper_speedup.get(system))
 
 
 # ---------------------------------------------------------------- run, report
@@ -429,16 +429,16 @@ def print_report(rep: Reproduction, con, files=()) -> None:
         t.add_row(str(r.n), _f(r.in_network_per_npu), _f(r.endpoint_per_npu), _f(r.factor), _f(r.formula))
     con.print(t)
     t = Table(box=None, header_style="bold", title="(c) end-to-end training: time per iteration (mean over NPUs) and speedup over the mesh")
-    for c in ("workload", "system", "iteration", "compute", "exp. MP", "exp. PP", "exp. DP", "idle", "speedup",
-              "paper", "ratio"):
+    for c in ("workload", "system", "iteration", "compute", "exp. MP", "exp. PP", "exp. DP", "exp. I/O", "idle",
+              "speedup", "paper", "ratio"):
         t.add_column(c, justify="right")
     for r in rep.e2e:
         if r.iteration_s is None:
-            t.add_row(r.workload, r.system, "not modelled", *["-"] * 5, "-", _f(r.paper_speedup, "{:.2f}"), "-")
+            t.add_row(r.workload, r.system, "not modelled", *["-"] * 6, "-", _f(r.paper_speedup, "{:.2f}"), "-")
             continue
         b = r.breakdown_s
         t.add_row(r.workload, r.system, format_time(r.iteration_s), *(format_time(b.get(k, 0.0)) for k in
-                  ("compute", "MP", "PP", "DP", "idle")), _f(r.speedup, "{:.2f}"), _f(r.paper_speedup, "{:.2f}"),
+                  ("compute", "MP", "PP", "DP", "IO", "idle")), _f(r.speedup, "{:.2f}"), _f(r.paper_speedup, "{:.2f}"),
                   _f(r.ratio, "{:.2f}"))
     con.print(t)
     for note in dict.fromkeys(f"{r.workload}: {r.note}" for r in rep.e2e if r.note):

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..collectives.schedule import COLLECTIVES
 from ..engine.simulator import TrainResult
-from ..workload.graph import CATEGORIES, COLLECTIVE, COMPUTE, PHASES
+from ..workload.graph import CATEGORIES, COLLECTIVE, COMPUTE, IO, IO_LOAD, PHASES
 
 DEFAULT_TRACE_NPUS = 64
 
@@ -52,6 +52,10 @@ def trace_events(res: TrainResult, npus: Sequence[int] | None = None) -> dict:
         if g.kind[t] == COLLECTIVE:
             what = COLLECTIVES[g.coll[t]]
             args = {"task": t, "collective": what, "bytes": float(g.size[t]), "group_size": len(g.groups[g.group[t]])}
+        elif g.kind[t] == IO:
+            what = "io load" if g.peer[t] == IO_LOAD else "io store"
+            args = {"task": t, "io": what, "bytes": float(g.size[t]), "shards": int(g.coll[t]),
+                    "npus": len(g.groups[g.group[t]])}
         else:
             what = "p2p"
             args = {"task": t, "bytes": float(g.size[t]), "src": int(g.npu[t]), "dst": int(g.peer[t])}

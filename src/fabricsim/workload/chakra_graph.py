@@ -168,6 +168,11 @@ def graph_to_traces(graph: WorkloadGraph) -> tuple[list[EtTrace], dict[str, list
             gid[members] = len(gid) + 1
     nodes: list[list[EtNode]] = [[] for _ in range(g.n_npus)]
     local: dict = {}  # (task, npu) -> node id on that NPU
+    from .graph import IO
+
+    if np.any(g.kind == IO):
+        raise ConfigError("workload", "io tasks", "Chakra traces have no I/O-controller transfers; accepted for export: "
+                                                  "workloads without weight streaming or input loading")
     for t in range(len(g)):
         members = g.members(t)
         kind = g.kind[t]

@@ -3,7 +3,11 @@
 One global DAG (Chakra's node model, made global): a *compute* task runs on one NPU; a
 *collective* task is ONE node shared by all members of its group (it starts when every member
 is ready and leaves each member at the same instant, as a collective does); a *p2p* task moves
-bytes from one NPU to another (pipeline activations and gradients, I/O).
+bytes from one NPU to another (pipeline activations and gradients); an *io* task moves bytes
+between external memory and NPUs through the topology's I/O controllers: a load multicasts to
+its members, a store reduces from them (weight streaming, input loading). An io task's `size` is
+the total over its `shards`: its members are listed shard by shard (equal counts), shard j's
+bytes go to (come from) shard j's members, and controller c serves shard c mod shards.
 
 Tasks are stored as numpy arrays (one entry per task) so a 1024-NPU GPT-3 iteration with a few
 hundred thousand tasks stays small. `GraphBuilder` appends tasks and freezes them.
@@ -20,8 +24,9 @@ import numpy as np
 
 from ..collectives.schedule import COLLECTIVES
 
-COMPUTE, COLLECTIVE, P2P = 0, 1, 2
-KINDS = ("compute", "collective", "p2p")
+COMPUTE, COLLECTIVE, P2P, IO = 0, 1, 2, 3
+KINDS = ("compute", "collective", "p2p", "io")
+IO_LOAD, IO_STORE = 0, 1  # io task direction (kept in `peer`)
 # communication categories, in the default priority order (index 0 = highest)
 CATEGORIES = ("MP", "PP", "DP", "IO", "other")
 PHASES = ("fwd", "bwd", "bwd_ig", "bwd_wg", "update", "comm")
@@ -46,7 +51,7 @@ class WorkloadGraph:
     duration: np.ndarray
     flops: np.ndarray
     mem_bytes: np.ndarray
-    coll: np.ndarray  # index into COLLECTIVES, -1 for non-collectives
+    coll: np.ndarray  # index into COLLECTIVES; for io tasks the number of shards; -1 otherwise
     size: np.ndarray
     group: np.ndarray
     category: np.ndarray  # index into CATEGORIES, -1 for compute
@@ -78,7 +83,7 @@ class WorkloadGraph:
         k = self.kind[t]
         if k == COMPUTE:
             return (int(self.npu[t]),)
-        if k == COLLECTIVE:
+        if k == COLLECTIVE or k == IO:
             return self.groups[self.group[t]]
         return (int(self.npu[t]), int(self.peer[t]))
 
@@ -142,9 +147,18 @@ class GraphBuilder:
                          coll=-1, size=float(size), group=-1, category=category_index(category),
                          phase=PHASES.index("comm"), iteration=self.iteration, label=self._label(name))
 
+    def io(self, direction: int, size: float, members, shards: int, name: str, deps=()) -> int:
+        """Load (IO_LOAD) into or store (IO_STORE) from `members` (listed shard by shard)."""
+        if shards < 1 or len(members) % shards:
+            raise ValueError("io task: members must split into equal shards")
+        return self._add(deps, kind=IO, npu=-1, peer=int(direction), duration=np.nan, flops=0.0, mem_bytes=0.0,
+                         coll=int(shards), size=float(size), group=self.group_id(members),
+                         category=category_index("IO"), phase=PHASES.index("comm"), iteration=self.iteration,
+                         label=self._label(name))
+
     def build(self) -> WorkloadGraph:
         c = self._cols
-        ints = {"kind": np.int8, "npu": np.int64, "peer": np.int64, "coll": np.int8, "group": np.int64,
+        ints = {"kind": np.int8, "npu": np.int64, "peer": np.int64, "coll": np.int32, "group": np.int64,
                 "category": np.int8, "phase": np.int8, "iteration": np.int32, "label": np.int64}
         arrs = {k: np.asarray(v, dtype=ints.get(k, float)) for k, v in c.items()}
         counts = np.fromiter((len(d) for d in self._deps), dtype=np.int64, count=len(self._deps))

@@ -21,6 +21,8 @@ Conventions:
   (the transformer head reads the embedding matrix but owns no parameters).
 - `dtype` ("fp16", "bf16", "fp32") sets bytes per element for parameters, gradients and
   activations (`DTYPES`).
+- `input_bytes`: one sample's input as read from storage: 3x224x224 pixels in `dtype` for the
+  ResNets, int32 token ids (4 x seq) for transformers; 0 where not modelled (GNMT, DLRM).
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ class Model:
     seq: int | None = None
     notes: str = ""
     hidden: int | None = field(default=None)
+    input_bytes: int = 0  # bytes of ONE sample's input as loaded from storage (images, token ids)
 
     def __post_init__(self):
         dtype_bytes(self.dtype)
@@ -174,7 +177,8 @@ def _resnet(name: str, blocks: tuple[int, int, int, int], dtype: str) -> Model:
                 layers += [cd, _bn(f"{p}.downsample.bn", 4 * width, hwd)]
             cin, hw = 4 * width, hw3
     layers.append(_mm_layer("fc", "fc", cin * 1000 + 1000, cin * 1000 + 1000, cin * 1000, 1000))
-    return Model(name, tuple(layers), dtype, notes=f"bottleneck blocks {list(blocks)}, 224x224, torchvision v1.5 shapes")
+    return Model(name, tuple(layers), dtype, notes=f"bottleneck blocks {list(blocks)}, 224x224, torchvision v1.5 shapes",
+                 input_bytes=3 * 224 * 224 * DTYPES[dtype])
 
 
 def resnet50(dtype: str = "fp16") -> Model:
@@ -238,7 +242,8 @@ def transformer(
     f_head = 2.0 * seq * h * vocab
     out.append(Layer("head", "lm_head", 2 * h, f_head, f_head, f_head, seq * vocab, vocab * h + 2 * h))
     note = f"L={layers} h={h} heads={heads} seq={seq} vocab={vocab} ffn={ffn}; tied embeddings"
-    return Model(name, tuple(out), dtype, seq=seq, notes=(note + "; " + notes) if notes else note, hidden=h)
+    return Model(name, tuple(out), dtype, seq=seq, notes=(note + "; " + notes) if notes else note, hidden=h,
+                 input_bytes=4 * seq)  # int32 token ids
 
 
 def gpt3_175b(dtype: str = "fp16") -> Model:

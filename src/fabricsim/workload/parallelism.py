@@ -27,6 +27,17 @@ What each NPU runs, per microbatch of `mb = batch / (dp * microbatches)` samples
 - DLRM: MLPs data parallel over all NPUs; embedding tables sharded table-wise over the NPUs; the
   pooled embeddings are exchanged with an all-to-all forward and their gradients backward (MP
   category: the embeddings are model parallel).
+- Wafer I/O (topologies with I/O controllers), FRED's execution modes:
+  - `weight_streaming`: no weights live on the NPUs. Before a layer's first forward, its weights
+    (all MP shards, `params x dtype` bytes) are loaded through the controllers, each MP shard
+    multicast to the stage's NPUs of that MP rank; before its first backward they are loaded
+    again; after its last backward its gradients are stored (reduced on the way out over the DP
+    replicas), replacing the DP collectives (the optimizer runs near the storage). Each stage's
+    loads run in order, and so do its stores (links are full duplex); loads prefetch freely:
+    on-wafer memory is assumed to hold what is prefetched, so the bound is I/O bandwidth.
+  - `input_loading`: each iteration's minibatch (`batch x input_bytes`) is loaded to the first
+    stage (each DP replica its own slice, to all its MP ranks); the next iteration's load starts as
+    soon as the previous one is done (prefetch), so only the first is exposed.
 
 Memory traffic per task (for the roofline): forward reads the weights and the input and writes
 the output activation; backward reads twice the weights and three activations' worth.
@@ -65,6 +76,8 @@ class Strategy:
     placement: tuple[str, ...] = AXES  # fastest-varying first
     iterations: int = 1
     grad_dtype: str | None = None  # default: the model's dtype
+    weight_streaming: bool = False  # weights stream in from I/O for forward and backward, gradients out
+    input_loading: bool = False  # each iteration's inputs come in through the I/O controllers
 
     def __post_init__(self):
         for f in ("mp", "pp", "dp", "batch", "microbatches", "iterations"):
@@ -224,6 +237,8 @@ class _Emitter:
         self.dp_wait: dict[tuple[int, int], int] = {}  # (layer, npu) -> collective the next forward waits for
         self.act_in: dict = {}
         self.grad_in: dict = {}
+        self.io_last: dict = {}  # (stage, 0 in / 1 out) -> its last weight-streaming io task
+        self.input_load = None
         for s in range(st.pp):
             self.b.stage[self.R[:, s, :].ravel()] = s
         self.b.meta.update(model=model.name, strategy=st.name, microbatch=st.microbatch,
@@ -233,6 +248,10 @@ class _Emitter:
         st = self.st
         for it in range(st.iterations):
             self.b.iteration = it
+            if st.input_loading and self.model.input_bytes:
+                members = [int(self.R[a, 0, d]) for d in range(st.dp) for a in range(st.mp)]
+                self.input_load = self.b.io(0, st.batch * self.model.input_bytes, members, st.dp, "input load",
+                                            deps=(self.input_load,))
             progs = [_program(st.schedule, s, st.pp, st.microbatches) for s in range(st.pp)]
             ptr = [0] * st.pp
             made: set = set()
@@ -249,7 +268,7 @@ class _Emitter:
                             self.forward(s, m)
                         else:
                             n_b[s] += 1
-                            self.backward(s, m, final=n_b[s] == st.microbatches)
+                            self.backward(s, m, final=n_b[s] == st.microbatches, first_b=n_b[s] == 1)
                         made.add((op, s, m))
                         ptr[s] += 1
                         moved = True
@@ -272,12 +291,15 @@ class _Emitter:
         first = True
         for li in self.stages[s]:
             plan = self.plans[li]
+            load = self._stream(s, li, "load") if (st.weight_streaming and m == 0) else None
             for part in plan.parts:
                 for g in groups:
                     for p in g:
-                        extra = [tail.get(p)]
+                        extra = [tail.get(p), load]
                         if first and s > 0:
                             extra.append(self.act_in.pop((m, p)))
+                        if first and s == 0:
+                            extra.append(self.input_load)
                         extra.append(self.dp_wait.get((li, p)))
                         self._comp(p, f"F{m} {part.name}", part.fwd_flops, part.fwd_mem, "fwd", extra)
                 first = False
@@ -285,6 +307,24 @@ class _Emitter:
         if s < st.pp - 1:
             self._send(groups, s, s + 1, self.plans[self.stages[s][-1]].act_bytes, m, self.act_in, tail,
                        f"F{m} activation {s}->{s + 1}")
+
+    def _stream(self, s: int, li: int, what: str) -> int:
+        """Weight streaming for layer `li` of stage `s`: "load" its weights or "store" its
+        gradients, after the stage's previous io task in that direction (links are full duplex:
+        loads and stores each keep their own order)."""
+        st = self.st
+        layer = self.model.layers[li]
+        members = [int(self.R[a, s, d]) for a in range(st.mp) for d in range(st.dp)]  # shard (MP rank) by shard
+        if what == "load":
+            size = layer.params * self.model.dtype_bytes
+            t = self.b.io(0, size, members, st.mp, f"{layer.name} weights in", deps=(self.io_last.get((s, 0)),))
+            self.io_last[(s, 0)] = t
+        else:
+            size = layer.params * (DTYPES[st.grad_dtype] if st.grad_dtype else self.model.dtype_bytes)
+            deps = (self.io_last.get((s, 1)), *[self.last[p] for p in members])
+            t = self.b.io(1, size, members, st.mp, f"{layer.name} gradients out", deps=deps)
+            self.io_last[(s, 1)] = t
+        return t
 
     def _mp_allreduce(self, groups, size: float, name: str) -> dict:
         """Megatron's all-reduce over each MP group after a part; {npu: task} for the next part to wait on."""
@@ -303,7 +343,7 @@ class _Emitter:
                 q = int(self.R[mi, to, di])
                 inbox[(m, q)] = self.b.p2p(p, q, size, "PP", name, deps=(self.last[p], tail.get(p)))
 
-    def backward(self, s: int, m: int, final: bool):
+    def backward(self, s: int, m: int, final: bool, first_b: bool = False):
         st = self.st
         groups = self._mp_groups(s)
         tail: dict = {}
@@ -314,10 +354,11 @@ class _Emitter:
         for k, li in enumerate(layers):
             plan = self.plans[li]
             wg_tasks = {}
+            load = self._stream(s, li, "load") if (st.weight_streaming and first_b) else None
             for part in plan.parts[::-1]:
                 for g in groups:
                     for p in g:
-                        extra = [tail.get(p)]
+                        extra = [tail.get(p), load]
                         if first and s < st.pp - 1:
                             extra.append(self.grad_in.pop((m, p)))
                         if part.ig_flops < 0:  # block part: one backward task
@@ -328,7 +369,9 @@ class _Emitter:
                                 self._comp(p, f"B{m} {part.name} ig", part.ig_flops, part.ig_mem, "bwd_ig")
                 first = False
                 tail = self._mp_allreduce(groups, part.bwd_ar, f"B{m} {part.name} MP all-reduce")
-            if final and st.dp > 1 and plan.grad_bytes > 0:
+            if final and st.weight_streaming and plan.grad_bytes > 0:
+                self._stream(s, li, "store")
+            elif final and st.dp > 1 and plan.grad_bytes > 0:
                 bucket.append(li)
                 bucket_bytes += plan.grad_bytes
                 if bucket_bytes >= st.dp_bucket or k == len(layers) - 1:
