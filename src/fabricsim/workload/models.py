@@ -178,7 +178,7 @@ def _resnet(name: str, blocks: tuple[int, int, int, int], dtype: str) -> Model:
             cin, hw = 4 * width, hw3
     layers.append(_mm_layer("fc", "fc", cin * 1000 + 1000, cin * 1000 + 1000, cin * 1000, 1000))
     return Model(name, tuple(layers), dtype, notes=f"bottleneck blocks {list(blocks)}, 224x224, torchvision v1.5 shapes",
-                 input_bytes=3 * 224 * 224 * DTYPES[dtype])
+                 input_bytes=3 * 224 * 224 * dtype_bytes(dtype))
 
 
 def resnet50(dtype: str = "fp16") -> Model:
