@@ -73,5 +73,27 @@ def test_end_to_end_table(quick):
         assert r["speedup"] >= 0.999
         if r["workload"] in ("GPT-3", "Transformer-1T"):  # weight streaming: gradients leave through I/O, no DP collectives
             assert r["breakdown_s"]["DP"] == 0
-    for f in ("fred.json", "microbenchmarks.csv", "end_to_end.csv", "microbenchmarks.png", "end_to_end.png"):
+    for f in ("fred.json", "microbenchmarks.csv", "end_to_end.csv", "microbenchmarks.png", "end_to_end.png",
+              "sweep.png"):
         assert (out / f).stat().st_size > 100
+
+
+def test_strategy_sweep(quick):
+    """Per sample: compute + exposed communication <= time; Fred-D never slower than the mesh and
+    exposes less communication; the summary's means are the means of the rows."""
+    d, _ = quick
+    rows = d["sweep"]
+    assert {r["workload"] for r in rows} == {"Transformer-17B", "Transformer-1T"}
+    by = {(r["workload"], r["strategy"], r["system"]): r for r in rows}
+    for (wl, st, system), r in by.items():
+        assert r["compute_per_sample_s"] + r["exposed_comm_per_sample_s"] <= r["per_sample_s"] * (1 + 1e-9)
+        if system == "Fred-D":
+            mesh = by[(wl, st, "mesh")]
+            assert r["per_sample_s"] <= mesh["per_sample_s"] * (1 + 1e-9)
+            assert r["exposed_comm_per_sample_s"] < mesh["exposed_comm_per_sample_s"]
+    for s in d["sweep_summary"]:
+        strategies = sorted({k[1] for k in by if k[0] == s["workload"]})
+        sp = [by[(s["workload"], x, "mesh")]["per_sample_s"] / by[(s["workload"], x, "Fred-D")]["per_sample_s"]
+              for x in strategies]
+        assert s["speedup_mean"] == pytest.approx(sum(sp) / len(sp))
+        assert s["paper"]["speedup"] in (1.63, 1.44)

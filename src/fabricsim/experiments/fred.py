@@ -96,6 +96,38 @@ class Quick(_Strict):
     iterations: int = Field(ge=1)
     network_model: str
     workloads: list[str]
+    sweep_strategies: int = Field(default=2, ge=1)
+
+
+class SweepWorkload(_Strict):
+    samples_per_dp: int = Field(ge=1)
+    microbatches_by_pp: dict[int, int]
+    strategies: list[str]
+    paper: dict[str, float | str]
+
+    @field_validator("strategies")
+    @classmethod
+    def _names(cls, v):
+        for name in v:
+            parse_strategy(name)
+        return v
+
+
+class Sweep(_Strict):
+    systems: list[str]
+    network_model: str
+    iterations: int = Field(ge=1)
+    workloads: dict[str, SweepWorkload]
+
+
+def parse_strategy(name: str) -> tuple[int, int, int]:
+    """`MP(2)-DP(5)-PP(2)` -> (2, 5, 2)."""
+    import re
+
+    m = re.fullmatch(r"\s*MP\((\d+)\)-DP\((\d+)\)-PP\((\d+)\)\s*", str(name))
+    if not m:
+        raise ConfigError("strategy", name, "accepted: MP(x)-DP(y)-PP(z), e.g. MP(2)-DP(5)-PP(2)")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
 class FredConfig(_Strict):
@@ -109,6 +141,7 @@ class FredConfig(_Strict):
     iterations: int = Field(ge=1)
     network_model: str
     workloads: dict[str, WorkloadSpec]
+    sweep: Sweep
     quick: Quick
 
 
@@ -127,6 +160,16 @@ def load_config(path: str | Path | None = None) -> FredConfig:
     for name in cfg.quick.workloads:
         if name not in cfg.workloads:
             raise ConfigError("quick.workloads", name, f"accepted: {', '.join(cfg.workloads)}")
+    for name in list(cfg.sweep.workloads) + cfg.sweep.systems:
+        if name not in cfg.workloads and name not in cfg.systems:
+            raise ConfigError("sweep", name, f"accepted: workloads {', '.join(cfg.workloads)}; systems {', '.join(cfg.systems)}")
+    n = cfg.wafer.cols * cfg.wafer.rows
+    for wl, sw in cfg.sweep.workloads.items():
+        for name in sw.strategies:
+            a, b, c = parse_strategy(name)
+            if a * b * c != n or c not in sw.microbatches_by_pp:
+                raise ConfigError(f"sweep.workloads.{wl}.strategies", name,
+                                  f"accepted: MP x DP x PP = {n} with PP in microbatches_by_pp")
     return cfg
 
 
@@ -264,20 +307,22 @@ class E2ERow:
         return self.speedup / self.paper_speedup if self.speedup and self.paper_speedup else None
 
 
-def train_config(cfg: FredConfig, workload: str, system: str, iterations: int, model: str):
+def train_config(cfg: FredConfig, workload: str, system: str, iterations: int, model: str,
+                 parallelism: Par | None = None, samples_per_dp: int | None = None):
     from ..train import TrainConfig
 
     w = cfg.workloads[workload]
     s = cfg.systems[system]
     net = dict(network(cfg, system), model=model)
-    p = w.parallelism
+    p = parallelism or w.parallelism
+    spd = samples_per_dp or w.samples_per_dp
     data = {
         "name": f"{workload} on {system}",
         "network": net,
         "system": {"npu": {"peak": cfg.npu.peak, "memory_bandwidth": cfg.npu.memory_bandwidth,
                            "efficiency": cfg.npu.efficiency},
                    "scheduling": {"priorities": cfg.scheduling.priorities, "comm_streams": cfg.scheduling.comm_streams}},
-        "workload": {"model": w.model, "batch": p.dp * w.samples_per_dp, "iterations": iterations,
+        "workload": {"model": w.model, "batch": p.dp * spd, "iterations": iterations,
                      "input_loading": True,
                      "parallelism": {"mp": p.mp, "dp": p.dp, "pp": p.pp, "microbatches": p.microbatches,
                                      "zero": 2 if (p.dp > 1 and w.mode == "weight-stationary") else 0,
@@ -286,16 +331,68 @@ def train_config(cfg: FredConfig, workload: str, system: str, iterations: int, m
     return TrainConfig.model_validate(data)
 
 
-def end_to_end(cfg: FredConfig, workload: str, system: str, iterations: int, model: str) -> E2ERow:
+def _simulate(tc):
     from ..engine.pricing import CommPricer
     from ..engine.simulator import simulate
     from ..train import graph_of, system_of, topology_of
 
-    tc = train_config(cfg, workload, system, iterations, model)
     topo = topology_of(tc)
-    res = simulate(graph_of(tc, topo.n_npus), system_of(tc), CommPricer(topo, model, tc.network.algorithms))
+    return simulate(graph_of(tc, topo.n_npus), system_of(tc), CommPricer(topo, tc.network.model, tc.network.algorithms))
+
+
+def end_to_end(cfg: FredConfig, workload: str, system: str, iterations: int, model: str) -> E2ERow:
+    res = _simulate(train_config(cfg, workload, system, iterations, model))
     per_it = {k: v / iterations for k, v in res.mean_breakdown().items()}
     return E2ERow(workload, system, res.iteration_time, per_it, paper_speedup=cfg.workloads[workload].paper_speedup.get(system))
+
+
+# ---------------------------------------------------------------- (d) strategy sweep
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    workload: str
+    strategy: str
+    system: str
+    per_sample_s: float
+    compute_per_sample_s: float
+    exposed_comm_per_sample_s: float
+
+
+def sweep_point(cfg: FredConfig, workload: str, strategy: str, system: str, iterations: int, model: str) -> SweepRow:
+    sw = cfg.sweep.workloads[workload]
+    mp, dp, pp = parse_strategy(strategy)
+    par = Par(mp=mp, dp=dp, pp=pp, microbatches=sw.microbatches_by_pp[pp])
+    res = _simulate(train_config(cfg, workload, system, iterations, model, par, sw.samples_per_dp))
+    batch = dp * sw.samples_per_dp
+    b = res.mean_breakdown()
+    exposed = sum(b[c] for c in ("MP", "PP", "DP", "IO", "other"))
+    return SweepRow(workload, strategy, system, res.iteration_time / batch, b["compute"] / iterations / batch,
+                    exposed / iterations / batch)
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    workload: str
+    speedup_mean: float  # mean over strategies of mesh / Fred-D time per sample
+    exposed_reduction_mean: float  # mean over strategies of mesh / Fred-D exposed communication
+    fastest: dict  # system -> strategy
+    paper: dict
+
+
+def summarize_sweep(cfg: FredConfig, rows: list[SweepRow]) -> list[SweepSummary]:
+    out = []
+    base, other = cfg.sweep.systems[0], cfg.sweep.systems[-1]
+    for wl in dict.fromkeys(r.workload for r in rows):
+        by = {(r.strategy, r.system): r for r in rows if r.workload == wl}
+        strategies = list(dict.fromkeys(r.strategy for r in rows if r.workload == wl))
+        sp = [by[(s, base)].per_sample_s / by[(s, other)].per_sample_s for s in strategies]
+        ex = [by[(s, base)].exposed_comm_per_sample_s / by[(s, other)].exposed_comm_per_sample_s
+              for s in strategies if by[(s, other)].exposed_comm_per_sample_s > 0]
+        fastest = {sysname: min(strategies, key=lambda s: by[(s, sysname)].per_sample_s) for sysname in cfg.sweep.systems}
+        out.append(SweepSummary(wl, float(np.mean(sp)), float(np.mean(ex)) if ex else float("nan"), fastest,
+                                dict(cfg.sweep.workloads[wl].paper)))
+    return out
 
 
 # ---------------------------------------------------------------- run, report
@@ -308,12 +405,16 @@ class Reproduction:
     micro: tuple[MicroRow, ...]
     traffic: tuple[TrafficRow, ...]
     e2e: tuple[E2ERow, ...]
+    sweep: tuple[SweepRow, ...] = ()
+    sweep_summary: tuple[SweepSummary, ...] = ()
 
     def to_dict(self) -> dict:
         return {"config": self.config, "quick": self.quick,
                 "microbenchmarks": [dict(asdict(r), ratio=r.ratio) for r in self.micro],
                 "traffic": [asdict(r) for r in self.traffic],
-                "end_to_end": [dict(asdict(r), ratio=r.ratio) for r in self.e2e]}
+                "end_to_end": [dict(asdict(r), ratio=r.ratio) for r in self.e2e],
+                "sweep": [asdict(r) for r in self.sweep],
+                "sweep_summary": [asdict(r) for r in self.sweep_summary]}
 
 
 def run(cfg: FredConfig, quick: bool = False, progress=None) -> Reproduction:
@@ -332,7 +433,15 @@ def run(cfg: FredConfig, quick: bool = False, progress=None) -> Reproduction:
         for s, r in got.items():
             sp = base / r.iteration_s if base and r.iteration_s else None
             rows.append(E2ERow(r.workload, r.system, r.iteration_s, r.breakdown_s, sp, r.paper_speedup, r.note))
-    return Reproduction(cfg.name, quick, micro, traf, tuple(rows))
+    sweep = []
+    n_strat = cfg.quick.sweep_strategies if quick else None
+    sw_model = cfg.quick.network_model if quick else cfg.sweep.network_model
+    sw_its = cfg.quick.iterations if quick else cfg.sweep.iterations
+    for wl, spec in cfg.sweep.workloads.items():
+        for strategy in spec.strategies[:n_strat]:
+            for system in cfg.sweep.systems:
+                sweep.append(sweep_point(cfg, wl, strategy, system, sw_its, sw_model))
+    return Reproduction(cfg.name, quick, micro, traf, tuple(rows), tuple(sweep), tuple(summarize_sweep(cfg, sweep)))
 
 
 def write_outputs(rep: Reproduction, out: str | Path) -> list[Path]:
@@ -400,9 +509,41 @@ def write_plots(rep: Reproduction, out: Path) -> list[Path]:
             ax.set_title(wl, fontsize=10)
             ax.set_ylabel("time per iteration (ms)")
             ax.tick_params(axis="x", rotation=30)
-        axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        seen: dict = {}
+        for ax in axes:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                seen.setdefault(lab, h)
+        axes[-1].legend(list(seen.values()), list(seen), fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         fig.tight_layout()
         files.append(out / "end_to_end.png")
+        fig.savefig(files[-1], dpi=110)
+        plt.close(fig)
+    sweep_wl = list(dict.fromkeys(r.workload for r in rep.sweep))
+    if sweep_wl:
+        fig, axes = plt.subplots(1, len(sweep_wl), figsize=(6 * len(sweep_wl), 4))
+        axes = np.atleast_1d(axes)
+        for ax, wl in zip(axes, sweep_wl):
+            rows = [r for r in rep.sweep if r.workload == wl]
+            strategies = list(dict.fromkeys(r.strategy for r in rows))
+            systems = list(dict.fromkeys(r.system for r in rows))
+            x = np.arange(len(strategies))
+            w = 0.8 / len(systems)
+            for k, sysname in enumerate(systems):
+                by = {r.strategy: r for r in rows if r.system == sysname}
+                comp = np.array([by[st].compute_per_sample_s for st in strategies]) * 1e3
+                exp_ = np.array([by[st].exposed_comm_per_sample_s for st in strategies]) * 1e3
+                rest = np.array([by[st].per_sample_s for st in strategies]) * 1e3 - comp - exp_
+                xs = x + (k - (len(systems) - 1) / 2) * w
+                ax.bar(xs, comp, w, color=COLORS["compute"], label="compute" if k == 0 else None)
+                ax.bar(xs, exp_, w, bottom=comp, color=COLORS["MP"] if k == 0 else COLORS["PP"],
+                       label=f"exposed communication, {sysname}")
+                ax.bar(xs, rest, w, bottom=comp + exp_, color=COLORS["idle"], label="idle" if k == 0 else None)
+            ax.set_xticks(x, strategies, rotation=35, fontsize=7)
+            ax.set_ylabel("time per sample (ms)")
+            ax.set_title(f"{wl}: strategy sweep ({' vs '.join(systems)})", fontsize=9)
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        files.append(out / "sweep.png")
         fig.savefig(files[-1], dpi=110)
         plt.close(fig)
     return files
@@ -440,6 +581,24 @@ def print_report(rep: Reproduction, con, files=()) -> None:
         t.add_row(r.workload, r.system, format_time(r.iteration_s), *(format_time(b.get(k, 0.0)) for k in
                   ("compute", "MP", "PP", "DP", "IO", "idle")), _f(r.speedup, "{:.2f}"), _f(r.paper_speedup, "{:.2f}"),
                   _f(r.ratio, "{:.2f}"))
+    con.print(t)
+    t = Table(box=None, header_style="bold", title="(d) strategy sweep: time per sample and exposed communication per sample")
+    for c in ("workload", "strategy", "system", "per sample", "compute", "exposed comm"):
+        t.add_column(c, justify="right")
+    for r in rep.sweep:
+        t.add_row(r.workload, r.strategy, r.system, format_time(r.per_sample_s), format_time(r.compute_per_sample_s),
+                  format_time(r.exposed_comm_per_sample_s))
+    con.print(t)
+    t = Table(box=None, header_style="bold", title="(d) averaged over strategies: Fred-D against the mesh")
+    for c in ("workload", "speedup", "paper", "ratio", "exposed comm reduction", "paper", "ratio",
+              "fastest on mesh", "fastest on Fred-D", "paper"):
+        t.add_column(c, justify="right")
+    for r in rep.sweep_summary:
+        ps, pe = r.paper.get("speedup"), r.paper.get("exposed_comm_reduction")
+        t.add_row(r.workload, _f(r.speedup_mean, "{:.2f}"), _f(ps, "{:.2f}"), _f(r.speedup_mean / ps if ps else None, "{:.2f}"),
+                  _f(r.exposed_reduction_mean, "{:.2f}"), _f(pe, "{:.2f}"),
+                  _f(r.exposed_reduction_mean / pe if pe else None, "{:.2f}"),
+                  *[str(v) for v in r.fastest.values()], str(r.paper.get("fastest_on_fred", "-")))
     con.print(t)
     for note in dict.fromkeys(f"{r.workload}: {r.note}" for r in rep.e2e if r.note):
         con.print(f"# {note}", highlight=False, markup=False)
