@@ -151,24 +151,21 @@ def test_io_throttle_emerges_from_link_loads():
         assert load[mesh_link].max() == pytest.approx(9 * 128e9)
         assert 750e9 / load[mesh_link].max() == pytest.approx(0.651, abs=5e-4)
     # the flow model reaches the same rate: the 18 broadcasts as flows over their trees
+    assert broadcast_rate(t) == pytest.approx(750e9 / 9, rel=1e-9)  # per controller, throttled
+    assert perimeter_edges(5, 4)[0] == (0, "top")
+    assert broadcast_rate(topo_of("D")) == pytest.approx(128e9, rel=1e-9)  # FRED: full line rate
+
+
+def broadcast_rate(t) -> float:
+    """Every controller multicasts D to every NPU at once, each a flow over its tree: the rate per controller."""
+    from fabricsim.network.flow import Flows
+
     parts = []
     for c in t.meta["io_nodes"]:
         _, links = t.route(np.full(20, c), np.arange(20))
         u = np.unique(links)
-        from fabricsim.network.flow import Flows
-
         parts.append(Flows([c], [0], [D], route_ptr=np.array([0, len(u)]), route_links=u))
-    res = simulate_flows(t, merge_flows(*parts, topo=t))
-    assert D / res.makespan == pytest.approx(750e9 / 9, rel=1e-9)  # per controller, throttled
-    assert perimeter_edges(5, 4)[0] == (0, "top")
-    fred = topo_of("D")  # FRED: every controller has its own path: full line rate
-    parts = []
-    for c in fred.meta["io_nodes"]:
-        _, links = fred.route(np.full(20, c), np.arange(20))
-        u = np.unique(links)
-        parts.append(Flows([c], [0], [D], route_ptr=np.array([0, len(u)]), route_links=u))
-    res = simulate_flows(fred, merge_flows(*parts, topo=fred))
-    assert D / res.makespan == pytest.approx(128e9, rel=1e-9)
+    return D / simulate_flows(t, merge_flows(*parts, topo=t)).makespan
 
 
 # ---------------------------------------------------------------- the engine's pricing on FRED systems

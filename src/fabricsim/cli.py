@@ -400,30 +400,28 @@ reproduce_app = typer.Typer(help="Reproduce papers' results with fabricsim's mod
 app.add_typer(reproduce_app, name="reproduce")
 
 
-@reproduce_app.command("swing")
-def reproduce_swing(
-    quick: bool = typer.Option(False, "--quick", help="the CI subset of tori (config: quick)"),
-    out: Optional[str] = typer.Option(None, "--out", help="output folder for CSV/JSON/PNG (default out/swing)"),
-    config: Optional[str] = typer.Option(None, "--config", help="reproduction config (default configs/swing.yaml)"),
-    json_out: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
-):
-    """Swing (NSDI'24): gains over the best other all-reduce on tori, ours beside the paper's."""
-    from .experiments.swing import reproduce
+def _reproduce_command(paper: str, doc: str, quick_help: str):
+    """One `fabricsim reproduce PAPER` command: experiments.PAPER.reproduce with configs/PAPER.yaml."""
 
-    reproduce(config, out, quick, json_out, _out(), Console(stderr=True))
+    def command(
+        quick: bool = typer.Option(False, "--quick", help=quick_help),
+        out: Optional[str] = typer.Option(None, "--out", help=f"output folder for CSV/JSON/PNG (default out/{paper})"),
+        config: Optional[str] = typer.Option(None, "--config", help=f"reproduction config (default configs/{paper}.yaml)"),
+        json_out: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
+    ):
+        import importlib
+
+        importlib.import_module(f"fabricsim.experiments.{paper}").reproduce(config, out, quick, json_out, _out(),
+                                                                            Console(stderr=True))
+
+    command.__doc__ = doc
+    reproduce_app.command(paper)(command)
 
 
-@reproduce_app.command("fred")
-def reproduce_fred(
-    quick: bool = typer.Option(False, "--quick", help="the CI subset (config: quick)"),
-    out: Optional[str] = typer.Option(None, "--out", help="output folder for CSV/JSON/PNG (default out/fred)"),
-    config: Optional[str] = typer.Option(None, "--config", help="reproduction config (default configs/fred.yaml)"),
-    json_out: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
-):
-    """FRED (ISCA'25): the wafer mesh vs FRED's fabric (Fred-A..D), ours beside the paper's."""
-    from .experiments.fred import reproduce
-
-    reproduce(config, out, quick, json_out, _out(), Console(stderr=True))
+_reproduce_command("swing", "Swing (NSDI'24): gains over the best other all-reduce on tori, ours beside the paper's.",
+                   "the CI subset of tori (config: quick)")
+_reproduce_command("fred", "FRED (ISCA'25): the wafer mesh vs FRED's fabric (Fred-A..D), ours beside the paper's.",
+                   "the CI subset (config: quick)")
 
 
 DEMO_CASES = (
