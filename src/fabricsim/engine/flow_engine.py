@@ -29,7 +29,7 @@ from ..collectives.schedule import COLLECTIVES
 from ..errors import ConfigError
 from ..network.flow import Flows, collective_flows, simulate_flows, streaming_flows
 from ..system.model import System
-from ..workload.graph import CATEGORIES, COLLECTIVE, COMPUTE, IO, P2P, WorkloadGraph
+from ..workload.graph import CATEGORIES, COLLECTIVE, COMPUTE, IO, WorkloadGraph
 from .pricing import FLOW_MODELS, CommPricer, io_flows
 
 
@@ -44,7 +44,8 @@ def simulate_on_flows(graph: WorkloadGraph, system: System, pricer: CommPricer, 
     L = topo.n_links
     prio_of_cat = [system.scheduling.rank(c) for c in CATEGORIES]
     npu_model = system.npu
-    dur = np.where(np.isnan(g.duration), npu_model.compute_time(g.flops, g.mem_bytes), g.duration)
+    dur = npu_model.task_times(g.duration, g.flops, g.mem_bytes)
+    empty = g.moves_nothing()
     src, dst, size, prio, kind_f, dep_lists, link_sets, lat_given = [], [], [], [], [], [], [], []
     nflows = 0
     entry = np.full(n, -1, dtype=np.int64)
@@ -83,8 +84,7 @@ def simulate_on_flows(graph: WorkloadGraph, system: System, pricer: CommPricer, 
             continue
         pr = prio_of_cat[cat[t]]
         members = g.members(t)
-        if k == COLLECTIVE and (len(members) < 2 or sz_t[t] <= 0) or (k == P2P and (npu_of[t] == peer[t] or sz_t[t] <= 0)) \
-                or (k == IO and sz_t[t] <= 0):
+        if empty[t]:
             f = add(members[0], members[0], 0.0, pr, PRIVATE, [preds])
             entry[t] = exit_[t] = f
             continue

@@ -135,6 +135,8 @@ class CommPricer:
         self.topo = topo
         self.model = normalize_network_model(model)
         self.algorithms = normalize_algorithms(algorithms)
+        # collectives whose algorithm streams through switches (in-network: FRED's flows)
+        self.streaming = {c for c, a in self.algorithms.items() if parse_algorithm(a)[0] in STREAMING}
         self._routed: dict = {}
         self._times: dict = {}
         self._p2p: dict = {}
@@ -151,11 +153,6 @@ class CommPricer:
             pos[np.asarray(order)] = np.arange(len(order))
             members = sorted(members, key=lambda r: pos[r])
         return build_schedule(self.topo, coll, name, group=members, **opts)
-
-    @property
-    def streaming(self) -> set[str]:
-        """Collectives whose algorithm streams through switches (in-network: FRED's flows)."""
-        return {c for c, a in self.algorithms.items() if parse_algorithm(a)[0] in STREAMING}
 
     def _schedule_cost(self, coll: str, group: tuple[int, ...]):
         key = (coll, group)
@@ -177,6 +174,12 @@ class CommPricer:
         bw = np.minimum.reduceat(self.topo.link_bw[f.route_links], f.route_ptr[:-1])
         return float(np.sum(f.latency + f.size / bw))
 
+    def _step_costs(self, routed, size: float) -> np.ndarray:
+        """Analytical time of every step shape, all its repetitions, for one size: [shapes, 1]."""
+        sizes = np.array([float(size)])
+        per = np.stack([step_times(self.topo, r, sizes, self.model) for r in routed])
+        return per * np.array([r.repeat for r in routed])[:, None]
+
     def phase_times(self, coll: int | str, group: tuple[int, ...], size: float) -> np.ndarray:
         """Time of each phase of the collective (s); they add up to `collective(...)`. The flow
         model prices the whole collective as one phase."""
@@ -190,10 +193,7 @@ class CommPricer:
             if routed is None or isinstance(routed, str):
                 t = np.array([self.collective(coll, group, size)])
             else:
-                sizes = np.array([float(size)])
-                per = np.stack([step_times(self.topo, r, sizes, self.model) for r in routed])
-                reps = np.array([r.repeat for r in routed])
-                cost = per * reps[:, None]
+                cost = self._step_costs(routed, size)
                 t = np.array([float(lane_total([sched.steps[i] for i in idx], cost[idx])[0]) for idx in phase])
             self._times[key] = t
         return t
@@ -213,10 +213,7 @@ class CommPricer:
 
                 t = float(time_collective_flow(self.topo, sched, [size], mode=FLOW_MODELS[self.model])[0])
             else:
-                sizes = np.array([float(size)])
-                per = np.stack([step_times(self.topo, r, sizes, self.model) for r in routed]) if routed else np.zeros((0, 1))
-                reps = np.array([r.repeat for r in routed])
-                t = float(lane_total(sched.steps, per * reps[:, None])[0]) if routed else 0.0
+                t = float(lane_total(sched.steps, self._step_costs(routed, size))[0]) if routed else 0.0
             self._times[key] = t
         return t
 

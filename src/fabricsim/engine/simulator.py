@@ -37,6 +37,7 @@ import numpy as np
 
 from ..system.model import System
 from ..workload.graph import CATEGORIES, COLLECTIVE, COMPUTE, IO, P2P, WorkloadGraph
+from ..network.flow import successors
 from .pricing import CommPricer
 
 BREAKDOWN = ("compute",) + CATEGORIES + ("idle",)
@@ -129,16 +130,11 @@ def simulate(graph: WorkloadGraph, system: System, pricer: CommPricer,
     size = g.size.tolist()
     coll = g.coll.tolist()
     grp = g.group.tolist()
-    base = np.where(np.isnan(g.duration), npu_model.compute_time(g.flops, g.mem_bytes), g.duration)
+    base = npu_model.task_times(g.duration, g.flops, g.mem_bytes).tolist()
     membound = (np.isnan(g.duration) & npu_model.memory_bound(g.flops, g.mem_bytes)).tolist()
-    base = base.tolist()
-    # successors
-    counts = np.diff(g.dep_ptr)
-    owner = np.repeat(np.arange(n), counts)
-    order = np.argsort(g.dep_idx, kind="stable")
-    succ_idx = owner[order].tolist()
-    succ_ptr = np.concatenate([[0], np.cumsum(np.bincount(g.dep_idx, minlength=n))]).tolist()
-    waiting = counts.tolist()
+    empty = g.moves_nothing().tolist()
+    succ_ptr, succ_idx = (a.tolist() for a in successors(g.dep_ptr, g.dep_idx))
+    waiting = np.diff(g.dep_ptr).tolist()
     # streams
     per_cat = sched.comm_streams == "per-category"
     n_cat = len(CATEGORIES)
@@ -269,8 +265,7 @@ def simulate(graph: WorkloadGraph, system: System, pricer: CommPricer,
             heapq.heappush(cready[npu[t]], t)
             try_compute(npu[t], now)
             return
-        if (k == COLLECTIVE and (len(groups[grp[t]]) < 2 or size[t] <= 0)) or (k == P2P and (npu[t] == peer[t] or size[t] <= 0)) \
-                or (k == IO and size[t] <= 0):
+        if empty[t]:
             start[t] = now
             release(t, now)  # nothing to move
             return

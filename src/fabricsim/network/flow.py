@@ -102,6 +102,16 @@ class FlowResult:
         return self.link_bytes / (topo.link_bw * span) if span > 0 else np.zeros(topo.n_links)
 
 
+def successors(dep_ptr: np.ndarray, dep_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Reverse a predecessor CSR (item i waits for dep_idx[dep_ptr[i]:dep_ptr[i+1]]) into a
+    successor CSR: (succ_ptr, succ), item j's dependents are succ[succ_ptr[j]:succ_ptr[j+1]]."""
+    n = len(dep_ptr) - 1
+    order = np.argsort(dep_idx, kind="stable")
+    succ = np.repeat(np.arange(n), np.diff(dep_ptr))[order]
+    succ_ptr = np.concatenate([[0], np.cumsum(np.bincount(dep_idx, minlength=n))])
+    return succ_ptr, succ
+
+
 # ---- max-min water-filling ----------------------------------------------------------------------
 
 
@@ -246,10 +256,7 @@ def simulate_flows(topo: Topology, flows: Flows, *, mode: str = "pipelined", chu
     c_ptr = np.concatenate([[0], np.cumsum(c_counts)])
     c_links = np.concatenate([U.links[U.ptr[r]: U.ptr[r + 1]] for r in cls_rep]) if n_cls else np.zeros(0, np.int64)
     c_cap, c_prio = U.cap[cls_rep], U.prio[cls_rep]
-    # dependents (successor lists)
-    succ_order = np.argsort(U.dep_idx, kind="stable")
-    succ = np.repeat(np.arange(n), np.diff(U.dep_ptr))[succ_order]
-    succ_ptr = np.concatenate([[0], np.cumsum(np.bincount(U.dep_idx, minlength=n))])
+    succ_ptr, succ = successors(U.dep_ptr, U.dep_idx)
     waiting = np.diff(U.dep_ptr).copy()
     remaining = U.size.copy()
     t_start = np.full(n, np.nan)

@@ -48,6 +48,13 @@ class NPU:
         return np.maximum(np.asarray(flops, float) / (self.peak_flops * self.efficiency),
                           np.asarray(mem_bytes, float) / self.memory_bandwidth)
 
+    def task_times(self, duration, flops, mem_bytes):
+        """Per task: its fixed `duration` where given (not NaN), else the roofline time."""
+        import numpy as np
+
+        duration = np.asarray(duration, float)
+        return np.where(np.isnan(duration), self.compute_time(flops, mem_bytes), duration)
+
     def memory_bound(self, flops, mem_bytes):
         import numpy as np
 

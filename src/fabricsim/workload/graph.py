@@ -90,6 +90,15 @@ class WorkloadGraph:
     def compute_mask(self) -> np.ndarray:
         return self.kind == COMPUTE
 
+    def moves_nothing(self) -> np.ndarray:
+        """Communication tasks with nothing to move: no bytes, a collective of one member, a p2p
+        transfer to itself. Engines finish them the moment they are ready."""
+        gsize = np.array([len(m) for m in self.groups], dtype=np.int64)
+        one = np.zeros(len(self), dtype=bool)
+        coll = self.kind == COLLECTIVE
+        one[coll] = gsize[self.group[coll]] < 2
+        return (self.kind != COMPUTE) & ((self.size <= 0) | one | ((self.kind == P2P) & (self.npu == self.peer)))
+
 
 class GraphBuilder:
     """Append tasks; `build()` freezes them. Every method returns the new task's id."""
