@@ -29,6 +29,7 @@ from ..network.analytical import MODELS, route_schedule, step_times
 from ..network.analytical import normalize_model as _normalize_analytical
 from ..network.flow import FLOW_MODELS, STREAMING, Flows, streaming_flows
 from ..topology.graph import Topology
+from ..workload.graph import IO_LOAD
 
 DEFAULT_ALGORITHMS = {"all-reduce": "ring", "reduce-scatter": "ring", "all-gather": "ring",
                       "all-to-all": "direct", "broadcast": "ring", "reduce": "ring"}
@@ -116,7 +117,7 @@ def io_flows(topo: Topology, direction: int, members: tuple[int, ...], shards: i
     link_sets, lat, sizes, ends = [], [], [], []
     for c, j in pairs:
         mem = np.asarray(members[j * per:(j + 1) * per], dtype=np.int64)
-        src, dst = (np.full(len(mem), c), mem) if direction == 0 else (mem, np.full(len(mem), c))
+        src, dst = (np.full(len(mem), c), mem) if direction == IO_LOAD else (mem, np.full(len(mem), c))
         ptr, links = topo.route(src, dst)
         link_sets.append(np.unique(links))
         lat.append(float(np.max(np.add.reduceat(topo.link_lat[links], ptr[:-1])) if len(links) else 0.0))

@@ -87,9 +87,6 @@ class WorkloadGraph:
             return self.groups[self.group[t]]
         return (int(self.npu[t]), int(self.peer[t]))
 
-    def compute_mask(self) -> np.ndarray:
-        return self.kind == COMPUTE
-
     def moves_nothing(self) -> np.ndarray:
         """Communication tasks with nothing to move: no bytes, a collective of one member, a p2p
         transfer to itself. Engines finish them the moment they are ready."""

@@ -37,7 +37,7 @@ NS = 1e-9
 
 
 def _groups(kind: str, n: int, mp: int | None, where: str):
-    """(model-parallel groups, data-parallel groups) as lists of tuples, and each NPU's index."""
+    """(model-parallel groups, data-parallel groups) as lists of tuples of NPUs."""
     world = [tuple(range(n))]
     if kind in ("DATA", "MICRO", "MODEL", "HYBRID_DLRM", "HYBRID_DLRM_ENHANCED"):
         return world, world
@@ -53,13 +53,6 @@ def _groups(kind: str, n: int, mp: int | None, where: str):
         mps = [tuple(range(i, n, dp)) for i in range(dp)]
         return mps, dps
     return consecutive, strided
-
-
-def _group_of(groups, p):
-    for g in groups:
-        if p in g:
-            return g
-    raise AssertionError(p)
 
 
 def text_to_graph(wl: TextWorkload, npus: int, iterations: int = 1, mp: int | None = None) -> WorkloadGraph:

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
-from .graph import GraphBuilder, WorkloadGraph
+from .graph import IO_LOAD, IO_STORE, GraphBuilder, WorkloadGraph
 from .models import DTYPES, Layer, Model
 
 SCHEDULES = ("gpipe", "1f1b")
@@ -250,7 +250,7 @@ class _Emitter:
             self.b.iteration = it
             if st.input_loading and self.model.input_bytes:
                 members = [int(self.R[a, 0, d]) for d in range(st.dp) for a in range(st.mp)]
-                self.input_load = self.b.io(0, st.batch * self.model.input_bytes, members, st.dp, "input load",
+                self.input_load = self.b.io(IO_LOAD, st.batch * self.model.input_bytes, members, st.dp, "input load",
                                             deps=(self.input_load,))
             progs = [_program(st.schedule, s, st.pp, st.microbatches) for s in range(st.pp)]
             ptr = [0] * st.pp
@@ -317,12 +317,12 @@ class _Emitter:
         members = [int(self.R[a, s, d]) for a in range(st.mp) for d in range(st.dp)]  # shard (MP rank) by shard
         if what == "load":
             size = layer.params * self.model.dtype_bytes
-            t = self.b.io(0, size, members, st.mp, f"{layer.name} weights in", deps=(self.io_last.get((s, 0)),))
+            t = self.b.io(IO_LOAD, size, members, st.mp, f"{layer.name} weights in", deps=(self.io_last.get((s, 0)),))
             self.io_last[(s, 0)] = t
         else:
             size = layer.params * (DTYPES[st.grad_dtype] if st.grad_dtype else self.model.dtype_bytes)
             deps = (self.io_last.get((s, 1)), *[self.last[p] for p in members])
-            t = self.b.io(1, size, members, st.mp, f"{layer.name} gradients out", deps=deps)
+            t = self.b.io(IO_STORE, size, members, st.mp, f"{layer.name} gradients out", deps=deps)
             self.io_last[(s, 1)] = t
         return t
 
