@@ -107,8 +107,9 @@ def test_in_network_verifies(p):
 @pytest.mark.parametrize("chunks", [1, 2, 3, 7])
 def test_in_network_pipelined(p, chunks):
     for c in IN_NETWORK_COLLECTIVES:
-        s = in_network(c, p, chunks=chunks, root=p // 2)
+        s = in_network(c, p, lockstep=True, chunks=chunks, root=p // 2)
         verify(s)
+        assert not s.streaming
         assert s.n_steps == chunks + 1
         assert len(s.steps) == min(chunks + 1, 3)
 
@@ -117,7 +118,7 @@ def test_in_network_pipelined(p, chunks):
 @pytest.mark.parametrize("chunks", [1, 4])
 def test_in_network_all_reduce_bytes(p, chunks):
     size = 1e6
-    s = in_network("all-reduce", p, chunks=chunks)
+    s = in_network("all-reduce", p, lockstep=chunks > 1, chunks=chunks)
     assert np.allclose(s.bytes_sent(size)[:p], size)
     assert np.allclose(s.bytes_received(size)[:p], size)
     assert s.bytes_received(size)[p] == pytest.approx(p * size)  # the switch takes all in
@@ -259,7 +260,7 @@ def _broken_variants(s: Schedule):
 @pytest.mark.parametrize("build", [
     lambda: double_binary_tree("all-reduce", 9, chunks=3),
     lambda: hierarchical("all-reduce", 12, dims=(3, 4)),
-    lambda: in_network("all-reduce", 6, chunks=2),
+    lambda: in_network("all-reduce", 6, lockstep=True, chunks=2),
 ])
 def test_verify_catches_broken_schedules(build):
     s = build()
@@ -276,8 +277,10 @@ def test_registry_entries():
     for name in ("double_binary_tree", "hierarchical", "in_network"):
         assert name in ALGORITHMS
     assert get_algorithm("dbt").collectives == ("all-reduce",)
-    assert get_algorithm("hierarchical").needs == ("dims",)
-    assert get_algorithm("in-network").needs == ("reducing-switch",)
+    assert get_algorithm("hierarchical").dims and get_algorithm("hierarchical").helper is None
+    assert get_algorithm("in-network").helper == "reducing-switch" and get_algorithm("in-network").streams
+    assert get_algorithm("in_network_tree").helper == "switch-tree"
+    assert get_algorithm("ring").ring_order and not get_algorithm("direct").ring_order
     assert get_algorithm("hierarchical").supports("all-reduce", 6) is None
     assert get_algorithm("in_network").supports("all-to-all", 6) is not None
     # the registered builders take the registry's uniform signature

@@ -100,9 +100,31 @@ def test_direct_all_reduce_on_a_switch(p):
 
 
 @pytest.mark.parametrize("p", [2, 5, 8, 64])
-def test_in_network_all_reduce_moves_S_each_way(p):
+def test_in_network_all_reduce_streams_S_over_B(p):
+    """Reduce up, multicast down, pipelined through the switch: S/B plus the two link latencies,
+    whatever p (busbw = 2(p-1)/p B), on every network model."""
+    from fabricsim.network.model import time_collective
+
     topo = switch(p, B, A, reduce=True)
     s = build_schedule(topo, "all-reduce", "in_network")
+    assert s.streaming
+    want = 2 * A + SIZES / B
+    for model in ("congestion-aware", "congestion-unaware", "flow"):
+        np.testing.assert_allclose(time_collective(topo, s, SIZES, model), want, rtol=1e-12)
+    timing = time_schedule(topo, s, SIZES)
+    np.testing.assert_allclose(timing.times, want, rtol=1e-12)
+    S = 3e6
+    lb = timing.link_bytes(S)
+    np.testing.assert_allclose(lb[topo.link_dst == p], S)  # each up link carries S once
+    np.testing.assert_allclose(lb[topo.link_src == p], S)  # each down link too
+    busbw = SIZES / want * 2 * (p - 1) / p
+    np.testing.assert_allclose(busbw[-1], 2 * (p - 1) / p * B, rtol=1e-3)
+
+
+@pytest.mark.parametrize("p", [2, 5, 8, 64])
+def test_in_network_all_reduce_moves_S_each_way(p):
+    topo = switch(p, B, A, reduce=True)
+    s = build_schedule(topo, "all-reduce", "in_network", lockstep=True)
     timing = time_schedule(topo, s, SIZES)
     S = 3e6
     lb = timing.link_bytes(S)

@@ -253,7 +253,7 @@ def test_parse_impl_rejects(text):
 def test_to_topology_rfs():
     topo = to_topology(read_network(REF / "networks" / "RFS_2x8x4.yml"))
     assert topo.n_npus == 64 and topo.dims == (2, 8, 4)
-    assert topo.meta["kinds"] == ("ring", "fc", "switch")
+    assert topo.dim_kinds == ("ring", "fc", "switch")
     assert topo.n_switches == 16  # one per line of 4 along dimension 2
     bw = {d: set(topo.link_bw[topo.link_dim == d]) for d in range(3)}
     lat = {d: set(topo.link_lat[topo.link_dim == d]) for d in range(3)}

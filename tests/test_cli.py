@@ -94,11 +94,16 @@ def test_listings(capsys):
         assert any(ln.startswith(name) for ln in lines)
     rc, out, _ = run(capsys, "algorithms")
     assert rc == 0
+    lines = out.splitlines()
     for name, alg in ALGORITHMS.items():
-        line = next(ln for ln in out.splitlines() if ln.startswith(name + " "))
+        i = next(k for k, ln in enumerate(lines) if ln.startswith(name + " "))
+        end = next((k for k in range(i + 1, len(lines)) if lines[k] and not lines[k].startswith(" ")), len(lines))
+        line, block = lines[i], "\n".join(lines[i:end])
         for c in alg.collectives:
             assert c in line
-        assert alg.group_sizes.split()[0] in line
+        assert alg.group_sizes in block
+        for opt in alg.options:  # every option with its type and default
+            assert f"-o {opt.describe()}" in block
 
 
 BAD = [

@@ -10,14 +10,9 @@ from hypothesis import strategies as st
 from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.schedule import Schedule, make_step
 from fabricsim.network import time_schedule
-from fabricsim.network.flow import (
-    Flows,
-    collective_flows,
-    merge_flows,
-    simulate_flows,
-    time_collective_flow,
-    water_fill,
-)
+from fabricsim.network.dataflow import collective_flows, merge_flows
+from fabricsim.network.flow import Flows, simulate_flows, water_fill
+from fabricsim.network.flow_model import time_collective_flow
 from fabricsim.topology import from_edges, ring, switch, torus
 
 G = 1e9  # 1 GB/s links in the textbook cases

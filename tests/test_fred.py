@@ -11,7 +11,8 @@ from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.registry import get_algorithm
 from fabricsim.collectives.verify import verify
 from fabricsim.errors import ConfigError
-from fabricsim.network.flow import collective_flows, merge_flows, simulate_flows, streaming_flows
+from fabricsim.network.dataflow import collective_flows, merge_flows, streaming_flows
+from fabricsim.network.flow import simulate_flows
 from fabricsim.topology import parse_topology
 from fabricsim.topology.builders.wafer import hamiltonian_cycle, perimeter_edges
 from fabricsim.workload.parallelism import Strategy
@@ -42,10 +43,10 @@ def per_D(topo, groups, algorithm, **opts):
 def test_wafer_mesh_shape_and_io_controllers():
     t = topo_of("mesh")
     assert t.n_npus == 20 and t.dims == (5, 4)
-    io = t.meta["io_nodes"]
+    io = t.io_nodes
     assert len(io) == 18 == 2 * (5 + 4)
     # a corner NPU has two controllers, an edge NPU one, an inner NPU none
-    counts = np.bincount(t.meta["io_npu"], minlength=20)
+    counts = np.bincount(t.io_attach, minlength=20)
     assert counts[[0, 4, 15, 19]].tolist() == [2, 2, 2, 2]
     assert counts[[6, 7, 8, 11, 12, 13]].sum() == 0 and counts.sum() == 18
     io_links = np.isin(t.link_src, io) | np.isin(t.link_dst, io)
@@ -57,12 +58,12 @@ def test_wafer_mesh_shape_and_io_controllers():
 
 def test_fred_fabric_shape():
     t = topo_of("C")
-    l1, l2 = t.meta["l1"], t.meta["l2"]
-    assert len(l1) == 5 and t.meta["l1_of"].tolist() == list(np.repeat(l1, 4))
+    l1, l2 = np.unique(t.leaf_of), 25  # nodes: 20 NPUs, 5 L1 switches, the L2 switch, I/O controllers
+    assert len(l1) == 5 and t.leaf_of.tolist() == list(np.repeat(np.arange(20, 25), 4))
     up = (np.isin(t.link_src, l1)) & (t.link_dst == l2)
     assert up.sum() == 5 and np.all(t.link_bw[up] == 12e12)
     assert np.all(t.link_bw[(t.link_src < 20)] == 3e12)
-    assert len(t.meta["io_nodes"]) == 18 and not t.can_reduce.any()
+    assert len(t.io_nodes) == 18 and not t.can_reduce.any()
     assert topo_of("D").can_reduce[l1].all() and topo_of("D").can_reduce[l2]
 
 
@@ -115,7 +116,7 @@ def test_mp20_wafer_wide_all_reduce():
     """MP(20): mesh 1.267 (two opposite chunks: a bidirectional ring on a Hamiltonian cycle,
     corner NPUs' 2 links x 750 GB/s), Fred-C 0.633 (endpoint at 3 TB/s), Fred-D 0.333 (in-network)."""
     mesh = topo_of("mesh")
-    assert per_D(mesh, [mesh.meta["ring_order"].tolist()], "ring", bidirectional=True) == pytest.approx(1.9 / 1.5)
+    assert per_D(mesh, [mesh.ring_order.tolist()], "ring", bidirectional=True) == pytest.approx(1.9 / 1.5)
     assert per_D(topo_of("C"), [list(range(20))], "hierarchical") == pytest.approx(1.9 / 3)
     assert per_D(topo_of("D"), [list(range(20))], "in_network_tree") == pytest.approx(1 / 3)
 
@@ -144,7 +145,7 @@ def test_io_throttle_emerges_from_link_loads():
     mesh_link = t.link_dim >= 0
     for direction in ("broadcast", "write-back"):
         load = np.zeros(t.n_links)
-        for c in t.meta["io_nodes"]:
+        for c in t.io_nodes:
             src, dst = (np.full(20, c), np.arange(20)) if direction == "broadcast" else (np.arange(20), np.full(20, c))
             _, links = t.route(src, dst)
             load[np.unique(links)] += 128e9  # a multicast (or reduction) tree carries the stream once per link
@@ -161,7 +162,7 @@ def broadcast_rate(t) -> float:
     from fabricsim.network.flow import Flows
 
     parts = []
-    for c in t.meta["io_nodes"]:
+    for c in t.io_nodes:
         _, links = t.route(np.full(20, c), np.arange(20))
         u = np.unique(links)
         parts.append(Flows([c], [0], [D], route_ptr=np.array([0, len(u)]), route_links=u))

@@ -15,7 +15,7 @@ import yaml
 from conftest import ASTRA_REFERENCE
 from fabricsim.cli import main
 from fabricsim.engine.pricing import CommPricer
-from fabricsim.engine.simulator import BREAKDOWN, simulate
+from fabricsim.engine import BREAKDOWN, simulate
 from fabricsim.system import System
 from fabricsim.topology import parse_topology
 from fabricsim.workload.astra_text import read_astra_text

@@ -425,11 +425,48 @@ def test_flow_engine_equal_priority_shares_links():
     assert res.end[0] == pytest.approx(t_a + t_b, rel=1e-9)  # the links never idle
 
 
-def test_flow_engine_rejects_endpoint_interference():
+@pytest.mark.parametrize("model", ["congestion-aware", "flow"])
+def test_endpoint_interference_in_both_engines(model):
+    """The same hand-computed case on both engines: a 10 ms fixed-duration kernel and a 4 ms
+    collective holding 25% of the units: 4 ms at 0.75, then 7 ms at full speed = 11 ms."""
     b = GraphBuilder(2)
-    b.compute(0, "c", duration=1e-3)
-    with pytest.raises(ConfigError, match="endpoint"):
-        run(b.build(), topo="ring:2", model="flow", system=System(NPU(), Endpoint(comm_compute_fraction=0.5)))
+    b.compute(0, "c", duration=10e-3)
+    b.collective("all-reduce", 4e-3 * 50e9, (0, 1), "DP", "ar")
+    res = run(b.build(), topo="ring:2", bw=50e9, lat=0.0, model=model,
+              system=System(NPU(), Endpoint(comm_compute_fraction=0.25), Scheduling()))
+    assert res.end[1] == pytest.approx(4e-3, rel=1e-9)
+    assert res.end[0] == pytest.approx(11e-3, rel=1e-9)
+
+
+@pytest.mark.parametrize("model", ["congestion-aware", "flow"])
+def test_memory_bound_kernel_slows_by_the_memory_share(model):
+    """Roofline with the resources left: a kernel of F FLOPs and M bytes that is memory-bound
+    (M/BW = 8 ms > F/peak = 2 ms) while a 4 ms collective holds 50% of the memory bandwidth and
+    10% of the units: max(F/(0.9 peak), M/(0.5 BW)) = 16 ms per 8 ms of work, so 4 ms do 2 ms of
+    work, the remaining 6 ms run at full speed: 10 ms."""
+    npu = NPU(peak_flops=1e15, memory_bandwidth=1e12, efficiency=1.0)
+    b = GraphBuilder(2)
+    b.compute(0, "c", flops=2e12, mem_bytes=8e9)
+    b.collective("all-reduce", 4e-3 * 50e9, (0, 1), "DP", "ar")
+    res = run(b.build(), topo="ring:2", bw=50e9, lat=0.0, model=model,
+              system=System(npu, Endpoint(comm_compute_fraction=0.1, comm_memory_fraction=0.5), Scheduling()))
+    assert res.end[0] == pytest.approx(4e-3 + (8e-3 - 4e-3 * 8 / 16), rel=1e-9)
+
+
+@pytest.mark.parametrize("model", ["congestion-aware", "flow"])
+def test_offload_engine_rate_bounds_a_collective_in_both_engines(model):
+    """An offload engine of R bytes/s per NPU on a ring:2 all-reduce of S (each NPU sends S/2
+    twice, 2 x S/(2B) on the links): with R < B it lasts 2 x (S/2)/R."""
+    from fabricsim.system import OffloadEngine
+
+    S, B, R = 1e9, 50e9, 10e9
+    b = GraphBuilder(2)
+    b.collective("all-reduce", S, (0, 1), "DP", "ar")
+    res = run(b.build(), topo="ring:2", bw=B, lat=0.0, model=model,
+              system=System(NPU(), OffloadEngine(R), Scheduling()))
+    assert res.makespan == pytest.approx(2 * (S / 2) / R, rel=1e-9)
+    plain = run(b.build(), topo="ring:2", bw=B, lat=0.0, model=model)
+    assert plain.makespan == pytest.approx(2 * (S / 2) / B, rel=1e-9)
 
 
 # ---------------------------------------------------------------- errors

@@ -6,7 +6,6 @@ exit code 2; never a traceback.
 
 from __future__ import annotations
 
-import re
 import shutil
 import sys
 from typing import Optional
@@ -17,11 +16,10 @@ from rich.console import Console
 from rich.table import Table
 
 from .collectives.api import build_schedule, normalize_collective, parse_group
-from .collectives.registry import ALGORITHMS
+from .collectives.registry import ALGORITHMS, choose_algorithm
 from .collectives.verify import ScheduleError, verify
 from .errors import ConfigError
-from .network.analytical import normalize_model, time_schedule
-from .network.flow import FLOW_MODELS
+from .network.model import NETWORK_MODELS, get_network_model
 from .report.tables import avg_busbw, collective_rows, rows_to_csv, rows_to_json
 from .topology.spec import FAMILIES, parse_topology
 from .units import format_size, format_time, parse_size_range
@@ -46,58 +44,48 @@ def _out() -> Console:
     return Console(soft_wrap=True, width=max(shutil.get_terminal_size((160, 24)).columns, 150))
 
 
-def parse_options(items: list[str]) -> dict:
+def parse_options(items: list[str]) -> dict[str, str]:
+    """`--option KEY=VALUE` items as a mapping of strings; the algorithm types them
+    (`collectives.registry.choose_algorithm`)."""
     opts = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError("option", item, "accepted: KEY=VALUE, e.g. bidirectional=true or chunks=8")
-        v = value.strip()
-        if v.lower() in ("true", "yes", "on"):
-            val: object = True
-        elif v.lower() in ("false", "no", "off"):
-            val = False
-        elif re.fullmatch(r"-?\d+", v):
-            val = int(v)
-        elif re.fullmatch(r"\d+(x\d+)+", v):
-            val = tuple(int(x) for x in v.split("x"))
-        else:
-            val = v
-        opts[key.strip().replace("-", "_")] = val
+            raise ConfigError("--option", item, "accepted: KEY=VALUE, e.g. bidirectional=true or chunks=8")
+        opts[key.strip()] = value.strip()
     return opts
+
+
+def _jsonable_option(v):
+    return list(v) if isinstance(v, tuple) else v
 
 
 def run_collective(topology: str, bandwidth: str, latency: str, collective: str, algorithm: str,
                    sizes: str, model: str, group: str | None = None, root: int = 0,
                    options: list[str] | None = None, check: bool = True):
     """Everything `fabricsim collective` does, minus printing: (header, rows)."""
-    flow_mode = FLOW_MODELS.get(str(model).lower())
-    model = model if flow_mode else normalize_model(model)
+    net = get_network_model(model)
     size_list = parse_size_range(sizes, "sizes")
     topo = parse_topology(topology, bandwidth, latency)
     coll = normalize_collective(collective)
     ranks = parse_group(group)
     if ranks is not None and len(ranks) > topo.n_npus:
         raise ConfigError("group", group, f"names {len(ranks)} ranks; accepted: at most {topo.n_npus} on {topo.name}")
-    sched = build_schedule(topo, coll, algorithm, group=ranks, root=root, **parse_options(options or []))
+    choice = choose_algorithm(algorithm, parse_options(options or []), where="--option")
+    sched = build_schedule(topo, coll, choice, group=ranks, root=root)
     verified = None
     if check:
         work = sched.n_transfers
         sample = None if work <= VERIFY_FULL_LIMIT else 256
         rep = verify(sched, sample=sample)
         verified = {"blocks_checked": rep.blocks_checked, "nblocks": rep.nblocks, "sampled": sample is not None}
-    if flow_mode:
-        from .network.flow import time_collective_flow
-
-        times = time_collective_flow(topo, sched, size_list, mode=flow_mode)
-    else:
-        times = time_schedule(topo, sched, size_list, model).times
+    times = net.collective(topo, sched).times(size_list)
     rows = collective_rows(coll, sched.p, size_list, times)
     header = {
         "topology": topo.name, "npus": topo.n_npus, "bandwidth": bandwidth, "latency": latency,
-        "collective": coll, "algorithm": sched.algorithm, "ranks": sched.p, "model": model,
-        "steps": sched.n_steps, "options": {k: v for k, v in sched.meta.items() if isinstance(v, (int, float, str, bool))},
-        "verified": verified,
+        "collective": coll, "algorithm": sched.algorithm, "ranks": sched.p, "model": net.name,
+        "steps": sched.n_steps, "streaming": sched.streaming,
+        "options": {k: _jsonable_option(v) for k, v in choice.options}, "verified": verified,
     }
     return header, rows
 
@@ -110,10 +98,10 @@ def collective(
     collective_name: str = typer.Option("all-reduce", "--collective", "-c", help="all-reduce, reduce-scatter, all-gather, all-to-all, broadcast, reduce"),
     algorithm: str = typer.Option("ring", "--algorithm", "-a", help="see `fabricsim algorithms`"),
     sizes: str = typer.Option("1KiB:1GiB", "--sizes", "-s", help="MIN:MAX (doubling), MIN:MAX:FACTOR, or a comma list"),
-    model: str = typer.Option("congestion-aware", "--model", "-m", help="congestion-aware (= analytical), congestion-unaware, flow (max-min fair, dataflow; flow-store-and-forward)"),
+    model: str = typer.Option("congestion-aware", "--model", "-m", help="congestion-aware (= analytical), congestion-unaware, flow (max-min fair, dataflow), flow-store-and-forward; see `fabricsim models`"),
     group: Optional[str] = typer.Option(None, "--group", "-g", help="ranks, e.g. 0-7 or 0,2,4,6 (default: all NPUs)"),
     root: int = typer.Option(0, "--root", help="root rank (index in the group) for broadcast and reduce"),
-    option: list[str] = typer.Option([], "--option", "-o", help="algorithm option KEY=VALUE, e.g. bidirectional=true"),
+    option: list[str] = typer.Option([], "--option", "-o", help="algorithm option KEY=VALUE, e.g. bidirectional=true (see `fabricsim algorithms`)"),
     check: bool = typer.Option(True, "--verify/--no-verify", help="execute the schedule on data before timing it"),
     json_out: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
     csv_out: bool = typer.Option(False, "--csv", help="print CSV instead of a table"),
@@ -130,8 +118,9 @@ def collective(
     con = _out()
     v = header["verified"]
     vtxt = "not verified" if v is None else (f"verified on data ({v['blocks_checked']} of {v['nblocks']} blocks)" if v["sampled"] else "verified on data")
+    how = "one stream through the switches" if header["streaming"] else f"{header['steps']} steps"
     con.print(f"# fabricsim collective: {header['collective']}, {header['algorithm']} on {header['topology']} "
-              f"({header['ranks']} ranks), {header['steps']} steps, {header['model']}, {bandwidth}/link, {latency}; {vtxt}")
+              f"({header['ranks']} ranks), {how}, {header['model']}, {bandwidth}/link, {latency}; {vtxt}")
     table = Table(box=None, header_style="bold")
     for col in ("size (B)", "size", "count (elements)", "type", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
         table.add_column(col, justify="right")
@@ -152,12 +141,39 @@ def topologies():
 
 @app.command()
 def algorithms():
-    """List collective algorithms with the collectives and group sizes they support."""
+    """List collective algorithms: the collectives and group sizes they serve, their options (type, default)."""
     con = _out()
     for alg in ALGORITHMS.values():
         colls = ", ".join(c + ("*" if c in alg.pow2_only else "") for c in alg.collectives)
-        con.print(f"{alg.name:<20} {colls:<72} {alg.group_sizes:<28} {alg.summary}", highlight=False)
-    con.print("(* power-of-two groups only)", highlight=False)
+        con.print(f"{alg.name:<26} {colls}", highlight=False, markup=False)
+        con.print(f"{'':<26} {alg.summary}", highlight=False, markup=False)
+        con.print(f"{'':<26} group sizes: {alg.group_sizes}", highlight=False, markup=False)
+        for opt in alg.options:
+            con.print(f"{'':<26} -o {opt.describe()}: {opt.help}", highlight=False, markup=False)
+        if alg.streams:
+            con.print(f"{'':<26} streams through the switches (about size/bandwidth); -o lockstep=true for "
+                      "lock-step steps", highlight=False, markup=False)
+        if alg.aliases:
+            con.print(f"{'':<26} aliases: " + ", ".join(
+                a + ("" if not p else " (" + ",".join(f"{k}={v}" for k, v in p.items()) + ")")
+                for a, p in alg.aliases.items()), highlight=False, markup=False)
+    con.print("(* power-of-two groups only)", highlight=False, markup=False)
+
+
+@app.command()
+def models():
+    """List network models (--model, network.model) and endpoint policies (system.endpoint.policy)."""
+    from .system.endpoint import ENDPOINT_POLICIES
+
+    con = _out()
+    con.print("network models:", highlight=False, markup=False)
+    for e in NETWORK_MODELS.values():
+        alias = f" (also: {', '.join(e.aliases)})" if e.aliases else ""
+        con.print(f"  {e.name:<24} {e.summary}{alias}", highlight=False, markup=False)
+    con.print("endpoint policies:", highlight=False, markup=False)
+    for p in ENDPOINT_POLICIES.values():
+        fields = ", ".join(p.fields.model_fields) or "no fields"
+        con.print(f"  {p.name:<24} {p.summary} ({fields})", highlight=False, markup=False)
 
 
 @app.command()
@@ -168,7 +184,7 @@ def astra(
     comm_group_configuration: Optional[str] = typer.Option(None, "--comm-group-configuration", help="communicator groups JSON"),
     remote_memory_configuration: Optional[str] = typer.Option(None, "--remote-memory-configuration", help="accepted for compatibility; only NO_MEMORY_EXPANSION is emulated"),
     backend: str = typer.Option("congestion-unaware", "--backend", help="congestion-unaware or congestion-aware (ASTRA-sim's two analytical binaries)"),
-    model: Optional[str] = typer.Option(None, "--model", help="also run fabricsim's own model (analytical or flow) on every collective and print both answers"),
+    model: Optional[str] = typer.Option(None, "--model", help="also run a fabricsim network model (analytical, flow, ...: `fabricsim models`) on every collective and print both answers"),
     injection_scale: float = typer.Option(1.0, "--injection-scale", help="multiplies endpoint-delay (ASTRA-sim option)"),
     num_queues_per_dim: int = typer.Option(1, "--num-queues-per-dim", help="ASTRA-sim option; only 1 is emulated"),
     json_out: bool = typer.Option(False, "--json", help="print JSON instead of ASTRA-sim's lines and a table"),
@@ -255,7 +271,7 @@ def traffic(
                          indent=2))
         return
     con = _out()
-    table = Table(box=None, header_style="bold", title=f"fabricsim traffic: {file} on {res.topology} ({spec.mode})")
+    table = Table(box=None, header_style="bold", title=f"fabricsim traffic: {file} on {res.topology} ({spec.model})")
     for col in ("name", "kind", "bytes moved", "start", "finish", "duration"):
         table.add_column(col, justify="right")
     for i in res.items:

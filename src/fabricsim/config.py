@@ -40,11 +40,13 @@ def validate(model: type[M], data: dict, where: str) -> M:
         return model.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        field = ".".join(str(x) for x in err["loc"])
+        loc = [str(x) for x in err["loc"]]
         msg = err["msg"].removeprefix("Value error, ")
         cause = err.get("ctx", {}).get("error")
-        if isinstance(cause, ConfigError):
-            msg = cause.accepted
+        value = err.get("input") if err["type"] != "missing" else None
+        if isinstance(cause, ConfigError):  # raised by a section's domain object: keep its field and value
+            msg, value = cause.accepted, cause.value
+            loc = _join_fields(loc, str(cause.field).split(": ")[-1].split("."))
         elif err["type"] == "extra_forbidden":
             allowed = _fields_at(model, err["loc"][:-1])
             msg = "unknown field; accepted: " + ", ".join(allowed) if allowed else "unknown field"
@@ -52,7 +54,19 @@ def validate(model: type[M], data: dict, where: str) -> M:
             msg = "accepted: " + err.get("ctx", {}).get("expected", "")
         elif err["type"] == "missing":
             msg = "required field is missing"
-        raise ConfigError(f"{where}: {field}", err.get("input") if err["type"] != "missing" else None, msg) from None
+        raise ConfigError(f"{where}: {'.'.join(loc)}", value, msg) from None
+
+
+def _join_fields(loc: list[str], inner: list[str]) -> list[str]:
+    """A config path and a domain object's field name, overlap removed: (system, npu) +
+    (npu, efficiency) -> system.npu.efficiency; (system, endpoint) + (endpoint, rate) ->
+    system.endpoint.rate; a field already in the path is not repeated."""
+    for k in range(min(len(loc), len(inner)), 0, -1):
+        if loc[-k:] == inner[:k]:
+            return loc + inner[k:]
+    if inner and inner[-1] in loc:
+        return loc
+    return loc + [x for x in inner if x and x not in ("option",)]
 
 
 def _fields_at(model: type[BaseModel], loc) -> list[str]:

@@ -7,11 +7,12 @@ network:
   topology: torus:8x8x16          # any topology spec of `fabricsim topologies`
   bandwidth: 400GB/s              # per link and direction; one value or one per dimension
   latency: 100ns
-  model: analytical               # congestion-aware (= analytical), congestion-unaware, flow
-  algorithms: {all-reduce: ring}  # per collective (defaults: ring; direct for all-to-all)
+  model: analytical               # congestion-aware (= analytical), congestion-unaware, flow, flow-store-and-forward
+  algorithms: {all-reduce: ring}  # per collective, NAME[,KEY=VALUE...] (defaults: ring; direct for all-to-all)
 system:
   npu: {peak: 989TFLOP/s, memory_bandwidth: 3.35TB/s, efficiency: 0.5}
-  endpoint: {comm_compute_fraction: 0.0, comm_memory_fraction: 0.0}
+  endpoint: {policy: npu, comm_compute_fraction: 0.0, comm_memory_fraction: 0.0}   # or {policy: ideal},
+                                  # {policy: offload, rate: 200GB/s}
   scheduling: {policy: LIFO, priorities: [MP, PP, DP, IO, other], chunks: 1, chunks_in_flight: 1,
                comm_streams: one}
 workload:
@@ -30,7 +31,8 @@ output:
   trace_npus: 0-63                # NPUs in the Perfetto trace (default: the first 64)
   plot: true
 ```
-Paths in the file are relative to the file. Every field is checked when the file is loaded.
+Paths in the file are relative to the file. Every field is checked when the file is loaded,
+and each section builds its domain object (`NetworkSection.build`, `SystemSection.build`).
 """
 
 from __future__ import annotations
@@ -39,16 +41,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .collectives.algorithm import AlgorithmChoice
 from .config import read_yaml_mapping, validate
-from .engine.pricing import CommPricer, normalize_algorithms, normalize_network_model
-from .engine.simulator import TrainResult, simulate
+from .engine.pricing import CommPricer, normalize_algorithms
+from .engine.result import TrainResult
+from .engine.simulator import simulate
 from .errors import ConfigError
-from .system.model import NPU, Endpoint, Scheduling, System
+from .network.model import canonical_model_name
+from .system.endpoint import EndpointModel, make_endpoint
+from .system.model import System
+from .system.npu import NPU
+from .system.scheduling import Scheduling
 from .topology.graph import Topology
 from .units import parse_bandwidth, parse_flops, parse_size
-from .workload.graph import CATEGORIES, WorkloadGraph
+from .vocab import CATEGORIES, Category
+from .workload.graph import WorkloadGraph
 
 
 class _Strict(BaseModel):
@@ -56,56 +65,93 @@ class _Strict(BaseModel):
 
 
 class NetworkSection(_Strict):
+    """`network:` the topology (spec string), its link parameters, the network model and the
+    algorithm of each collective."""
+
     topology: str
     bandwidth: Any = "400Gbps"
     latency: Any = "100ns"
     model: str = "congestion-aware"
     algorithms: dict[str, str] = Field(default_factory=dict)
 
-    _model = field_validator("model")(lambda v: normalize_network_model(v))
-    _algs = field_validator("algorithms")(lambda v: normalize_algorithms(v) and v)
+    _model = field_validator("model")(lambda v: canonical_model_name(v))
+
+    @field_validator("algorithms")
+    @classmethod
+    def _algs(cls, v):
+        return _typed_algorithms(v)
+
+    def build_topology(self) -> Topology:
+        """The topology this section names."""
+        from .topology.spec import parse_topology
+
+        return parse_topology(self.topology, self.bandwidth, self.latency)
+
+    def choices(self) -> dict[str, AlgorithmChoice]:
+        """Every collective -> its algorithm with typed options."""
+        return normalize_algorithms(self.algorithms)
+
+
+def _typed_algorithms(v: dict) -> dict[str, str]:
+    """The section's algorithms, each written back in canonical form (`ring,bidirectional=false`)."""
+    from .vocab import normalize_collective
+
+    typed = normalize_algorithms(v)
+    return {k: str(typed[normalize_collective(k)]) for k in v}
 
 
 class NpuSection(_Strict):
+    """`system.npu:` the roofline (`system.NPU`, which checks the values)."""
+
     peak: float = 1e15
     memory_bandwidth: float = 3e12
     efficiency: float = 1.0
 
     _peak = field_validator("peak", mode="before")(lambda v: parse_flops(v, "peak"))
     _bw = field_validator("memory_bandwidth", mode="before")(lambda v: parse_bandwidth(v, "memory_bandwidth"))
+    _built = model_validator(mode="after")(lambda self: self.build() and self)
 
-    @field_validator("efficiency")
-    @classmethod
-    def _eff(cls, v):
-        if not 0 < v <= 1:
-            raise ValueError("accepted: a fraction in (0, 1]")
-        return v
+    def build(self) -> NPU:
+        return NPU(self.peak, self.memory_bandwidth, self.efficiency)
 
 
-class EndpointSection(_Strict):
-    comm_compute_fraction: float = 0.0
-    comm_memory_fraction: float = 0.0
+class EndpointSection(BaseModel):
+    """`system.endpoint:` a policy of `system.endpoint.ENDPOINT_POLICIES` and its fields (default
+    `npu` with no interference)."""
 
-    @field_validator("comm_compute_fraction", "comm_memory_fraction")
-    @classmethod
-    def _frac(cls, v):
-        if not 0 <= v < 1:
-            raise ValueError("accepted: a fraction in [0, 1)")
-        return v
+    model_config = ConfigDict(extra="allow")
+    policy: str = "npu"
+
+    _built = model_validator(mode="after")(lambda self: self.build() and self)
+
+    def build(self) -> EndpointModel:
+        return make_endpoint(self.policy, **(self.model_extra or {}))
 
 
 class SchedulingSection(_Strict):
+    """`system.scheduling:` streams, priorities and chunks (`system.Scheduling`)."""
+
     policy: Literal["LIFO", "FIFO"] = "LIFO"
-    priorities: list[Literal["MP", "PP", "DP", "IO", "other"]] = Field(default_factory=lambda: list(CATEGORIES))
+    priorities: list[Category] = Field(default_factory=lambda: list(CATEGORIES))
     chunks: int = Field(default=1, ge=1)
     chunks_in_flight: int = Field(default=1, ge=1)
     comm_streams: Literal["one", "per-category"] = "one"
 
+    _built = model_validator(mode="after")(lambda self: self.build() and self)
+
+    def build(self) -> Scheduling:
+        return Scheduling(self.policy, tuple(self.priorities), self.chunks, self.chunks_in_flight, self.comm_streams)
+
 
 class SystemSection(_Strict):
+    """`system:` the NPU, its endpoint policy and collective scheduling."""
+
     npu: NpuSection = Field(default_factory=NpuSection)
     endpoint: EndpointSection = Field(default_factory=EndpointSection)
     scheduling: SchedulingSection = Field(default_factory=SchedulingSection)
+
+    def build(self) -> System:
+        return System(self.npu.build(), self.endpoint.build(), self.scheduling.build())
 
 
 class ParallelismSection(_Strict):
@@ -174,18 +220,19 @@ def load_train_config(path: str | Path) -> TrainConfig:
 
 
 def system_of(cfg: TrainConfig) -> System:
-    s = cfg.system
-    return System(NPU(s.npu.peak, s.npu.memory_bandwidth, s.npu.efficiency),
-                  Endpoint(s.endpoint.comm_compute_fraction, s.endpoint.comm_memory_fraction),
-                  Scheduling(s.scheduling.policy, tuple(s.scheduling.priorities), s.scheduling.chunks,
-                             s.scheduling.chunks_in_flight, s.scheduling.comm_streams))
+    """The config's system (NPU, endpoint policy, scheduling)."""
+    return cfg.system.build()
 
 
 def topology_of(cfg: TrainConfig) -> Topology:
-    from .topology.spec import parse_topology
+    """The config's topology."""
+    return cfg.network.build_topology()
 
-    n = cfg.network
-    return parse_topology(n.topology, n.bandwidth, n.latency)
+
+def pricer_of(cfg: TrainConfig, topo: Topology) -> CommPricer:
+    """What prices communication for this config: its network model and algorithms on `topo`
+    (the engine adds the system's endpoint)."""
+    return CommPricer(topo, cfg.network.model, cfg.network.algorithms)
 
 
 def _resolve(cfg: TrainConfig, p: str) -> str:
@@ -233,7 +280,21 @@ class TrainRun:
 
 
 def run_train(cfg: TrainConfig, progress=None) -> TrainRun:
+    """Build the config's topology, workload graph, system and pricer, and simulate.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        A validated config (`load_train_config`, or `TrainConfig.model_validate(mapping)`).
+    progress : callable, optional
+        `progress(done_tasks, total_tasks)`.
+
+    Returns
+    -------
+    TrainRun
+        The config, the topology and the `TrainResult`.
+    """
     topo = topology_of(cfg)
     graph = graph_of(cfg, topo.n_npus)
-    pricer = CommPricer(topo, cfg.network.model, cfg.network.algorithms)
-    return TrainRun(cfg, topo, simulate(graph, system_of(cfg), pricer, progress=progress))
+    system = system_of(cfg)
+    return TrainRun(cfg, topo, simulate(graph, system, pricer_of(cfg, topo), progress=progress))

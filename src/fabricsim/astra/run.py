@@ -206,11 +206,13 @@ def bytes_each_npu_sends(collective: str, size: float, n: int) -> float:
 
 
 def compare_collectives(run: AstraRun, model: str = "analytical") -> list[CollectiveComparison]:
-    """Each distinct collective alone: ASTRA-sim compatibility time vs fabricsim's model."""
-    if model not in ("analytical", "flow"):
-        raise ConfigError("model", model, "accepted: analytical (lock-step, congestion-aware) or flow (max-min fair, dataflow)")
+    """Each distinct collective alone: ASTRA-sim compatibility time vs fabricsim's network model
+    (any registered one, `network.model.get_network_model`), with the algorithm ASTRA-sim's
+    system file names."""
     from ..collectives.api import build_schedule
-    from ..network.analytical import time_schedule
+    from ..network.model import get_network_model
+
+    net = get_network_model(model)
 
     topo = to_topology(run.network)
     spec_n, spec_s = net_spec(run.network), sys_spec(run.system, run.network.npus)
@@ -238,13 +240,8 @@ def compare_collectives(run: AstraRun, model: str = "analytical") -> list[Collec
         except ConfigError:
             sched = build_schedule(topo, coll, "ring")
             alg = "ring"
-        if model == "flow":
-            from ..network.flow import time_collective_flow
-
-            ours = float(time_collective_flow(topo, sched, [ours_size])[0]) * 1e9
-        else:
-            ours = float(time_schedule(topo, sched, [ours_size]).times[0]) * 1e9
+        ours = float(net.collective(topo, sched).times([ours_size])[0]) * 1e9
         bound = bytes_each_npu_sends(coll, size, n) / inj * 1e9
-        out.append(CollectiveComparison(coll, size, astra, ours, bound, alg, astra < bound * (1 - 1e-9)))
+        out.append(CollectiveComparison(coll, size, int(astra), ours, float(bound), alg, bool(astra < bound * (1 - 1e-9))))
     return out
 

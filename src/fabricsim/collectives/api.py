@@ -1,9 +1,11 @@
 """Build a collective's schedule for a group of NPUs on a topology.
 
-This is where topology facts meet pure algorithms: the group (default: every NPU in rank
-order), the dimensions of a multi-dimensional network (for `hierarchical`, when the group is
-the whole network in rank order), and the switch that reduces in the network (for
-`in_network`). The returned schedule is placed: its nodes are topology nodes.
+This is where topology facts meet pure algorithms, through what each algorithm declares
+(`collectives.algorithm.Algorithm`): the group (default: every NPU in rank order), visited in
+the topology's preferred ring order for ring algorithms; the dimensions of a multi-dimensional
+network for algorithms that take `dims` (when the group is the whole network in rank order); the
+switch that reduces in the network, or the tree of them, for in-network algorithms. The returned
+schedule is placed: its nodes are topology nodes.
 """
 
 from __future__ import annotations
@@ -15,21 +17,27 @@ import numpy as np
 
 from ..errors import ConfigError, UnsupportedGroupSize
 from ..topology.graph import Topology
-from .registry import get_algorithm
-from .schedule import COLLECTIVES, Schedule
+from ..vocab import normalize_collective
+from .algorithm import AlgorithmChoice
+from .registry import choose_algorithm, get_algorithm
+from .schedule import Schedule
 
-
-def normalize_collective(name: str) -> str:
-    key = str(name).strip().lower().replace("_", "-").replace("allreduce", "all-reduce")
-    key = {"allgather": "all-gather", "reducescatter": "reduce-scatter", "alltoall": "all-to-all",
-           "bcast": "broadcast"}.get(key, key)
-    if key not in COLLECTIVES:
-        raise ConfigError("collective", name, f"accepted: {', '.join(COLLECTIVES)}")
-    return key
+__all__ = ["build_schedule", "normalize_collective", "parse_group", "reducing_switch", "resolve_group", "switch_tree"]
 
 
 def parse_group(text: str | None) -> list[int] | None:
-    """`0,1,2,3`, `0-7`, `0-15:2` (range with stride), or a mix."""
+    """Ranks of a group as written on the command line or in a config.
+
+    Parameters
+    ----------
+    text : str or None
+        `0,1,2,3`, `0-7`, `0-15:2` (range with stride), or a mix; None = no group given.
+
+    Returns
+    -------
+    list of int or None
+        The ranks in the order written; ConfigError for anything else.
+    """
     if text is None:
         return None
     ranks: list[int] = []
@@ -48,6 +56,7 @@ def parse_group(text: str | None) -> list[int] | None:
 
 
 def resolve_group(topo: Topology, group: Sequence[int] | None) -> np.ndarray:
+    """The group's NPU ids as an array (None: every NPU in rank order), checked against `topo`."""
     if group is None:
         return np.arange(topo.n_npus, dtype=np.int64)
     g = np.asarray(list(group), dtype=np.int64)
@@ -101,45 +110,87 @@ def switch_tree(topo: Topology, group: np.ndarray) -> tuple[np.ndarray, int | No
                       f"needs one reducing switch above the leaf switches {used.tolist()} of {topo.name}")
 
 
+def ring_ordered(topo: Topology, group: np.ndarray) -> np.ndarray:
+    """The group's members in the topology's preferred ring order (`Topology.ring_order`, a
+    wafer's Hamiltonian cycle); the group unchanged when the topology has none."""
+    order = topo.ring_order
+    if order is None:
+        return group
+    pos = np.empty(topo.n_npus, dtype=np.int64)
+    pos[np.asarray(order)] = np.arange(len(order))
+    return group[np.argsort(pos[group], kind="stable")]
+
+
 def build_schedule(
     topo: Topology,
     collective: str,
-    algorithm: str,
+    algorithm: str | AlgorithmChoice,
     *,
     group: Sequence[int] | None = None,
     root: int = 0,
     **options,
 ) -> Schedule:
+    """The placed schedule of `collective` with `algorithm` on `group` of `topo`.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    collective : str
+        all-reduce, reduce-scatter, all-gather, all-to-all, broadcast or reduce (aliases accepted).
+    algorithm : str or AlgorithmChoice
+        A registered name or alias, optionally with options (`ring,bidirectional=true`).
+    group : sequence of int, optional
+        NPU ids (default: every NPU in rank order).
+    root : int
+        Root's index in the group, for broadcast and reduce.
+    **options
+        Algorithm options (typed values or strings, as `choose_algorithm` parses them).
+
+    Returns
+    -------
+    Schedule
+        Placed on topology nodes (helper switches included); ConfigError / UnsupportedGroupSize
+        when the algorithm cannot serve this collective, group or topology.
+
+    Examples
+    --------
+    >>> from fabricsim.topology import parse_topology
+    >>> s = build_schedule(parse_topology("torus:4x4"), "all-reduce", "swing")
+    >>> s.p, s.n_steps
+    (16, 8)
+    """
     collective = normalize_collective(collective)
-    alg = get_algorithm(algorithm)
+    choice = choose_algorithm(algorithm, options)
+    alg = get_algorithm(choice.name)
+    opts = choice.kwargs
     g = resolve_group(topo, group)
+    if alg.ring_order:
+        g = ring_ordered(topo, g)
     p = len(g)
-    if "dims" in alg.needs and "dims" not in options:
+    if alg.dims and opts.get("dims") is None:
         whole = p == topo.n_npus and np.array_equal(g, np.arange(p))
-        options["dims"] = tuple(topo.dims) if whole else (p,)
-    reason = alg.supports(collective, p, options)
+        opts["dims"] = tuple(topo.dims) if whole else (p,)
+    reason = alg.supports(collective, p, opts)
     if reason is not None:
         if collective not in alg.collectives:
             raise ConfigError("collective", collective, reason)
         raise UnsupportedGroupSize(alg.name, collective, p, reason)
-    unknown = set(options) - set(alg.options) - {"dims", "leaf_of"}
-    if unknown:
-        raise ConfigError("option", sorted(unknown)[0], f"{alg.name} accepts: {', '.join(sorted(alg.options)) or 'no options'}")
     if collective in ("broadcast", "reduce"):
         if not 0 <= int(root) < p:
             raise ConfigError("root", root, f"accepted: a rank 0..{p - 1} of the group")
-        options["root"] = int(root)
+        opts["root"] = int(root)
     tree = None
-    if "switch-tree" in alg.needs:
+    if alg.helper == "switch-tree":
         tree = switch_tree(topo, g)
-        options["leaf_of"] = tree[0]
-    s = alg.build(collective, p, **options)
+        opts["leaf_of"] = tree[0]
+    s = alg.build(collective, p, **opts)
     nodes = g
     if s.n_extra:
         if tree is not None:
             nodes = np.concatenate([g, np.unique(tree[0]), [] if tree[1] is None else [tree[1]]]).astype(np.int64)
-        elif "reducing-switch" in alg.needs:
+        elif alg.helper == "reducing-switch":
             nodes = np.concatenate([g, [reducing_switch(topo, g)]])
         else:
-            raise ValueError(f"{alg.name}: schedule has helper nodes but declares no topology need")
+            raise ValueError(f"{alg.name}: schedule has helper nodes but declares no helper")
     return s.placed(nodes)

@@ -34,6 +34,7 @@ import math
 import numpy as np
 
 from ._common import require_collective, require_group
+from .algorithm import Algorithm, Option
 from .hierarchical import _parse_dims, lift
 from .ring import ring_phase
 from .schedule import Schedule, Step, in_lanes, parallel
@@ -114,3 +115,12 @@ def bucket(collective: str, p: int, *, dims=None) -> Schedule:
             steps += phase(len(steps), j, "ag")
     return Schedule(collective, "bucket", p, len(parts) * p, tuple(steps), owner=_owner(dims, parts),
                     meta={"dims": dims})
+
+
+ALGORITHM = Algorithm(
+    "bucket", bucket, COLLECTIVES, "any p >= 2 (prod(dims) == p)",
+    "bucket: 2D parts (start dimension x direction), synchronized ring reduce-scatter phases over the torus dimensions, "
+    "all-gather back",
+    options=(Option("dims", "shape", None, "torus shape, dimension 0 fastest (default: the topology's dims when the group is "
+                                   "the whole network in rank order, else (p,) = a bidirectional ring)"),), dims=True,
+)

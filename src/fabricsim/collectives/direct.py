@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import require_collective, require_group, require_root
+from .algorithm import Algorithm
 from .schedule import Schedule, Step, make_step
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast", "reduce")
@@ -73,3 +74,9 @@ def direct(collective: str, p: int, *, root: int = 0) -> Schedule:
     else:  # reduce
         step = make_step(others, np.full(p - 1, root), np.zeros(p - 1, np.int64), True)
     return Schedule(collective, "direct", p, 1, (step,), root=root)
+
+
+ALGORITHM = Algorithm(
+    "direct", direct, COLLECTIVES, "any p >= 2",
+    "direct: one full-mesh step per phase, every rank to every other rank at once",
+)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import require_collective, require_group
+from .algorithm import Algorithm, Option
 from .schedule import Schedule, Step, make_step
 
 COLLECTIVES = ("all-reduce",)
@@ -160,3 +161,11 @@ def _compress(raw, nblocks: int) -> list[Step]:
             steps.append(make_step(src, dst, blk, red, repeat=n, shift=1, mod=nblocks))
         i = j
     return steps
+
+
+ALGORITHM = Algorithm(
+    "double_binary_tree", double_binary_tree, COLLECTIVES, "any p >= 2",
+    "NCCL double binary tree: two complementary trees, half the buffer each, pipelined reduce up + broadcast down",
+    options=(Option("chunks", "int", DEFAULT_CHUNKS, "pipeline chunks per tree"),),
+    aliases={"doublebinarytree": {}, "dbt": {}, "tree": {}},
+)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import require_collective, require_group
+from .algorithm import Algorithm
 from .recursive_doubling import doubling_all_gather, fold_step, pow2_floor, unfold_step
 from .schedule import Schedule, Step, make_step
 
@@ -55,3 +56,12 @@ def halving_doubling(collective: str, p: int, *, root: int = 0) -> Schedule:
         collective, "halving_doubling", p, p2, tuple(s for s in steps if s is not None),
         owner=np.arange(p) if p2 == p else None, meta={"folded_to": p2},
     )
+
+
+ALGORITHM = Algorithm(
+    "halving_doubling", halving_doubling, COLLECTIVES,
+    "all-reduce: any p >= 2 (fold/unfold off powers of two); reduce-scatter, all-gather: powers of two",
+    "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling all-gather, 2 log2 p steps",
+    pow2_only=("reduce-scatter", "all-gather"),
+    aliases={"rabenseifner": {}, "halvingdoubling": {}, "recursive_halving_doubling": {}, "hd": {}},
+)

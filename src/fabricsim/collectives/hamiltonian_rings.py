@@ -41,6 +41,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ._common import require_collective, require_group
+from .algorithm import Algorithm, Option
 from .hierarchical import _parse_dims
 from .ring import ring_phase
 from .schedule import Schedule, Step, offset_nodes, parallel
@@ -101,3 +102,12 @@ def hamiltonian_rings(collective: str, p: int, *, dims=None) -> Schedule:
     owner = np.concatenate([order for order, _ in rings])
     return Schedule(collective, "hamiltonian_rings", p, len(rings) * p, parallel(*per_ring), owner=owner,
                     meta={"dims": dims, "rings": len(rings)})
+
+
+ALGORITHM = Algorithm(
+    "hamiltonian_rings", hamiltonian_rings, COLLECTIVES,
+    "any p >= 2 as a 1-D torus; 2-D: r x c with r = k*c and gcd(r, c-1) = 1",
+    "rings on two edge-disjoint Hamiltonian cycles of a 2-D torus, both directions, size/4 each (1-D: bidirectional ring)",
+    options=(Option("dims", "shape", None, "torus shape, dimension 0 fastest (default: the topology's dims when the group is "
+                                   "the whole network in rank order, else (p,) = a bidirectional ring)"),), dims=True,
+)

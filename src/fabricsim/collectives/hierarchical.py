@@ -38,6 +38,8 @@ import numpy as np
 
 from ..errors import ConfigError
 from ._common import require_collective, require_group
+from .algorithm import Algorithm, Option
+from .hierarchical_all_to_all import hierarchical_all_to_all
 from .ring import ring_phase
 from .schedule import Schedule, Step
 
@@ -238,3 +240,28 @@ def hierarchical(
     owner = sum(((blocks // bstride[d]) % dims[d]) * rstride[d] for d in range(D))
     meta = {"dims": dims, "order": order, "inner": inners}
     return Schedule(collective, "hierarchical", p, p, tuple(steps), owner=owner, meta=meta)
+
+
+def _per_dimension(collective: str, p: int, **options) -> Schedule:
+    """The registered builder: all-to-all has its own phase structure (one phase per dimension)."""
+    if collective == "all-to-all":
+        extra = set(options) - {"dims"}
+        if extra:
+            raise ConfigError("option", sorted(extra)[0], "the hierarchical all-to-all accepts: dims")
+        return hierarchical_all_to_all(p, options.get("dims"))
+    return hierarchical(collective, p, **options)
+
+
+ALGORITHM = Algorithm(
+    "hierarchical", _per_dimension, COLLECTIVES + ("all-to-all",),
+    "any p >= 2 (prod(dims) == p; inner halving_doubling: power-of-two dimensions)",
+    "multi-dim: reduce-scatter up the dimensions, all-gather back down; all-to-all one dimension per phase",
+    options=(Option("dims", "shape", None, "group shape, dimension 0 fastest (default: the topology's dims when the group is "
+                                   "the whole network in rank order, else (p,))"),
+             Option("order", "choice", "rs-ag", "rs-ag (= ASTRA-sim's localBWAware) or baseline (a full all-reduce per "
+                                                "dimension)", choices=("rs-ag", "baseline"),
+                    aliases={"localBWAware": "rs-ag", "local_bw_aware": "rs-ag", "rsag": "rs-ag"}),
+             Option("inner", "choice-per-dim", "ring", "the 1-D algorithm of each dimension", choices=INNER,
+                    aliases=_INNER_ALIASES)),
+    dims=True,
+)

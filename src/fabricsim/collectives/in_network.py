@@ -14,8 +14,12 @@ The switch starts holding nothing; reducing into it accumulates the ranks' contr
 - broadcast: the root sends the buffer up, the switch multicasts it to the other ranks.
 - reduce: every rank sends its buffer up (reduce), the switch sends the sum to the root.
 
-`chunks` pipelines the two hops: the buffer is cut into `chunks` pieces, and at step t the
-ranks send piece t up while the switch sends piece t-1 down (chunks + 1 steps). The middle
+Timing: by default the schedule *streams* (`Schedule.streaming`): the switch reduces and
+multicasts as data arrives, so every network model prices it as one pipelined stream through the
+switch, about size / bandwidth + two link latencies (NVLink SHARP, FRED's switches). With
+`lockstep=True` the steps are timed as steps: all the way up, then all the way down (2 x size /
+bandwidth), and `chunks` pipelines the two hops: the buffer is cut into `chunks` pieces, and at
+step t the ranks send piece t up while the switch sends piece t-1 down (chunks + 1 steps). The middle
 steps all have the same shape, so they are one `Step` repeated with block ids moving by one
 piece. For reduce-scatter and all-gather each piece holds one block per rank (block
 c*p + r is owned by rank r).
@@ -25,7 +29,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ConfigError
 from ._common import require_collective, require_group, require_root
+from .algorithm import Algorithm, Option, lockstep_option
 from .schedule import Schedule, Step, make_step, merge_steps
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce")
@@ -58,16 +64,18 @@ def _others(p: int) -> np.ndarray:
     return k + (k >= i)
 
 
-def in_network(collective: str, p: int, *, chunks: int = 1, root: int = 0) -> Schedule:
-    """One reducing, multicasting switch (schedule node p); `chunks` pipeline pieces."""
+def in_network(collective: str, p: int, *, lockstep: bool = False, chunks: int = 1, root: int = 0) -> Schedule:
+    """One reducing, multicasting switch (schedule node p): a stream through the switch, or
+    with `lockstep=True` lock-step steps in `chunks` pipeline pieces (see module doc)."""
     require_collective("in_network", collective, COLLECTIVES)
     require_group("in_network", collective, p)
     p = int(p)
     if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
-        from ..errors import ConfigError
-
         raise ConfigError("chunks", chunks, "accepted: an integer >= 1")
     chunks = int(chunks)
+    if chunks > 1 and not lockstep:
+        raise ConfigError("chunks", chunks, "pieces apply to lock-step timing; accepted: chunks=1, or lockstep=true "
+                                            "with chunks >= 1 (a stream is already pipelined)")
     rooted = collective in ("broadcast", "reduce")
     root = require_root(root, p) if rooted else 0
     q = p if collective in ("reduce-scatter", "all-gather") else 1  # blocks per piece
@@ -89,6 +97,17 @@ def in_network(collective: str, p: int, *, chunks: int = 1, root: int = 0) -> Sc
     last = down.blocks + (chunks - 1) * q
     steps.append(Step(down.src, down.dst, down.reduce, down.ptr, last))
     owner = np.tile(np.arange(p), chunks) if q == p else None
-    meta = {"switch_node": p, "chunks": chunks}
+    meta = {"switch_node": p, "chunks": chunks, "lockstep": bool(lockstep)}
     return Schedule(collective, "in_network", p, nblocks, tuple(steps), owner=owner,
-                    root=root if rooted else None, n_extra=1, meta=meta)
+                    root=root if rooted else None, n_extra=1, meta=meta, streaming=not lockstep)
+
+
+ALGORITHM = Algorithm(
+    "in_network", in_network, COLLECTIVES, "any p >= 2 (one switch that reduces and multicasts, linked to every rank)",
+    "in-network (SHARP/NVLS-like): one stream up to a reducing switch and multicast down, size bytes each way per rank",
+    options=(lockstep_option("the collective"),
+             Option("chunks", "int", 1, "with lockstep: pipeline pieces (ranks send piece t up while the switch "
+                                        "sends piece t-1 down)")),
+    helper="reducing-switch", streams=True,
+    aliases={"innetwork": {}, "in_network_reduction": {}},
+)

@@ -13,8 +13,10 @@ traffic of one flow of the FRED paper (IPs = OPs = the group).
   (the paper's p serial reduce flows, here in lock-step).
 - all-gather (p blocks): rank r's block goes up; every block comes down to every rank that lacks it.
 
-Steps are lock-step (one level per step); the flow-model engine runs these collectives as
-streaming flows through the whole tree instead (`engine.flow_engine`).
+The schedule streams (`Schedule.streaming`): every network model prices it as FRED's flows,
+one stream reduced up and multicast down the whole tree at one rate (reduce-scatter and
+all-gather: p serial flows of size/p); `lockstep=True` times its steps as steps instead (one
+tree level per step).
 """
 
 from __future__ import annotations
@@ -23,12 +25,15 @@ import numpy as np
 
 from ..errors import ConfigError
 from ._common import require_collective, require_group, require_root
+from .algorithm import Algorithm, lockstep_option
 from .schedule import Schedule, make_step
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce")
 
 
-def in_network_tree(collective: str, p: int, *, leaf_of=None, root: int = 0) -> Schedule:
+def in_network_tree(collective: str, p: int, *, leaf_of=None, lockstep: bool = False, root: int = 0) -> Schedule:
+    """In-network collective up and down a switch tree: `leaf_of[r]` is rank r's leaf switch
+    (see module doc); a stream unless `lockstep`."""
     require_collective("in_network_tree", collective, COLLECTIVES)
     require_group("in_network_tree", collective, p)
     p = int(p)
@@ -89,4 +94,13 @@ def in_network_tree(collective: str, p: int, *, leaf_of=None, root: int = 0) -> 
     owner = r if q == p else None
     return Schedule(collective, "in_network_tree", p, q, tuple(steps), owner=owner,
                     root=root if rooted else None, n_extra=m + (1 if m > 1 else 0),
-                    meta={"leaves": m, "leaf_of": leaf.tolist()})
+                    meta={"leaves": m, "leaf_of": leaf.tolist(), "lockstep": bool(lockstep)}, streaming=not lockstep)
+
+
+ALGORITHM = Algorithm(
+    "in_network_tree", in_network_tree, COLLECTIVES,
+    "any p >= 2 (each rank on a reducing leaf switch; leaves under one reducing root switch)",
+    "in-network up and down a switch tree (FRED): one stream reduced into the leaves and the root, multicast down; "
+    "size bytes each way per rank",
+    options=(lockstep_option("the collective"),), helper="switch-tree", streams=True,
+)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import require_collective, require_group, require_root
+from .algorithm import Algorithm
 from .schedule import Schedule, Step, make_step
 
 COLLECTIVES = ("all-reduce", "all-gather", "broadcast", "reduce")
@@ -102,3 +103,10 @@ def recursive_doubling(collective: str, p: int, *, root: int = 0) -> Schedule:
     root = require_root(root, p)
     steps = binomial_tree(p, root, reduce=collective == "reduce")
     return Schedule(collective, "recursive_doubling", p, 1, tuple(steps), root=root)
+
+
+ALGORITHM = Algorithm(
+    "recursive_doubling", recursive_doubling, COLLECTIVES, "any p >= 2 (all-gather: powers of two)",
+    "recursive doubling: log2 p whole-buffer exchanges (fold/unfold off powers of two); binomial tree for broadcast/reduce",
+    pow2_only=("all-gather",), aliases={"rd": {}, "recursivedoubling": {}},
+)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import require_collective, require_group, require_root
+from .algorithm import Algorithm, Option
 from .schedule import Schedule, Step, make_step, parallel
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce")
@@ -48,6 +49,8 @@ def _chain(p: int, order: np.ndarray, chunks: int, reduce: bool) -> list[Step]:
 
 
 def ring(collective: str, p: int, *, root: int = 0, bidirectional: bool = False, chunks: int | None = None) -> Schedule:
+    """Ring all-reduce / reduce-scatter / all-gather (one ring or two half rings), or a pipelined
+    chain for broadcast / reduce in `chunks` pieces (default p)."""
     require_collective("ring", collective, COLLECTIVES)
     require_group("ring", collective, p)
     meta = {"bidirectional": bidirectional}
@@ -75,3 +78,12 @@ def ring(collective: str, p: int, *, root: int = 0, bidirectional: bool = False,
     return Schedule(
         collective, "ring", p, 2 * p, parallel(cw, ccw), owner=np.tile(np.arange(p), 2), meta=meta
     )
+
+
+ALGORITHM = Algorithm(
+    "ring", ring, COLLECTIVES, "any p >= 2", "ring: p-1 steps of size/p per phase; bidirectional = two half rings",
+    options=(Option("bidirectional", "bool", False, "two half-size rings in opposite directions"),
+             Option("chunks", "int", None, "pipeline pieces of broadcast/reduce (default p)")),
+    ring_order=True,
+    aliases={"bidirectional_ring": {"bidirectional": True}, "ring_bidirectional": {"bidirectional": True}},
+)

@@ -35,7 +35,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast", "reduce")
+from ..vocab import COLLECTIVES
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -186,6 +186,10 @@ class Schedule:
     n_extra: int = 0  # helper nodes p..p+n_extra-1 (e.g. a reducing switch)
     nodes: np.ndarray | None = None  # topology node of each schedule node, once placed
     meta: dict = field(default_factory=dict)  # algorithm options, for reports
+    # True: the transfers stream through switches (reduced on the way up, multicast on the way
+    # down, pipelined), so every network model prices the schedule as one stream per flow
+    # (`network.dataflow.schedule_flows`), not step by step; the steps still say what moves (verify)
+    streaming: bool = False
 
     def __post_init__(self):
         if self.collective not in COLLECTIVES:

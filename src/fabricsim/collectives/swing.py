@@ -35,6 +35,7 @@ import numpy as np
 
 from ..errors import ConfigError, UnsupportedGroupSize
 from ._common import is_pow2, require_collective, require_group
+from .algorithm import Algorithm, Option
 from .schedule import Schedule, Step, make_range_step, make_step, parallel
 
 MODES = {"bandwidth": "bandwidth", "b": "bandwidth", "latency": "latency", "l": "latency"}
@@ -342,3 +343,46 @@ def torus_recursive_doubling(collective: str, p: int, *, dims=None, mode: str = 
         raise UnsupportedGroupSize("torus_recursive_doubling", collective, p,
                                    "accepted: power-of-two dimensions in bandwidth mode (mode=latency folds any size)")
     return _build("rd", collective, p, dims, mode, "all" if mirrored else "single", "torus_recursive_doubling")
+
+
+# ---- registry descriptors -----------------------------------------------------------------------
+
+
+def _swing_check(collective: str, p: int, options: dict) -> str | None:
+    if MODES.get(str(options.get("mode", "bandwidth")).lower()) == "latency" and collective != "all-reduce":
+        return "the latency-optimal mode serves all-reduce only (accepted: mode=bandwidth)"
+    return None
+
+
+def _trd_check(collective: str, p: int, options: dict) -> str | None:
+    if MODES.get(str(options.get("mode", "bandwidth")).lower()) == "latency":
+        return None if collective == "all-reduce" else "the latency-optimal mode serves all-reduce only"
+    dims = options.get("dims") or (p,)
+    if not all(is_pow2(int(d)) for d in dims):
+        return "accepted: power-of-two dimensions in bandwidth mode (mode=latency folds any size)"
+    return None
+
+
+_MODE = Option("mode", "choice", "bandwidth", "bandwidth (the B variant, reduce-scatter + all-gather) or latency "
+                                              "(the L variant, whole-vector exchanges)",
+               choices=("bandwidth", "latency"), aliases={"B": "bandwidth", "L": "latency"})
+_DIMS = Option("dims", "shape", None, "torus shape, dimension 0 fastest (default: the topology's dims when the group is "
+                                      "the whole network in rank order, else (p,))")
+
+ALGORITHM = Algorithm(
+    "swing", swing, ("all-reduce", "reduce-scatter", "all-gather"),
+    "any p >= 2 (1-D); even or power-of-two torus dimensions",
+    "Swing (NSDI'24): short-cutting pairwise exchanges, all 2D ports (bandwidth or latency mode)",
+    options=(_MODE, Option("ports", "choice", "all", "all: 2D port collectives at once; single: one",
+                           choices=("all", "single")), _DIMS),
+    dims=True, check=_swing_check,
+)
+TORUS_RECURSIVE_DOUBLING = Algorithm(
+    "torus_recursive_doubling", torus_recursive_doubling, ("all-reduce", "reduce-scatter", "all-gather"),
+    "bandwidth: power-of-two dims; latency: any p >= 2 (fold)",
+    "recursive doubling on a torus, dimensions alternating: Rabenseifner (bandwidth) or whole-vector (latency); "
+    "mirrored = multiport",
+    pow2_only=("all-reduce", "reduce-scatter", "all-gather"),
+    options=(_MODE, Option("mirrored", "bool", False, "the paper's multiport variant (D plain + D mirrored)"), _DIMS),
+    dims=True, check=_trd_check,
+)

@@ -5,7 +5,8 @@
     res.iteration_time, res.mean_breakdown()
 """
 
-from .pricing import DEFAULT_ALGORITHMS, CommPricer
-from .simulator import BREAKDOWN, TrainResult, simulate
+from .pricing import DEFAULT_ALGORITHMS, CommPricer, normalize_algorithms
+from .result import BREAKDOWN, TrainResult
+from .simulator import simulate
 
-__all__ = ["BREAKDOWN", "DEFAULT_ALGORITHMS", "CommPricer", "TrainResult", "simulate"]
+__all__ = ["BREAKDOWN", "DEFAULT_ALGORITHMS", "CommPricer", "TrainResult", "normalize_algorithms", "simulate"]

@@ -1,160 +1,209 @@
-"""The training engine on the flow-level network model: the whole graph as one flow simulation.
+"""The training engine on a flow-level network model: the whole graph as one flow simulation.
 
-With a flow model, communication is not priced alone: every collective's transfers (its
-schedule as dataflow) and every p2p transfer become flows that share the links max-min fairly
-with everything else in flight, and categories are strict priorities (`scheduling.priorities`:
-MP before PP before DP ... by default), so a high-priority collective preempts lower ones on the
-links they share -- as a fabric with per-class virtual channels does. Collectives start as soon as
-their dependencies are done (no stream limit, no chunking: the flow model shares bandwidth per
-flow instead).
+With a model whose traffic shares links (`NetworkModel.shares_links`), communication is not
+priced alone: every collective's flows (`network.dataflow.schedule_flows`: its schedule as
+dataflow, or a stream through its switch tree) and every p2p transfer become flows that share
+the links max-min fairly with everything else in flight, and categories are strict priorities
+(`scheduling.priorities`: MP before PP before DP ... by default), so a high-priority collective
+preempts lower ones on the links they share, as a fabric with per-class virtual channels does.
+Collectives start as soon as their dependencies are done (no stream limit, no chunking: the flow
+model shares bandwidth per flow instead).
 
 Compute tasks are flows too, on a private link per NPU of capacity 1 (a task of d seconds is a
 flow of d "bytes"), chained in task-id order on each NPU, so one flow simulation carries both and
-finishes when the graph does. A collective task is bracketed by two empty flows: an entry that
-waits for its dependencies and an exit that waits for all its transfers. In-network collectives
-(in_network, in_network_tree) are FRED's flows: each streams through its whole switch tree at one
-rate (`network.flow.streaming_flows`).
+finishes when the graph does. A communication task is bracketed by two empty flows: an entry that
+waits for its dependencies and an exit that waits for all its transfers.
 
-Not modelled here: endpoint interference (compute stretched while communication runs): use the
-analytical models for that.
+The endpoint policy (`system.endpoint`) is modelled here as in the analytical engine:
+- interference: the entry of a communication task raises an activity counter on each of its
+  NPUs and the exit lowers it; a compute flow is capped at base / slowed time (the roofline with
+  the resources communication holds) while its NPU's counter is positive;
+- injection limit: a private endpoint link per NPU (capacity 1) that the NPU's outgoing traffic
+  of a collective crosses at weight 1 / rate.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
-from ..collectives.schedule import COLLECTIVES
-from ..errors import ConfigError
-from ..network.flow import Flows, collective_flows, simulate_flows, streaming_flows
+from ..network.dataflow import schedule_flows
+from ..network.flow import Flows
+from ..network.flow_model import endpoint_topology, with_injection
+from ..system.endpoint import slowed_task_times
 from ..system.model import System
-from ..workload.graph import CATEGORIES, COLLECTIVE, COMPUTE, IO, WorkloadGraph
-from .pricing import FLOW_MODELS, CommPricer, io_flows
+from ..vocab import CATEGORIES, COLLECTIVES, TaskKind
+from ..workload.graph import WorkloadGraph
+from .pricing import CommPricer, io_flows
+from .result import TrainResult, breakdown
+
+PRIVATE, NET, SET = 0, 1, 2  # compute/marker on the NPU's private link, routed transfer, explicit link set
 
 
-def simulate_on_flows(graph: WorkloadGraph, system: System, pricer: CommPricer, progress=None):
-    from .simulator import TrainResult, breakdown
+def simulate_on_flows(graph: WorkloadGraph, system: System, pricer: CommPricer, progress=None) -> TrainResult:
+    """Run `graph` as one flow simulation on `pricer`'s topology and flow model (module doc).
 
-    if system.endpoint.interferes:
-        raise ConfigError("system.endpoint", "interference",
-                          "accepted with the analytical network models only (the flow model runs compute as flows)")
-    g, topo = graph, pricer.topo
-    n = len(g)
-    L = topo.n_links
-    prio_of_cat = [system.scheduling.rank(c) for c in CATEGORIES]
-    npu_model = system.npu
-    dur = npu_model.task_times(g.duration, g.flops, g.mem_bytes)
-    empty = g.moves_nothing()
-    src, dst, size, prio, kind_f, dep_lists, link_sets, lat_given = [], [], [], [], [], [], [], []
-    nflows = 0
-    entry = np.full(n, -1, dtype=np.int64)
-    exit_ = np.full(n, -1, dtype=np.int64)
-    last_comp = [-1] * g.n_npus
-    unit_cache: dict = {}
-    PRIVATE, NET, SET = 0, 1, 2  # compute/marker on the NPU's private link, routed transfer, explicit link set
+    Parameters
+    ----------
+    graph, system, pricer, progress : as `engine.simulate`.
 
-    def add(s, d, sz, pr, kf, deps, sets=None, lat=None):
-        nonlocal nflows
-        src.append(np.atleast_1d(s))
-        dst.append(np.atleast_1d(d))
-        size.append(np.atleast_1d(np.asarray(sz, dtype=float)))
-        k = len(src[-1])
-        prio.append(np.full(k, pr, dtype=np.int64) if np.ndim(pr) == 0 else pr)
-        kind_f.append(np.full(k, kf, dtype=np.int8))
-        lat_given.append(np.full(k, np.nan) if lat is None else np.asarray(lat, dtype=float))
-        link_sets.extend(sets if sets is not None else [None] * k)
-        dep_lists.extend(deps)
-        first = nflows
-        nflows += k
-        return first
-
-    kind, npu_of, peer, cat, coll, sz_t = (g.kind.tolist(), g.npu.tolist(), g.peer.tolist(), g.category.tolist(),
-                                           g.coll.tolist(), g.size.tolist())
-    streaming = pricer.streaming
-    for t in range(n):
-        preds = [int(exit_[d]) for d in g.deps(t)]
-        k = kind[t]
-        if k == COMPUTE:
-            p = npu_of[t]
-            if last_comp[p] >= 0:
-                preds.append(last_comp[p])
-            f = add(p, p, dur[t], 0, PRIVATE, [preds])
-            entry[t] = exit_[t] = last_comp[p] = f
-            continue
-        pr = prio_of_cat[cat[t]]
-        members = g.members(t)
-        if empty[t]:
-            f = add(members[0], members[0], 0.0, pr, PRIVATE, [preds])
-            entry[t] = exit_[t] = f
-            continue
-        if k == IO:  # every controller's flow between an entry and an exit marker
-            e = add(members[0], members[0], 0.0, pr, PRIVATE, [preds])
-            fl = io_flows(topo, peer[t], members, coll[t], sz_t[t], pr)
-            sets = [fl.route_links[fl.route_ptr[i]: fl.route_ptr[i + 1]] for i in range(len(fl))]
-            first = add(fl.src, fl.dst, fl.size, pr, SET, [[e]] * len(fl), sets, fl.latency)
-            x = add(members[0], members[0], 0.0, pr, PRIVATE, [list(range(first, first + len(fl)))])
-            entry[t], exit_[t] = e, x
-            continue
-        if k != COLLECTIVE:  # p2p
-            f = add(npu_of[t], peer[t], sz_t[t], pr, NET, [preds])
-            entry[t] = exit_[t] = f
-            continue
-        e = add(members[0], members[0], 0.0, pr, PRIVATE, [preds])
-        c = COLLECTIVES[coll[t]]
-        key = (c, members)
-        unit = unit_cache.get(key)
-        if unit is None:
-            sched = pricer.schedule(c, members)
-            unit = streaming_flows(topo, sched, 1.0) if c in streaming else collective_flows(sched, 1.0)
-            unit_cache[key] = unit
-        base = nflows
-        local = [unit.dep_idx[unit.dep_ptr[i]: unit.dep_ptr[i + 1]] + base for i in range(len(unit))]
-        local = [ld if len(ld) else np.array([e], dtype=np.int64) for ld in local]
-        if unit.route_ptr is not None:
-            sets = [unit.route_links[unit.route_ptr[i]: unit.route_ptr[i + 1]] for i in range(len(unit))]
-            add(unit.src, unit.dst, unit.size * sz_t[t], pr, SET, local, sets, unit.latency)
-        else:
-            add(unit.src, unit.dst, unit.size * sz_t[t], pr, NET, local)
-        has_succ = np.zeros(len(unit), dtype=bool)
-        has_succ[unit.dep_idx] = True
-        sinks = np.flatnonzero(~has_succ) + base
-        x = add(members[0], members[0], 0.0, pr, PRIVATE, [sinks])
-        entry[t], exit_[t] = e, x
-    S, D = np.concatenate(src).astype(np.int64), np.concatenate(dst).astype(np.int64)
-    SZ, PR, KF = np.concatenate(size), np.concatenate(prio), np.concatenate(kind_f)
-    # link sets: the topology's route for transfers, the NPU's private link for compute and
-    # markers, the whole tree for streaming in-network flows
-    hops = np.ones(nflows, dtype=np.int64)
-    net = np.flatnonzero(KF == NET)
-    r_ptr, r_links = topo.route(S[net], D[net])
-    hops[net] = np.diff(r_ptr)
-    exp = np.flatnonzero(KF == SET)
-    hops[exp] = [len(link_sets[i]) for i in exp]
-    ptr = np.concatenate([[0], np.cumsum(hops)])
-    links = np.empty(int(ptr[-1]), dtype=np.int64)
-    priv = np.flatnonzero(KF == PRIVATE)
-    links[ptr[priv]] = L + S[priv]
-    if len(net):
-        idx = np.repeat(ptr[net] - r_ptr[:-1], np.diff(r_ptr)) + np.arange(int(r_ptr[-1]))
-        links[idx] = r_links
-    for i in exp:
-        links[ptr[i]: ptr[i + 1]] = link_sets[i]
-    counts = np.fromiter((len(d) for d in dep_lists), dtype=np.int64, count=nflows)
-    dep_ptr = np.concatenate([[0], np.cumsum(counts)])
-    dep_idx = np.concatenate([np.asarray(d, dtype=np.int64) for d in dep_lists]) if nflows else np.zeros(0, np.int64)
-    aug = replace(topo, link_src=np.concatenate([topo.link_src, np.arange(g.n_npus)]),
-                  link_dst=np.concatenate([topo.link_dst, np.arange(g.n_npus)]),
-                  link_bw=np.concatenate([topo.link_bw, np.ones(g.n_npus)]),
-                  link_lat=np.concatenate([topo.link_lat, np.zeros(g.n_npus)]),
-                  link_dim=np.concatenate([topo.link_dim, np.full(g.n_npus, -1)]))
-    flows = Flows(S, D, SZ, None, None, PR, dep_ptr, dep_idx, ptr, links, np.concatenate(lat_given))
-    mode = FLOW_MODELS[pricer.model]
-    res = simulate_flows(aug, flows, mode=mode)
-    start = res.start[entry]
-    end = res.finish[exit_]
-    comm = np.flatnonzero(g.kind != COMPUTE)
+    Returns
+    -------
+    TrainResult
+    """
+    fg = _FlowGraph(graph, system, pricer)
+    for t in range(len(graph)):
+        fg.add_task(t)
+    topo, flows = fg.assemble()
+    res = pricer.model.flows(topo, flows)
+    g = graph
+    start, end = res.start[fg.entry], res.finish[fg.exit]
+    comm = np.flatnonzero(g.kind != TaskKind.COMPUTE)
     bd = breakdown(g, start, end, comm, start[comm], end[comm], system.scheduling.priorities)
     if progress is not None:
-        progress(n, n)
+        progress(len(g), len(g))
     return TrainResult(g, system, start, end, comm, start[comm], end[comm], bd, res.events)
+
+
+class _FlowGraph:
+    """The flows of a workload graph, appended task by task (module doc)."""
+
+    def __init__(self, g: WorkloadGraph, system: System, pricer: CommPricer):
+        self.g, self.system, self.pricer, self.topo = g, system, pricer, pricer.topo
+        n = len(g)
+        self.prio_of_cat = [system.scheduling.rank(c) for c in CATEGORIES]
+        self.dur = system.npu.task_times(g.duration, g.flops, g.mem_bytes)
+        held = system.endpoint.held(system.npu)
+        self.interferes = held.any
+        slowed = slowed_task_times(system.npu, g.duration, g.flops, g.mem_bytes, held)
+        self.busy_cap = np.where(slowed > 0, self.dur / np.where(slowed > 0, slowed, 1.0), 1.0)
+        self.empty = g.moves_nothing()
+        self.cols: dict[str, list] = {k: [] for k in ("src", "dst", "size", "prio", "kind", "lat", "rate", "gate", "gcap")}
+        self.deps: list = []
+        self.sets: list = []
+        self.marks: list = []  # per flow: [(counter, delta), ...] at its arrival
+        self.n = 0
+        self.entry = np.full(n, -1, dtype=np.int64)
+        self.exit = np.full(n, -1, dtype=np.int64)
+        self.last_comp = [-1] * g.n_npus
+        self.units: dict = {}
+        self.kind, self.npu, self.peer = g.kind.tolist(), g.npu.tolist(), g.peer.tolist()
+        self.cat, self.coll, self.size = g.category.tolist(), g.coll.tolist(), g.size.tolist()
+
+    def add(self, s, d, sz, pr, kf, deps, sets=None, lat=None, rate=np.inf, gate=-1, gcap=np.inf, marks=None) -> int:
+        """Append flows (arrays or scalars); returns the first one's index."""
+        s = np.atleast_1d(s)
+        k = len(s)
+        c = self.cols
+        c["src"].append(s)
+        c["dst"].append(np.atleast_1d(d))
+        c["size"].append(np.broadcast_to(np.asarray(sz, dtype=float), (k,)))
+        c["prio"].append(np.broadcast_to(np.asarray(pr, dtype=np.int64), (k,)))
+        c["kind"].append(np.full(k, kf, dtype=np.int8))
+        c["lat"].append(np.full(k, np.nan) if lat is None else np.asarray(lat, dtype=float))
+        c["rate"].append(np.full(k, float(rate)))
+        c["gate"].append(np.full(k, gate, dtype=np.int64))
+        c["gcap"].append(np.full(k, float(gcap)))
+        self.sets.extend(sets if sets is not None else [None] * k)
+        self.deps.extend(deps)
+        self.marks.extend([marks or ()] + [()] * (k - 1))
+        first = self.n
+        self.n += k
+        return first
+
+    def _marker(self, npu: int, pr: int, deps, marks=None) -> int:
+        return self.add(npu, npu, 0.0, pr, PRIVATE, [deps], marks=marks)
+
+    def add_task(self, t: int) -> None:
+        preds = [int(self.exit[d]) for d in self.g.deps(t)]
+        k = self.kind[t]
+        if k == TaskKind.COMPUTE:
+            p = self.npu[t]
+            if self.last_comp[p] >= 0:
+                preds.append(self.last_comp[p])
+            gate = p if self.interferes else -1
+            f = self.add(p, p, self.dur[t], 0, PRIVATE, [preds], gate=gate, gcap=self.busy_cap[t])
+            self.entry[t] = self.exit[t] = self.last_comp[p] = f
+            return
+        pr = self.prio_of_cat[self.cat[t]]
+        members = self.g.members(t)
+        if self.empty[t]:
+            self.entry[t] = self.exit[t] = self._marker(members[0], pr, preds)
+            return
+        up = [(m, 1) for m in members] if self.interferes else None
+        down = [(m, -1) for m in members] if self.interferes else None
+        if k == TaskKind.P2P:
+            src, dst = self.npu[t], self.peer[t]
+            rate = self.pricer.injection(None)
+            if self.interferes:  # the transfer holds both NPUs from its start to its arrival
+                e = self._marker(src, pr, preds, up)
+                self.entry[t] = e
+                self.exit[t] = self.add(src, dst, self.size[t], pr, NET, [[e]], rate=rate, marks=down)
+            else:
+                self.entry[t] = self.exit[t] = self.add(src, dst, self.size[t], pr, NET, [preds], rate=rate)
+            return
+        e = self._marker(members[0], pr, preds, up)
+        if k == TaskKind.IO:
+            fl = io_flows(self.topo, self.peer[t], members, self.coll[t], self.size[t], pr)
+            sinks = self._add_flows(fl, 1.0, pr, e, self.pricer.injection(None))
+        else:
+            c = COLLECTIVES[self.coll[t]]
+            unit = self.units.get((c, members))
+            if unit is None:
+                sched = self.pricer.schedule(c, members)
+                unit = self.units[(c, members)] = (schedule_flows(self.topo, sched, 1.0), self.pricer.injection(sched))
+            sinks = self._add_flows(unit[0], self.size[t], pr, e, unit[1])
+        self.entry[t] = e
+        self.exit[t] = self._marker(members[0], pr, sinks, down)
+
+    def _add_flows(self, unit: Flows, scale: float, pr: int, entry: int, rate: float) -> np.ndarray:
+        """Append a unit flow set with sizes times `scale`, its sources waiting for `entry`;
+        returns its sinks (the flows nothing in it waits for), which the exit marker waits for."""
+        base = self.n
+        local = [unit.dep_idx[unit.dep_ptr[i]: unit.dep_ptr[i + 1]] + base for i in range(len(unit))]
+        local = [ld if len(ld) else np.array([entry], dtype=np.int64) for ld in local]
+        if unit.route_ptr is not None:
+            sets = [unit.route_links[unit.route_ptr[i]: unit.route_ptr[i + 1]] for i in range(len(unit))]
+            self.add(unit.src, unit.dst, unit.size * scale, pr, SET, local, sets, unit.latency, rate=rate)
+        else:
+            self.add(unit.src, unit.dst, unit.size * scale, pr, NET, local, rate=rate)
+        has_succ = np.zeros(len(unit), dtype=bool)
+        has_succ[unit.dep_idx] = True
+        return np.flatnonzero(~has_succ) + base
+
+    def assemble(self):
+        """(augmented topology, Flows): routes for transfers, the NPU's private link for compute
+        and markers, explicit link sets for streams; endpoint links where injection is limited."""
+        topo, n_npus = self.topo, self.g.n_npus
+        cat = {k: np.concatenate(v) for k, v in self.cols.items()}
+        S, D, KF = cat["src"].astype(np.int64), cat["dst"].astype(np.int64), cat["kind"]
+        L = topo.n_links
+        hops = np.ones(self.n, dtype=np.int64)
+        net = np.flatnonzero(KF == NET)
+        r_ptr, r_links = topo.route(S[net], D[net])
+        hops[net] = np.diff(r_ptr)
+        exp = np.flatnonzero(KF == SET)
+        hops[exp] = [len(self.sets[i]) for i in exp]
+        ptr = np.concatenate([[0], np.cumsum(hops)])
+        links = np.empty(int(ptr[-1]), dtype=np.int64)
+        priv = np.flatnonzero(KF == PRIVATE)
+        links[ptr[priv]] = L + S[priv]
+        if len(net):
+            links[np.repeat(ptr[net] - r_ptr[:-1], np.diff(r_ptr)) + np.arange(int(r_ptr[-1]))] = r_links
+        for i in exp:
+            links[ptr[i]: ptr[i + 1]] = self.sets[i]
+        counts = np.fromiter((len(d) for d in self.deps), dtype=np.int64, count=self.n)
+        dep_ptr = np.concatenate([[0], np.cumsum(counts)])
+        dep_idx = np.concatenate([np.asarray(d, dtype=np.int64) for d in self.deps]) if self.n else np.zeros(0, np.int64)
+        gated = self.interferes
+        m_counts = np.fromiter((len(m) for m in self.marks), dtype=np.int64, count=self.n)
+        marks = [x for m in self.marks for x in m]
+        flows = Flows(S, D, cat["size"], None, None, cat["prio"], dep_ptr, dep_idx, ptr, links, cat["lat"],
+                      gate=cat["gate"] if gated else None, gated_cap=cat["gcap"] if gated else None,
+                      mark_ptr=np.concatenate([[0], np.cumsum(m_counts)]) if gated else None,
+                      mark_idx=np.array([c for c, _ in marks], dtype=np.int64) if gated else None,
+                      mark_delta=np.array([d for _, d in marks], dtype=np.int64) if gated else None)
+        rate = cat["rate"]
+        if np.isfinite(rate).any():  # endpoint links after the private compute links
+            aug = endpoint_topology(topo, 2 * n_npus, 1.0)
+            return aug, with_injection(aug, flows, rate, link_base=L + n_npus)
+        return endpoint_topology(topo, n_npus, 1.0), flows

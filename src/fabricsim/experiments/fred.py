@@ -238,7 +238,8 @@ def _groups(cfg: FredConfig, system: str, dim: str) -> list[list[int]]:
 
 def microbenchmark(cfg: FredConfig, system: str, dim: str) -> MicroRow:
     from ..engine.pricing import CommPricer
-    from ..network.flow import Flows, collective_flows, merge_flows, simulate_flows, streaming_flows
+    from ..network.dataflow import collective_flows, merge_flows, streaming_flows
+    from ..network.flow import Flows, simulate_flows
 
     topo = topology(cfg, system)
     pricer = CommPricer(topo, "flow", algorithms(cfg, system))
@@ -252,7 +253,7 @@ def microbenchmark(cfg: FredConfig, system: str, dim: str) -> MicroRow:
             injected = D
             continue
         s = pricer.schedule("all-reduce", tuple(g))
-        stream = "all-reduce" in pricer.streaming
+        stream = s.streaming
         parts.append(streaming_flows(topo, s, D) if stream else collective_flows(s, D))
         injected = D if stream else 2 * (len(g) - 1) / len(g) * D
     t = simulate_flows(topo, merge_flows(*parts, topo=topo)).makespan
@@ -332,12 +333,9 @@ def train_config(cfg: FredConfig, workload: str, system: str, iterations: int, m
 
 
 def _simulate(tc):
-    from ..engine.pricing import CommPricer
-    from ..engine.simulator import simulate
-    from ..train import graph_of, system_of, topology_of
+    from ..train import run_train
 
-    topo = topology_of(tc)
-    return simulate(graph_of(tc, topo.n_npus), system_of(tc), CommPricer(topo, tc.network.model, tc.network.algorithms))
+    return run_train(tc).result
 
 
 def end_to_end(cfg: FredConfig, workload: str, system: str, iterations: int, model: str) -> E2ERow:

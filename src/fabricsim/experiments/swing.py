@@ -455,7 +455,7 @@ def parse_config(data: Any, source: str = "config") -> SwingConfig:
                 if not isinstance(x, (str, int, float, bool)):
                     c.fail(f"{vpath}.options.{k}", x, "accepted: a string, number or boolean")
             if alg in ALGORITHMS:
-                allowed = set(ALGORITHMS[alg].options) - {"dims"}
+                allowed = {o.name for o in ALGORITHMS[alg].options} - {"dims"}
                 bad = sorted(set(opts) - allowed)
                 if bad:
                     c.fail(f"{vpath}.options.{bad[0]}", opts[bad[0]], f"{alg} accepts: {', '.join(sorted(allowed)) or 'no options'}")

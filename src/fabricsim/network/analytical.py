@@ -12,6 +12,14 @@ transfer sizes into link loads with one matrix-vector product. Two models:
 Steps run one after another (lock-step). A repeated `Step` is routed and costed once: its
 repetitions have identical sources, destinations and sizes. Costs are linear in the message
 size, so one routing pass prices every size of a sweep.
+
+A streaming schedule (`Schedule.streaming`, in-network reduction) is not lock-step: each of its
+flows (`network.dataflow.streaming_flows`) takes its tree's depth in latency plus its bytes over
+the slowest link of its tree, and serial flows add up, the same answer the flow model gives for
+it alone. An endpoint injection limit (`injection`, bytes/s per NPU) bounds what each NPU can put
+on its links for the collective: a step lasts at least the bytes an NPU sends in it over that rate.
+
+`AnalyticalModel` is this module behind the network-model interface (`network.model`).
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ import scipy.sparse as sp
 
 from ..collectives.schedule import Schedule, Step, lane_total
 from ..topology.graph import Topology
+from ..errors import ConfigError
+from .flow import FlowResult, Flows, successors
 
 MODELS = ("congestion-aware", "congestion-unaware")
 MODEL_ALIASES = {"analytical": "congestion-aware", "aware": "congestion-aware", "unaware": "congestion-unaware",
@@ -31,12 +41,10 @@ MODEL_ALIASES = {"analytical": "congestion-aware", "aware": "congestion-aware", 
 
 
 def normalize_model(name: str) -> str:
-    """`analytical` means the congestion-aware analytical model."""
+    """The canonical name of an analytical model (`analytical` = congestion-aware)."""
     key = str(name).strip().lower().replace("_", "-")
     key = MODEL_ALIASES.get(key, key)
     if key not in MODELS:
-        from ..errors import ConfigError
-
         raise ConfigError("model", name, f"accepted: {', '.join(MODELS)} (analytical = congestion-aware)")
     return key
 
@@ -50,6 +58,7 @@ class RoutedStep:
     frac: np.ndarray  # transfer size / collective size
     path_latency: np.ndarray  # s, per transfer
     path_bw: np.ndarray  # bytes/s, slowest link on each transfer's path (inf: no hop)
+    src_npu: np.ndarray | None = None  # topology NPU sending each transfer (-1: a switch), for injection limits
 
     @property
     def link_frac(self) -> np.ndarray:
@@ -58,6 +67,7 @@ class RoutedStep:
 
 
 def route_step(topo: Topology, schedule: Schedule, step: Step) -> RoutedStep:
+    """Route one step shape of a placed schedule: its incidence, sizes, latencies, bandwidths."""
     nodes = schedule.topology_nodes()
     src, dst = nodes[step.src], nodes[step.dst]
     ptr, links = topo.route(src, dst)
@@ -69,26 +79,47 @@ def route_step(topo: Topology, schedule: Schedule, step: Step) -> RoutedStep:
     bw = np.full(n_t, np.inf)
     if len(links):
         np.minimum.at(bw, tid, topo.link_bw[links])
-    return RoutedStep(step.repeat, inc, schedule.transfer_fraction(step), lat, bw)
+    return RoutedStep(step.repeat, inc, schedule.transfer_fraction(step), lat, bw,
+                      np.where(src < topo.n_npus, src, -1))
 
 
 def route_schedule(topo: Topology, schedule: Schedule) -> list[RoutedStep]:
+    """Every step shape of a placed schedule, routed (`route_step`)."""
     if schedule.nodes is None and schedule.n_nodes > topo.n_npus:
         raise ValueError("schedule with helper nodes must be placed on the topology first")
     return [route_step(topo, schedule, st) for st in schedule.steps]
 
 
-def step_times(topo: Topology, routed: RoutedStep, sizes: np.ndarray, model: str) -> np.ndarray:
-    """Time of one repetition of a step for each size."""
+def step_times(topo: Topology, routed: RoutedStep, sizes: np.ndarray, model: str,
+               injection: float | None = None) -> np.ndarray:
+    """Time of one repetition of a step for each size (s).
+
+    Parameters
+    ----------
+    topo, routed : the topology and the routed step shape.
+    sizes : array
+        Collective sizes, bytes.
+    model : {"congestion-aware", "congestion-unaware"}
+    injection : float, optional
+        Bytes/s each NPU can inject for this collective (None or inf: no limit), see the module doc.
+    """
     sizes = np.asarray(sizes, dtype=float)
     if routed.frac.size == 0:
         return np.zeros_like(sizes)
+    limited = injection is not None and np.isfinite(injection) and routed.src_npu is not None
     if model == "congestion-aware":
         per_byte = float(np.max(routed.link_frac / topo.link_bw)) if topo.n_links else 0.0
+        if limited:
+            npu = routed.src_npu >= 0
+            sent = np.bincount(routed.src_npu[npu], weights=routed.frac[npu])
+            per_byte = max(per_byte, float(np.max(sent, initial=0.0)) / injection)
         lat = float(routed.path_latency.max())
         return lat + per_byte * sizes
     if model == "congestion-unaware":
-        per_byte = np.where(np.isfinite(routed.path_bw), routed.frac / routed.path_bw, 0.0)
+        bw = routed.path_bw
+        if limited:
+            bw = np.where(routed.src_npu >= 0, np.minimum(bw, injection), bw)
+        per_byte = np.where(np.isfinite(bw), routed.frac / bw, 0.0)
         # the upper envelope of lat + per_byte*size only needs the distinct pairs
         pairs = np.unique(np.stack([routed.path_latency, per_byte], axis=1), axis=0)
         return np.max(pairs[:, 0][:, None] + pairs[:, 1][:, None] * sizes[None, :], axis=0)
@@ -97,38 +128,255 @@ def step_times(topo: Topology, routed: RoutedStep, sizes: np.ndarray, model: str
 
 @dataclass(frozen=True, eq=False)
 class CollectiveTiming:
-    """Times of one schedule for several sizes."""
+    """Times of one schedule for several sizes (`time_schedule`)."""
 
     schedule: Schedule
     model: str
     sizes: np.ndarray  # bytes
     times: np.ndarray  # s
-    step_time: np.ndarray  # [n_step_shapes, n_sizes] time of one repetition
+    step_time: np.ndarray  # [n_step_shapes, n_sizes] time of one repetition (streams: one row per flow)
     repeats: np.ndarray  # [n_step_shapes]
     link_frac: np.ndarray  # [n_links] bytes carried per byte of size, whole collective
 
     def link_bytes(self, size: float) -> np.ndarray:
+        """Bytes each link carries for a collective of `size` bytes."""
         return self.link_frac * size
+
+
+def phases_of(topo: Topology, steps, routed) -> list[np.ndarray]:
+    """Indices of the step shapes of each phase: a run of steps on the same set of network
+    dimensions (a block of lanes counts as one step), e.g. a hierarchical all-reduce on a 2-D
+    network: reduce-scatter on dimension 0, on dimension 1, then all-gather back."""
+    keys = []
+    for st, r in zip(steps, routed):
+        if st.lane is not None:
+            keys.append(("lanes", st.lane[0]))
+        else:
+            used = np.flatnonzero(np.diff(r.incidence.indptr))  # links (rows) carrying a transfer
+            keys.append(tuple(np.unique(topo.link_dim[used]).tolist()))
+    out: list[list[int]] = []
+    prev = object()
+    for i, k in enumerate(keys):
+        if k != prev or not out:
+            out.append([])
+        out[-1].append(i)
+        prev = k
+    return [np.array(x, dtype=np.int64) for x in out]
+
+
+class AnalyticalCollective:
+    """A placed schedule prepared for the analytical model: routed once, priced for any size.
+
+    Parameters
+    ----------
+    topo : Topology
+    schedule : Schedule
+        Placed on `topo`.
+    model : {"congestion-aware", "congestion-unaware"}
+    step_overhead : float
+        Fixed cost per lock-step step (per flow of a stream), s.
+    injection : float, optional
+        Bytes/s each NPU can inject for this collective (None or inf: no limit).
+    """
+
+    def __init__(self, topo: Topology, schedule: Schedule, model: str = "congestion-aware",
+                 step_overhead: float = 0.0, injection: float | None = None):
+        self.topo, self.schedule, self.model = topo, schedule, normalize_model(model)
+        self.step_overhead, self.injection = float(step_overhead), injection
+        if schedule.nodes is None and schedule.n_nodes > topo.n_npus:
+            raise ValueError("schedule with helper nodes must be placed on the topology first")
+        if schedule.streaming:
+            self._stream_setup()
+        else:
+            self.routed = route_schedule(topo, schedule)
+            self.phases = phases_of(topo, schedule.steps, self.routed)
+
+    def _stream_setup(self) -> None:
+        from .dataflow import streaming_flows
+
+        topo = self.topo
+        f = streaming_flows(topo, self.schedule, 1.0)
+        self.routed = None
+        self.phases = [np.arange(len(f))]
+        links = f.route_links
+        inv_bw = 1.0 / topo.link_bw[links]
+        if self.injection is not None:  # links leaving an NPU carry what it injects
+            inv_bw = np.where(topo.link_src[links] < topo.n_npus, np.maximum(inv_bw, 1.0 / self.injection), inv_bw)
+        self._stream_per_byte = f.size * np.maximum.reduceat(inv_bw, f.route_ptr[:-1])  # s per byte of size
+        self._stream_lat = f.latency
+        ent = np.repeat(np.arange(len(f)), np.diff(f.route_ptr))
+        self._stream_link_frac = np.bincount(links, weights=f.size[ent], minlength=topo.n_links)
+
+    def _per_repetition(self, sizes: np.ndarray) -> np.ndarray:
+        if self.routed is None:
+            return self._stream_lat[:, None] + self.step_overhead + self._stream_per_byte[:, None] * sizes[None, :]
+        if not self.routed:
+            return np.zeros((0, len(sizes)))
+        return np.stack([step_times(self.topo, r, sizes, self.model, self.injection) + self.step_overhead
+                         for r in self.routed])
+
+    def _repeats(self) -> np.ndarray:
+        if self.routed is None:
+            return np.ones(len(self._stream_lat), dtype=int)
+        return np.array([r.repeat for r in self.routed], dtype=int)
+
+    def step_costs(self, sizes) -> np.ndarray:
+        """[step shapes (stream flows), sizes]: each shape's time, all its repetitions, s."""
+        sizes = np.atleast_1d(np.asarray(sizes, dtype=float))
+        return self._per_repetition(sizes) * self._repeats()[:, None]
+
+    def times(self, sizes) -> np.ndarray:
+        """Completion time for each size, s."""
+        cost = self.step_costs(sizes)
+        if self.routed is None:
+            return cost.sum(axis=0)  # serial flows
+        return lane_total(self.schedule.steps, cost)
+
+    def phase_times(self, size: float) -> np.ndarray:
+        """Time of each phase for one size (they add up to `times`), s."""
+        cost = self.step_costs([size])
+        if self.routed is None:
+            return np.array([float(cost.sum())])
+        return np.array([float(lane_total([self.schedule.steps[i] for i in idx], cost[idx])[0]) for idx in self.phases])
+
+    @property
+    def link_frac(self) -> np.ndarray:
+        """Bytes each link carries per byte of collective size."""
+        if self.routed is None:
+            return self._stream_link_frac
+        return np.asarray(sum((r.link_frac * r.repeat for r in self.routed), np.zeros(self.topo.n_links)), float)
+
+    def timing(self, sizes) -> CollectiveTiming:
+        """Everything `time_schedule` reports."""
+        sizes = np.atleast_1d(np.asarray(sizes, dtype=float))
+        return CollectiveTiming(self.schedule, self.model, sizes, self.times(sizes), self._per_repetition(sizes),
+                                self._repeats(), self.link_frac)
 
 
 def time_schedule(topo: Topology, schedule: Schedule, sizes, model: str = "congestion-aware",
                   step_overhead: float = 0.0) -> CollectiveTiming:
-    """Time `schedule` on `topo` for every size. `step_overhead` (s) is a fixed cost per
-    lock-step step (the alpha of an alpha-beta model: software and NIC start-up)."""
-    model = normalize_model(model)
-    sizes = np.atleast_1d(np.asarray(sizes, dtype=float))
-    routed = route_schedule(topo, schedule)
-    if routed:
-        per_step = np.stack([step_times(topo, r, sizes, model) + step_overhead for r in routed])
-        repeats = np.array([r.repeat for r in routed])
-        link_frac = sum(r.link_frac * r.repeat for r in routed)
-    else:
-        per_step = np.zeros((0, len(sizes)))
-        repeats = np.zeros(0, dtype=int)
-        link_frac = np.zeros(topo.n_links)
-    times = lane_total(schedule.steps, per_step * repeats[:, None])
-    return CollectiveTiming(schedule, model, sizes, times, per_step, repeats, np.asarray(link_frac, dtype=float))
+    """Time `schedule` on `topo` for every size with an analytical model.
 
+    Parameters
+    ----------
+    topo : Topology
+    schedule : Schedule
+        Placed on `topo` (`build_schedule`).
+    sizes : float or array
+        Collective sizes, bytes.
+    model : str
+        congestion-aware (= analytical) or congestion-unaware.
+    step_overhead : float
+        A fixed cost per lock-step step, s (the alpha of an alpha-beta model: software and NIC
+        start-up).
+
+    Returns
+    -------
+    CollectiveTiming
+        Times (s) per size, per step shape, and the bytes each link carries.
+    """
+    return AnalyticalCollective(topo, schedule, model, step_overhead).timing(sizes)
+
+
+@dataclass(frozen=True)
+class AnalyticalModel:
+    """The analytical models behind the network-model interface (`network.model`).
+
+    Parameters
+    ----------
+    congestion_aware : bool
+        True: a step lasts as long as its most loaded link needs; False: transfers do not share
+        links (ASTRA-sim's congestion-unaware backend).
+    step_overhead : float
+        Fixed cost per lock-step step, s.
+    """
+
+    congestion_aware: bool = True
+    step_overhead: float = 0.0
+    shares_links = False  # collectives are priced alone; the engine does not share links between them
+
+    @property
+    def name(self) -> str:
+        return "congestion-aware" if self.congestion_aware else "congestion-unaware"
+
+    def collective(self, topo: Topology, schedule: Schedule, injection: float | None = None) -> AnalyticalCollective:
+        """`schedule` prepared for pricing at any size (see `AnalyticalCollective`)."""
+        return AnalyticalCollective(topo, schedule, self.name, self.step_overhead, injection)
+
+    def p2p(self, topo: Topology, src: int, dst: int, size: float) -> float:
+        """A transfer alone: its path latency plus `size` over the slowest link of its route, s."""
+        if src == dst or size <= 0:
+            return 0.0
+        _, links = topo.route([src], [dst])
+        bw = float(topo.link_bw[links].min()) if len(links) else np.inf
+        return float(topo.link_lat[links].sum()) + size / bw + self.step_overhead
+
+    def flows(self, topo: Topology, flows: Flows, record_timeline: bool = False) -> FlowResult:
+        """A set of flows in lock-step levels (no timeline is recorded): a flow's level is one more than its deepest
+        predecessor's; a level starts when the previous one has ended (and not before its
+        flows' start times) and lasts like one step of this model (congestion-aware: the most
+        loaded link's bytes over its bandwidth plus the longest latency; unaware: its slowest
+        flow alone)."""
+        return _flow_levels(topo, flows, self.congestion_aware, self.step_overhead)
+
+
+def _flow_levels(topo: Topology, flows: Flows, aware: bool, overhead: float) -> FlowResult:
+    n = len(flows)
+    if flows.route_ptr is not None:
+        ptr, links = np.asarray(flows.route_ptr, np.int64), np.asarray(flows.route_links, np.int64)
+    else:
+        ptr, links = topo.route(flows.src, flows.dst)
+    w = np.ones(len(links)) if flows.route_weight is None else np.asarray(flows.route_weight, float)
+    tid = np.repeat(np.arange(n), np.diff(ptr))
+    lat = np.bincount(tid, weights=topo.link_lat[links], minlength=n)
+    if flows.latency is not None:
+        lat = np.where(np.isnan(flows.latency), lat, flows.latency)
+    level = _levels(flows)
+    start = np.zeros(n)
+    finish = np.zeros(n)
+    link_bytes = np.zeros(topo.n_links)
+    link_busy = np.zeros(topo.n_links)
+    t = 0.0
+    for lv in range(int(level.max(initial=-1)) + 1):
+        idx = np.flatnonzero(level == lv)
+        t = max(t, float(flows.start[idx].max()))
+        ent = np.flatnonzero(np.isin(tid, idx))
+        load = np.bincount(links[ent], weights=(flows.size[tid] * w)[ent], minlength=topo.n_links)
+        per_flow_bw = np.full(n, np.inf)
+        np.minimum.at(per_flow_bw, tid[ent], (topo.link_bw[links] / w)[ent])
+        alone = lat[idx] + np.where(np.isfinite(per_flow_bw[idx]), flows.size[idx] / per_flow_bw[idx], 0.0)
+        if aware:
+            dur = float(np.max(load / topo.link_bw, initial=0.0)) + float(lat[idx].max(initial=0.0))
+            end = np.full(len(idx), t + dur + overhead)
+        else:
+            end = t + alone + overhead
+        start[idx], finish[idx] = t, end
+        link_bytes += load
+        link_busy += np.where(load > 0, float(end.max()) - t, 0.0)
+        t = float(end.max())
+    return FlowResult(start, finish, finish, link_bytes, link_busy, int(level.max(initial=-1)) + 1)
+
+
+def _levels(flows: Flows) -> np.ndarray:
+    """Dependency depth of every flow (0: no predecessors); ConfigError on a cycle."""
+    n = len(flows)
+
+    succ_ptr, succ = successors(flows.dep_ptr, flows.dep_idx)
+    waiting = np.diff(flows.dep_ptr).copy()
+    level = np.zeros(n, dtype=np.int64)
+    frontier = np.flatnonzero(waiting == 0)
+    seen = 0
+    while len(frontier):
+        seen += len(frontier)
+        a, c = succ_ptr[frontier], succ_ptr[frontier + 1] - succ_ptr[frontier]
+        src = np.repeat(frontier, c)
+        nxt = succ[np.repeat(a - (np.cumsum(c) - c), c) + np.arange(int(c.sum()))]
+        np.maximum.at(level, nxt, level[src] + 1)
+        np.subtract.at(waiting, nxt, 1)
+        frontier = np.unique(nxt[waiting[nxt] == 0])
+    if seen < n:
+        raise ConfigError("flows", f"{n - seen} flows", "never start: their predecessors form a cycle")
+    return level
 
 
 @dataclass(frozen=True)

@@ -20,24 +20,30 @@ on one link that starts when the previous hop's data has arrived (+ that link's 
 ASTRA-sim's congestion-aware model, with fair sharing instead of FIFO.
 
 Dependencies: a flow starts at `start` and only when all its predecessors have arrived. A
-collective's schedule runs as dataflow (`collective_flows`): a transfer starts when every earlier
+collective's schedule runs as dataflow (`network.dataflow`): a transfer starts when every earlier
 transfer that wrote the blocks it sends into its source has arrived, not in lock-step.
+
+Weights: a flow with explicit link sets may use a link at `weight` x its rate (a private
+resource consumed per byte: an endpoint's memory or engine capacity); max-min then fills
+sum(weight x rate) <= capacity on every link.
+
+Activity gates (endpoint interference in the training engine): counters that flows change when
+they arrive (`mark_*`: +1 when a collective starts on an NPU, -1 when it ends); a flow with
+`gate >= 0` is capped at `gated_cap` while its counter is positive (a compute kernel slows while
+communication holds part of its NPU).
 """
 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..collectives.schedule import Schedule
 from ..errors import ConfigError
 from ..topology.graph import Topology
 
 MODES = ("pipelined", "store-and-forward")
-# names of the flow model wherever a network model is chosen (CLI, configs) -> its mode
-FLOW_MODELS = {"flow": "pipelined", "flow-pipelined": "pipelined", "flow-store-and-forward": "store-and-forward"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,6 +62,12 @@ class Flows:
     route_ptr: np.ndarray | None = None
     route_links: np.ndarray | None = None
     latency: np.ndarray | None = None  # s per flow, overriding the sum of its links' latencies (NaN: that sum)
+    route_weight: np.ndarray | None = None  # per route_links entry: link use per byte of the flow (default 1)
+    gate: np.ndarray | None = None  # counter that gates each flow (-1: none)
+    gated_cap: np.ndarray | None = None  # bytes/s cap of each flow while its gate counter is > 0
+    mark_ptr: np.ndarray | None = None  # at flow i's arrival, counters mark_idx[mark_ptr[i]:...] += mark_delta
+    mark_idx: np.ndarray | None = None
+    mark_delta: np.ndarray | None = None
 
     def __post_init__(self):
         n = len(np.atleast_1d(self.src))
@@ -77,6 +89,20 @@ class Flows:
             raise ValueError("Flows: sizes must be finite and >= 0")
         if n and (self.cap.min() <= 0):
             raise ValueError("Flows: rate caps must be > 0")
+        if self.route_weight is not None and (self.route_links is None or len(self.route_weight) != len(self.route_links)):
+            raise ValueError("Flows: route_weight needs explicit routes, one weight per route entry")
+        if (self.gate is None) != (self.gated_cap is None) or (self.mark_ptr is None) != (self.mark_idx is None):
+            raise ValueError("Flows: gate and gated_cap, mark_ptr and mark_idx go together")
+
+    @property
+    def n_counters(self) -> int:
+        """Activity counters the flows use (gates and marks)."""
+        top = -1
+        if self.gate is not None and len(self.gate):
+            top = max(top, int(np.max(self.gate)))
+        if self.mark_idx is not None and len(self.mark_idx):
+            top = max(top, int(np.max(self.mark_idx)))
+        return top + 1
 
     def __len__(self) -> int:
         return len(self.src)
@@ -116,10 +142,11 @@ def successors(dep_ptr: np.ndarray, dep_idx: np.ndarray) -> tuple[np.ndarray, np
 
 
 def water_fill(link_cap: np.ndarray, cls_ptr: np.ndarray, cls_links: np.ndarray, mult: np.ndarray,
-               cap: np.ndarray, prio: np.ndarray) -> np.ndarray:
+               cap: np.ndarray, prio: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
     """Max-min fair rate of every class (all its `mult` flows get this rate each).
 
-    cls_links[cls_ptr[c]:cls_ptr[c+1]] are the links of class c (each at least one).
+    cls_links[cls_ptr[c]:cls_ptr[c+1]] are the links of class c (each at least one); `weight`
+    (per entry, default 1) is how much of a link one byte/s of the class uses.
     """
     n_c = len(mult)
     rate = np.zeros(n_c)
@@ -127,6 +154,7 @@ def water_fill(link_cap: np.ndarray, cls_ptr: np.ndarray, cls_links: np.ndarray,
         return rate
     counts = np.diff(cls_ptr)
     ent_cls = np.repeat(np.arange(n_c), counts)
+    ent_w = np.ones(len(cls_links)) if weight is None else weight
     used = np.zeros(len(link_cap))
     levels = prio[:1] if np.all(prio == prio[0]) else np.unique(prio)
     for level in levels:
@@ -134,7 +162,7 @@ def water_fill(link_cap: np.ndarray, cls_ptr: np.ndarray, cls_links: np.ndarray,
         rem = link_cap - used
         while free.any():
             e_on = free[ent_cls]
-            n_l = np.bincount(cls_links[e_on], weights=mult[ent_cls[e_on]], minlength=len(link_cap))
+            n_l = np.bincount(cls_links[e_on], weights=(mult[ent_cls] * ent_w)[e_on], minlength=len(link_cap))
             with np.errstate(divide="ignore", invalid="ignore"):
                 share = np.where(n_l > 0, np.maximum(rem, 0.0) / n_l, np.inf)
             best = np.minimum.reduceat(share[cls_links], cls_ptr[:-1])  # best link share of each class
@@ -151,7 +179,8 @@ def water_fill(link_cap: np.ndarray, cls_ptr: np.ndarray, cls_links: np.ndarray,
                 freeze = free & (m <= m[free].min() * (1 + 1e-9))
             rate[freeze] = m[freeze]
             e_new = freeze[ent_cls]
-            rem = rem - np.bincount(cls_links[e_new], weights=(mult * rate)[ent_cls[e_new]], minlength=len(link_cap))
+            rem = rem - np.bincount(cls_links[e_new], weights=((mult * rate)[ent_cls] * ent_w)[e_new],
+                                    minlength=len(link_cap))
             free &= ~freeze
         used = link_cap - np.maximum(rem, 0.0)
     return rate
@@ -176,6 +205,7 @@ class _Units:
     dep_idx: np.ndarray
     owner: np.ndarray  # flow each unit belongs to
     last: np.ndarray  # True for the unit whose arrival is its flow's arrival
+    weight: np.ndarray | None = None  # per links entry (None: all 1)
 
 
 def _units(topo: Topology, flows: Flows, mode: str, chunk: float) -> _Units:
@@ -190,19 +220,24 @@ def _units(topo: Topology, flows: Flows, mode: str, chunk: float) -> _Units:
     if flows.latency is not None:  # a link set that is not a path (a tree) says its own latency
         given = np.asarray(flows.latency, dtype=float)
         lat = np.where(np.isnan(given), lat, given)
+    weight = None if flows.route_weight is None else np.asarray(flows.route_weight, dtype=float)
     if mode == "pipelined":
         bw = np.full(n, np.inf)
-        if len(links):
-            np.minimum.at(bw, tid, topo.link_bw[links])
+        if len(links):  # a weighted entry carries the flow at bandwidth / weight
+            np.minimum.at(bw, tid, topo.link_bw[links] / (1.0 if weight is None else np.maximum(weight, 1e-300)))
         fill = np.where(hops > 1, (hops - 1) * np.minimum(chunk, flows.size) / np.where(np.isfinite(bw), bw, 1.0), 0.0)
-        if flows.route_ptr is not None:  # explicit routes: the class key is the set of links itself
+        if flows.route_ptr is not None:  # explicit routes: the class key is the set of links (and weights) itself
             ids: dict = {}
-            key = np.fromiter((ids.setdefault(tuple(links[ptr[i]: ptr[i + 1]].tolist()), len(ids)) for i in range(n)),
-                              dtype=np.int64, count=n)
+            if weight is None:
+                keys = (tuple(links[ptr[i]: ptr[i + 1]].tolist()) for i in range(n))
+            else:
+                keys = ((tuple(links[ptr[i]: ptr[i + 1]].tolist()), tuple(weight[ptr[i]: ptr[i + 1]].tolist()))
+                        for i in range(n))
+            key = np.fromiter((ids.setdefault(k, len(ids)) for k in keys), dtype=np.int64, count=n)
         else:
             key = flows.src * topo.n_nodes + flows.dst
         return _Units(ptr, links, flows.size, flows.start, flows.cap, flows.priority, lat + fill, key,
-                      flows.dep_ptr, flows.dep_idx, np.arange(n), np.ones(n, dtype=bool))
+                      flows.dep_ptr, flows.dep_idx, np.arange(n), np.ones(n, dtype=bool), weight)
     # store-and-forward: one unit per hop; hop k+1 waits for hop k; a flow's first hop waits for its predecessors
     if flows.route_ptr is not None:
         raise ConfigError("mode", mode, "flows with explicit link sets (in-network streaming) need mode pipelined")
@@ -239,271 +274,216 @@ def _units(topo: Topology, flows: Flows, mode: str, chunk: float) -> _Units:
 
 def simulate_flows(topo: Topology, flows: Flows, *, mode: str = "pipelined", chunk: float = 0.0,
                    record_timeline: bool = False) -> FlowResult:
-    """Run `flows` on `topo` to completion (see module doc)."""
+    """Run `flows` on `topo` to completion (see module doc).
+
+    Parameters
+    ----------
+    topo : Topology
+        The network (its links' bandwidths are the capacities).
+    flows : Flows
+        What to run.
+    mode : {"pipelined", "store-and-forward"}
+        How a flow crosses its path (module doc).
+    chunk : float
+        Packet size for the pipeline fill of multi-hop flows, bytes (0: fluid).
+    record_timeline : bool
+        Keep every interval's per-link rates (`FlowResult.timeline`).
+
+    Returns
+    -------
+    FlowResult
+        Start, send end and arrival of every flow, bytes and busy time per link, events.
+    """
     if mode not in MODES:
         raise ConfigError("mode", mode, f"accepted: {', '.join(MODES)}")
     if chunk < 0:
         raise ConfigError("chunk", chunk, "accepted: a packet size >= 0 bytes")
-    U = _units(topo, flows, mode, float(chunk))
-    n = len(U.size)
-    hops = np.diff(U.ptr)
-    # classes: same route, cap and priority
-    key3 = np.stack([U.key.astype(float), U.cap, U.prio.astype(float)], axis=1)
-    _, cls_rep, cls_of = np.unique(key3, axis=0, return_index=True, return_inverse=True)
-    cls_of = cls_of.ravel()
-    n_cls = len(cls_rep)
-    c_counts = hops[cls_rep]
-    c_ptr = np.concatenate([[0], np.cumsum(c_counts)])
-    c_links = np.concatenate([U.links[U.ptr[r]: U.ptr[r + 1]] for r in cls_rep]) if n_cls else np.zeros(0, np.int64)
-    c_cap, c_prio = U.cap[cls_rep], U.prio[cls_rep]
-    succ_ptr, succ = successors(U.dep_ptr, U.dep_idx)
-    waiting = np.diff(U.dep_ptr).copy()
-    remaining = U.size.copy()
-    t_start = np.full(n, np.nan)
-    t_sent = np.full(n, np.nan)
-    t_done = np.full(n, np.nan)
-    link_bytes = np.zeros(topo.n_links)
-    link_busy = np.zeros(topo.n_links)
-    timeline = []
-    # event queues: (time, seq, units)
-    startq: list = []
-    arriveq: list = []
-    seq = 0
-    ready0 = np.flatnonzero(waiting == 0)
-    for t0 in np.unique(U.start[ready0]):
-        heapq.heappush(startq, (float(t0), seq, ready0[U.start[ready0] == t0]))
-        seq += 1
-    now = 0.0
-    dirty = True
-    events = 0
-    active_idx = np.zeros(0, dtype=np.int64)  # units sending now
-    cls_count = np.zeros(n_cls, dtype=np.int64)  # units sending now, per class
-    slot = np.zeros(n_cls, dtype=np.int64)  # position of a class among the sending classes
-    act_rate = np.zeros(0)
-    load = np.zeros(topo.n_links)
-    while startq or arriveq or len(active_idx):
-        if dirty:
-            cidx = np.flatnonzero(cls_count)  # classes with a flow sending (counts kept incrementally)
-            mult = cls_count[cidx]
-            slot[cidx] = np.arange(len(cidx))
-            inv = slot[cls_of[active_idx]]
-            if len(cidx):
-                sub_counts = c_counts[cidx]
-                sub_ptr = np.concatenate([[0], np.cumsum(sub_counts)])
-                sub_links = c_links[np.repeat(c_ptr[cidx] - sub_ptr[:-1], sub_counts) + np.arange(sub_ptr[-1])]
-                r = water_fill(topo.link_bw, sub_ptr, sub_links, mult.astype(float), c_cap[cidx], c_prio[cidx])
-                act_rate = r[inv]
-                load = np.bincount(sub_links, weights=np.repeat(r * mult, sub_counts), minlength=topo.n_links)
-            else:
-                act_rate = np.zeros(0)
-                load = np.zeros(topo.n_links)
-            dirty = False
-        # next event
-        t_next = np.inf
-        if len(active_idx):
+    return _FlowRun(topo, flows, _units(topo, flows, mode, float(chunk)), record_timeline).run()
+
+
+class _FlowRun:
+    """The event loop's state: classes of units, event queues, per-unit times, gates."""
+
+    def __init__(self, topo: Topology, flows: Flows, U: _Units, record_timeline: bool):
+        self.topo, self.flows, self.U, self.record = topo, flows, U, record_timeline
+        n = len(U.size)
+        self.hops = np.diff(U.ptr)
+        gate = np.full(n, -1, dtype=np.int64) if flows.gate is None else np.asarray(flows.gate, np.int64)[U.owner]
+        gcap = np.full(n, np.inf) if flows.gated_cap is None else np.asarray(flows.gated_cap, float)[U.owner]
+        # classes: same route (and weights), cap, priority and gate
+        key = np.stack([U.key.astype(float), U.cap, U.prio.astype(float), gate.astype(float), gcap], axis=1)
+        _, cls_rep, cls_of = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        self.cls_of = cls_of.ravel()
+        n_cls = len(cls_rep)
+        self.c_counts = self.hops[cls_rep]
+        self.c_ptr = np.concatenate([[0], np.cumsum(self.c_counts)])
+        ent = [np.arange(U.ptr[r], U.ptr[r + 1]) for r in cls_rep]
+        ent = np.concatenate(ent) if n_cls else np.zeros(0, np.int64)
+        self.c_links = U.links[ent]
+        self.c_weight = None if U.weight is None else U.weight[ent]
+        self.c_cap, self.c_prio = U.cap[cls_rep], U.prio[cls_rep]
+        self.c_gate, self.c_gcap = gate[cls_rep], gcap[cls_rep]
+        self.gated = np.flatnonzero(self.c_gate >= 0)
+        self.counters = np.zeros(max(flows.n_counters, 1), dtype=np.int64)
+        self.succ_ptr, self.succ = successors(U.dep_ptr, U.dep_idx)
+        self.waiting = np.diff(U.dep_ptr).copy()
+        self.remaining = U.size.copy()
+        self.t_start, self.t_sent, self.t_done = (np.full(n, np.nan) for _ in range(3))
+        self.link_bytes = np.zeros(topo.n_links)
+        self.link_busy = np.zeros(topo.n_links)
+        self.timeline: list = []
+        self.startq: list = []  # (time, seq, units)
+        self.arriveq: list = []
+        self.seq = 0
+        self.now = 0.0
+        self.dirty = True
+        self.events = 0
+        self.active = np.zeros(0, dtype=np.int64)  # units sending now
+        self.cls_count = np.zeros(n_cls, dtype=np.int64)  # units sending now, per class (kept incrementally)
+        self.slot = np.zeros(n_cls, dtype=np.int64)  # position of a class among the sending classes
+        self.rate = np.zeros(0)
+        self.load = np.zeros(topo.n_links)
+
+    def run(self) -> FlowResult:
+        ready0 = np.flatnonzero(self.waiting == 0)
+        self._push_starts(ready0, self.U.start[ready0])
+        while self.startq or self.arriveq or len(self.active):
+            if self.dirty:
+                self._rates()
+            t_tx = self._advance()
+            self._sends_end(t_tx)
+            self._arrivals()
+            self._starts()
+        return self._result()
+
+    def _rates(self) -> None:
+        """Water-fill the classes that are sending; per-unit rates and per-link loads."""
+        cidx = np.flatnonzero(self.cls_count)
+        mult = self.cls_count[cidx]
+        self.slot[cidx] = np.arange(len(cidx))
+        if len(cidx):
+            counts = self.c_counts[cidx]
+            sub_ptr = np.concatenate([[0], np.cumsum(counts)])
+            ent = np.repeat(self.c_ptr[cidx] - sub_ptr[:-1], counts) + np.arange(sub_ptr[-1])
+            links = self.c_links[ent]
+            w = None if self.c_weight is None else self.c_weight[ent]
+            cap = self.c_cap
+            if len(self.gated):  # gated classes whose counter is positive run at their gated cap
+                cap = cap.copy()
+                g = self.gated[self.counters[self.c_gate[self.gated]] > 0]
+                cap[g] = np.minimum(cap[g], self.c_gcap[g])
+            r = water_fill(self.topo.link_bw, sub_ptr, links, mult.astype(float), cap[cidx], self.c_prio[cidx], w)
+            self.rate = r[self.slot[self.cls_of[self.active]]]
+            per_entry = np.repeat(r * mult, counts) * (1.0 if w is None else w)
+            self.load = np.bincount(links, weights=per_entry, minlength=self.topo.n_links)
+        else:
+            self.rate = np.zeros(0)
+            self.load = np.zeros(self.topo.n_links)
+        self.dirty = False
+
+    def _advance(self):
+        """Move time to the next event; account bytes and busy time on the links."""
+        t_next, t_tx = np.inf, None
+        if len(self.active):
             with np.errstate(divide="ignore"):
-                t_tx = now + remaining[active_idx] / act_rate
+                t_tx = self.now + self.remaining[self.active] / self.rate
             t_next = float(t_tx.min())
-        if startq:
-            t_next = min(t_next, startq[0][0])
-        if arriveq:
-            t_next = min(t_next, arriveq[0][0])
+        if self.startq:
+            t_next = min(t_next, self.startq[0][0])
+        if self.arriveq:
+            t_next = min(t_next, self.arriveq[0][0])
         if not np.isfinite(t_next):
             raise RuntimeError("flow model stalled: flows with zero rate")
-        dt = t_next - now
-        if dt > 0 and len(active_idx):
-            remaining[active_idx] -= act_rate * dt
-            link_bytes += load * dt
-            link_busy += np.where(load > 0, dt, 0.0)
-            if record_timeline:
-                timeline.append((now, t_next, load.copy()))
-        now = t_next
-        events += 1
-        # sends that end now
-        if len(active_idx):
-            fin = (remaining[active_idx] <= 1e-9 * np.maximum(U.size[active_idx], 1.0)) | (t_tx <= now * (1 + 1e-12) + 1e-18)
-            if fin.any():
-                done = active_idx[fin]
-                np.subtract.at(cls_count, cls_of[done], 1)
-                active_idx = active_idx[~fin]
-                act_rate = act_rate[~fin]
-                remaining[done] = 0.0
-                t_sent[done] = now
-                _arrive_later(arriveq, done, now + U.lat[done], seq)
-                seq += len(done)
-                dirty = True
-        # arrivals now: release successors
-        while arriveq and arriveq[0][0] <= now:
-            _, _, units = heapq.heappop(arriveq)
-            t_done[units] = now
-            a, c = succ_ptr[units], succ_ptr[units + 1] - succ_ptr[units]
-            nxt = succ[np.repeat(a - (np.cumsum(c) - c), c) + np.arange(int(c.sum()))]
+        dt = t_next - self.now
+        if dt > 0 and len(self.active):
+            self.remaining[self.active] -= self.rate * dt
+            self.link_bytes += self.load * dt
+            self.link_busy += np.where(self.load > 0, dt, 0.0)
+            if self.record:
+                self.timeline.append((self.now, t_next, self.load.copy()))
+        self.now = t_next
+        self.events += 1
+        return t_tx
+
+    def _sends_end(self, t_tx) -> None:
+        """Units whose last byte left now: they arrive after their latency."""
+        if not len(self.active):
+            return
+        U, now = self.U, self.now
+        fin = (self.remaining[self.active] <= 1e-9 * np.maximum(U.size[self.active], 1.0)) | (t_tx <= now * (1 + 1e-12) + 1e-18)
+        if fin.any():
+            done = self.active[fin]
+            np.subtract.at(self.cls_count, self.cls_of[done], 1)
+            self.active = self.active[~fin]
+            self.rate = self.rate[~fin]
+            self.remaining[done] = 0.0
+            self.t_sent[done] = now
+            self._arrive_later(done, now + U.lat[done])
+            self.dirty = True
+
+    def _arrivals(self) -> None:
+        """Units arriving now: apply their flows' marks, release successors."""
+        U, now = self.U, self.now
+        while self.arriveq and self.arriveq[0][0] <= now:
+            _, _, units = heapq.heappop(self.arriveq)
+            self.t_done[units] = now
+            if self.flows.mark_ptr is not None:
+                self._mark(U.owner[units[U.last[units]]])
+            a, c = self.succ_ptr[units], self.succ_ptr[units + 1] - self.succ_ptr[units]
+            nxt = self.succ[np.repeat(a - (np.cumsum(c) - c), c) + np.arange(int(c.sum()))]
             if len(nxt):
-                np.subtract.at(waiting, nxt, 1)
-                ok = np.unique(nxt[waiting[nxt] == 0])
-                when = np.maximum(now, U.start[ok])
-                for tw in np.unique(when):
-                    heapq.heappush(startq, (float(tw), seq, ok[when == tw]))
-                    seq += 1
-        # starts now
-        while startq and startq[0][0] <= now:
-            _, _, units = heapq.heappop(startq)
-            t_start[units] = now
-            empty = (hops[units] == 0) | (U.size[units] == 0)
+                np.subtract.at(self.waiting, nxt, 1)
+                ok = np.unique(nxt[self.waiting[nxt] == 0])
+                self._push_starts(ok, np.maximum(now, U.start[ok]))
+
+    def _mark(self, owners: np.ndarray) -> None:
+        f = self.flows
+        a, c = f.mark_ptr[owners], f.mark_ptr[owners + 1] - f.mark_ptr[owners]
+        if not c.sum():
+            return
+        ent = np.repeat(a - (np.cumsum(c) - c), c) + np.arange(int(c.sum()))
+        idx = np.asarray(f.mark_idx)[ent]
+        before = self.counters[idx] > 0
+        np.add.at(self.counters, idx, np.asarray(f.mark_delta)[ent])
+        if (before != (self.counters[idx] > 0)).any():
+            self.dirty = True  # a gate opened or closed
+
+    def _starts(self) -> None:
+        """Units starting now: empty ones arrive after their latency, the others send."""
+        U, now = self.U, self.now
+        while self.startq and self.startq[0][0] <= now:
+            _, _, units = heapq.heappop(self.startq)
+            self.t_start[units] = now
+            empty = (self.hops[units] == 0) | (U.size[units] == 0)
             if empty.any():
                 e = units[empty]
-                t_sent[e] = now
-                _arrive_later(arriveq, e, now + U.lat[e], seq)
-                seq += len(e)
+                self.t_sent[e] = now
+                self._arrive_later(e, now + U.lat[e])
             go = units[~empty]
             if len(go):
-                np.add.at(cls_count, cls_of[go], 1)
-                active_idx = np.concatenate([active_idx, go])
-                act_rate = np.concatenate([act_rate, np.zeros(len(go))])
-                dirty = True
-    finish = np.full(len(flows), np.nan)
-    sent = np.full(len(flows), np.nan)
-    first_start = np.full(len(flows), np.inf)
-    finish[U.owner[U.last]] = t_done[U.last]
-    sent[U.owner[U.last]] = t_sent[U.last]
-    np.minimum.at(first_start, U.owner, t_start)
-    if np.isnan(finish).any():
-        bad = int(np.flatnonzero(np.isnan(finish))[0])
-        raise ConfigError("flows", f"flow {bad}", "never started: its predecessors form a cycle or never finish")
-    return FlowResult(first_start, sent, finish, link_bytes, link_busy, events, tuple(timeline))
+                np.add.at(self.cls_count, self.cls_of[go], 1)
+                self.active = np.concatenate([self.active, go])
+                self.rate = np.concatenate([self.rate, np.zeros(len(go))])
+                self.dirty = True
 
+    def _push_starts(self, units: np.ndarray, when: np.ndarray) -> None:
+        for tw in np.unique(when):
+            heapq.heappush(self.startq, (float(tw), self.seq, units[when == tw]))
+            self.seq += 1
 
-def _arrive_later(queue: list, units: np.ndarray, when: np.ndarray, seq: int) -> None:
-    for i, tw in enumerate(np.unique(when)):
-        heapq.heappush(queue, (float(tw), seq + i, units[when == tw]))
+    def _arrive_later(self, units: np.ndarray, when: np.ndarray) -> None:
+        for i, tw in enumerate(np.unique(when)):
+            heapq.heappush(self.arriveq, (float(tw), self.seq + i, units[when == tw]))
+        self.seq += len(units)
 
-
-# ---- collectives as dataflow ---------------------------------------------------------------------
-
-
-def collective_flows(schedule: Schedule, size: float, *, start: float = 0.0, priority: int = 0,
-                     cap: float = np.inf) -> Flows:
-    """The transfers of a placed schedule as flows with dataflow dependencies: a transfer waits
-    for every earlier transfer that wrote, into its source, one of the blocks it sends (lock-step
-    order defines "earlier"; writes in the same step are not visible to its reads)."""
-    nodes = schedule.topology_nodes()
-    nb = schedule.nblocks
-    srcs, dsts, sizes, e_t, e_src, e_dst, e_blk, e_step = [], [], [], [], [], [], [], []
-    tid = 0
-    for i, st in schedule.expanded():
-        st = st.explicit()
-        k = st.n_transfers
-        srcs.append(nodes[st.src])
-        dsts.append(nodes[st.dst])
-        sizes.append(schedule.transfer_fraction(st) * size)
-        cnt = st.blocks_per_transfer
-        e_t.append(tid + np.repeat(np.arange(k), cnt))
-        e_src.append(np.repeat(st.src, cnt))
-        e_dst.append(np.repeat(st.dst, cnt))
-        e_blk.append(st.blocks)
-        e_step.append(np.full(len(st.blocks), i, dtype=np.int64))
-        tid += k
-    n = tid
-    cat = (lambda xs, dt=np.int64: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))  # noqa: E731
-    t_e, src_e, dst_e, blk_e, step_e = cat(e_t), cat(e_src), cat(e_dst), cat(e_blk), cat(e_step)
-    n_steps = int(step_e.max()) + 2 if len(step_e) else 1
-    # writes: (dst, block) at step; reads: (src, block) at step; a read depends on all earlier writes
-    w_comp = (dst_e * nb + blk_e) * n_steps + step_e
-    order = np.argsort(w_comp, kind="stable")
-    w_sorted, w_tid = w_comp[order], t_e[order]
-    r_key = (src_e * nb + blk_e) * n_steps
-    lo = np.searchsorted(w_sorted, r_key, side="left")
-    hi = np.searchsorted(w_sorted, r_key + step_e, side="left")
-    cnt = hi - lo
-    idx = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))
-    pairs = np.unique(np.repeat(t_e, cnt) * max(n, 1) + w_tid[idx])
-    reader, writer = pairs // max(n, 1), pairs % max(n, 1)
-    dep_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(reader, minlength=n), out=dep_ptr[1:])
-    return Flows(cat(srcs), cat(dsts), cat(sizes, float), np.full(n, float(start)),
-                 np.full(n, float(cap)), np.full(n, int(priority)), dep_ptr, writer.astype(np.int64))
-
-
-STREAMING = ("in_network", "in_network_tree")  # algorithms whose collectives stream through switches
-
-
-def streaming_flows(topo: Topology, schedule: Schedule, size: float, *, start: float = 0.0, priority: int = 0) -> Flows:
-    """An in-network collective as FRED's flows: one flow reduces everything entering from its
-    inputs on the way up and multicasts the result down, streaming through the switches, so it
-    occupies every link of its tree at once at one rate and moves `size` bytes on each (explicit
-    link sets; the flow's src/dst are its first input and the top switch).
-
-    all-reduce: one flow over the up paths of every rank and the down paths to every rank;
-    reduce: up paths of every rank, down to the root; broadcast: up from the root, down to the
-    others; reduce-scatter: p serial flows of size/p (flow j: every up path, down to rank j);
-    all-gather: p serial flows of size/p (flow j: up from rank j, down to the others)."""
-    nodes = schedule.topology_nodes()
-    p = schedule.p
-    ranks, top = nodes[:p], int(nodes[-1])
-    up_ptr, up_l = topo.route(ranks, np.full(p, top))
-    dn_ptr, dn_l = topo.route(np.full(p, top), ranks)
-    up = [up_l[up_ptr[i]: up_ptr[i + 1]] for i in range(p)]
-    down = [dn_l[dn_ptr[i]: dn_ptr[i + 1]] for i in range(p)]
-    every = list(range(p))
-    c, root = schedule.collective, schedule.root or 0
-    if c == "all-reduce":
-        sets, each = [(every, every)], float(size)
-    elif c == "reduce":
-        sets, each = [(every, [root])], float(size)
-    elif c == "broadcast":
-        sets, each = [([root], [r for r in every if r != root])], float(size)
-    elif c == "reduce-scatter":
-        sets, each = [(every, [j]) for j in every], float(size) / p
-    elif c == "all-gather":
-        sets, each = [([j], [r for r in every if r != j]) for j in every], float(size) / p
-    else:
-        raise ValueError(f"streaming_flows: {c} is not an in-network collective")
-    links = [np.unique(np.concatenate([up[i] for i in u] + [down[i] for i in d])) for u, d in sets]
-    up_lat = np.array([topo.link_lat[x].sum() for x in up])
-    dn_lat = np.array([topo.link_lat[x].sum() for x in down])
-    lat = np.array([up_lat[u].max() + dn_lat[d].max() for u, d in sets])  # the deepest input to the deepest output
-    k = len(sets)
-    ptr = np.concatenate([[0], np.cumsum([len(x) for x in links])])
-    dep_ptr = np.concatenate([[0], np.arange(k)])  # flow j waits for flow j-1 (serial flows)
-    return Flows(np.full(k, ranks[sets[0][0][0]]), np.full(k, top), np.full(k, each), np.full(k, float(start)),
-                 None, np.full(k, int(priority)), dep_ptr.astype(np.int64), np.arange(k - 1, dtype=np.int64),
-                 ptr.astype(np.int64), np.concatenate(links).astype(np.int64), lat)
-
-
-def merge_flows(*parts: Flows, topo: Topology | None = None) -> Flows:
-    """Several independent flow sets in one simulation (dependencies stay inside each set). When
-    some parts carry explicit link sets (`streaming_flows`), the others are routed on `topo`."""
-    offs = np.cumsum([0] + [len(p) for p in parts])
-    routes = None
-    if any(p.route_ptr is not None for p in parts):
-        if topo is None:
-            raise ValueError("merge_flows: parts with explicit link sets need topo= to route the others")
-        got = [(p.route_ptr, p.route_links) if p.route_ptr is not None else topo.route(p.src, p.dst) for p in parts]
-        lens = np.concatenate([np.diff(r[0]) for r in got])
-        routes = (np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
-                  np.concatenate([r[1] for r in got]).astype(np.int64))
-    dep_ptrs, dep_idxs = [np.zeros(1, dtype=np.int64)], []
-    base = 0
-    for o, p in zip(offs[:-1], parts):
-        dep_ptrs.append(p.dep_ptr[1:] + base)
-        dep_idxs.append(p.dep_idx + o)
-        base += len(p.dep_idx)
-    cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
-    lat = None
-    if any(p.latency is not None for p in parts):
-        lat = np.concatenate([p.latency if p.latency is not None else np.full(len(p), np.nan) for p in parts])
-    return Flows(cat("src"), cat("dst"), cat("size"), cat("start"), cat("cap"), cat("priority"),
-                 np.concatenate(dep_ptrs), np.concatenate(dep_idxs) if dep_idxs else np.zeros(0, np.int64),
-                 *(routes or (None, None)), lat)
-
-
-def time_collective_flow(topo: Topology, schedule: Schedule, sizes, *, mode: str = "pipelined",
-                         chunk: float = 0.0) -> np.ndarray:
-    """Completion time of one collective alone, for each size (dataflow on the flow model).
-    The flows and their dependencies do not depend on the size: built once, scaled per size."""
-    unit = collective_flows(schedule, 1.0)
-    out = []
-    for s in np.atleast_1d(np.asarray(sizes, dtype=float)):
-        res = simulate_flows(topo, replace(unit, size=unit.size * s), mode=mode, chunk=chunk)
-        out.append(res.makespan)
-    return np.array(out)
+    def _result(self) -> FlowResult:
+        U, n = self.U, len(self.flows)
+        finish, sent = np.full(n, np.nan), np.full(n, np.nan)
+        first_start = np.full(n, np.inf)
+        finish[U.owner[U.last]] = self.t_done[U.last]
+        sent[U.owner[U.last]] = self.t_sent[U.last]
+        np.minimum.at(first_start, U.owner, self.t_start)
+        if np.isnan(finish).any():
+            bad = int(np.flatnonzero(np.isnan(finish))[0])
+            raise ConfigError("flows", f"flow {bad}", "never started: its predecessors form a cycle or never finish")
+        return FlowResult(first_start, sent, finish, self.link_bytes, self.link_busy, self.events, tuple(self.timeline))

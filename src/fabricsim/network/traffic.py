@@ -1,21 +1,23 @@
-"""Traffic files: point-to-point flows and collectives with start times, run together on the
-flow-level model (`fabricsim traffic FILE`).
+"""Traffic files: point-to-point flows and collectives with start times, run together on a
+network model, by default the flow-level model (`fabricsim traffic FILE`).
 
 ```yaml
 topology: torus:8x8          # as on the command line
 bandwidth: 400Gbps           # per link (one value or one per dimension)
 latency: 100ns
-mode: pipelined              # or store-and-forward
-chunk: 0B                    # pipeline fill per extra hop (packet size)
+model: flow                  # any network model (`fabricsim models`); default flow
+mode: pipelined              # (flow model) or store-and-forward: the same as model: flow-store-and-forward
+chunk: 0B                    # (flow models) pipeline fill per extra hop (packet size)
 flows:                       # point-to-point
   - {name: io, src: 0, dst: 63, size: 1GiB, start: 0us, priority: 1, cap: 100Gbps, count: 4}
 collectives:
   - {name: dp, collective: all-reduce, algorithm: ring, size: 256MiB, group: 0-63, start: 10us, priority: 2}
   - {name: mp, collective: all-reduce, algorithm: direct, size: 16MiB, group: "0-7", priority: 0,
-     options: {}}
+     options: {}}         # algorithm options (see `fabricsim algorithms`), or algorithm: ring,bidirectional=true
 ```
 Every field is validated when the file is read; errors name the field, the value and what is
-accepted, in one line.
+accepted, in one line. A collective becomes flows as everywhere else (`dataflow.schedule_flows`:
+dataflow, or streams for in-network algorithms).
 """
 
 from __future__ import annotations
@@ -24,11 +26,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import ConfigError
 from ..units import parse_bandwidth, parse_size, parse_time
-from .flow import MODES, Flows, collective_flows, merge_flows, simulate_flows
+from ..vocab import normalize_collective
+from .dataflow import merge_flows, schedule_flows
+from .flow import MODES, Flows
+from .model import canonical_model_name, get_network_model
 
 
 def _group(text) -> list[int] | None:
@@ -71,6 +76,15 @@ class CollectiveItem(BaseModel):
 
     _size = field_validator("size", mode="before")(lambda v: parse_size(v, "size"))
     _start = field_validator("start", mode="before")(lambda v: parse_time(v, "start"))
+    _coll = field_validator("collective")(lambda v: normalize_collective(v))
+
+    @model_validator(mode="after")
+    def _choice(self):
+        from ..collectives.registry import choose_algorithm
+
+        self.algorithm = str(choose_algorithm(self.algorithm, self.options, where="algorithm"))
+        self.options = {}
+        return self
 
 
 class TrafficFile(BaseModel):
@@ -78,19 +92,35 @@ class TrafficFile(BaseModel):
     topology: str
     bandwidth: Any = "400Gbps"
     latency: Any = "100ns"
-    mode: str = "pipelined"
+    model: str = "flow"
+    mode: str | None = None
     chunk: float = 0.0
     flows: list[FlowItem] = Field(default_factory=list)
     collectives: list[CollectiveItem] = Field(default_factory=list)
 
     _chunk = field_validator("chunk", mode="before")(lambda v: parse_size(v, "chunk"))
 
+    _model = field_validator("model")(lambda v: canonical_model_name(v))
+
     @field_validator("mode")
     @classmethod
     def _mode(cls, v):
-        if v not in MODES:
+        if v is not None and v not in MODES:
             raise ValueError(f"accepted: {', '.join(MODES)}")
         return v
+
+    @model_validator(mode="after")
+    def _mode_is_a_model(self):
+        if self.mode is not None:  # the older spelling of the flow model's variant
+            if self.model not in ("flow", "flow-store-and-forward"):
+                raise ConfigError("mode", self.mode, "applies to the flow models; accepted: model: flow or "
+                                                     "flow-store-and-forward without mode")
+            self.model = "flow" if self.mode == "pipelined" else "flow-store-and-forward"
+        return self
+
+    def network_model(self):
+        """The file's network model (with its pipeline `chunk` for the flow models)."""
+        return get_network_model(self.model, **({"chunk": self.chunk} if self.model.startswith("flow") else {}))
 
 
 @dataclass(frozen=True)
@@ -118,12 +148,26 @@ class TrafficResult:
 
 
 def load_traffic(path: str) -> TrafficFile:
+    """Read and validate a traffic file (one-line ConfigError on any bad field)."""
     from ..config import load_yaml
 
     return load_yaml(TrafficFile, path, "topology, flows, collectives")
 
 
 def run_traffic(spec: TrafficFile, *, record_timeline: bool = False) -> TrafficResult:
+    """Run every flow and collective of `spec` together on its network model.
+
+    Parameters
+    ----------
+    spec : TrafficFile
+    record_timeline : bool
+        Keep per-interval link rates (flow models).
+
+    Returns
+    -------
+    TrafficResult
+        Start and finish of every item, makespan, link utilization.
+    """
     from ..collectives.api import build_schedule
     from ..topology.spec import parse_topology
 
@@ -138,13 +182,15 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False) -> TrafficR
                            np.full(k, np.inf if f.cap is None else f.cap), np.full(k, f.priority)))
         labels.append((f.name or f"flow{i}", "flow", k, f.size * k))
     for i, c in enumerate(spec.collectives):
-        sched = build_schedule(topo, c.collective, c.algorithm, group=_group(c.group), root=c.root, **c.options)
-        fl = collective_flows(sched, c.size, start=c.start, priority=c.priority)
+        sched = build_schedule(topo, c.collective, c.algorithm, group=_group(c.group), root=c.root)
+        fl = schedule_flows(topo, sched, c.size, start=c.start, priority=c.priority)
         parts.append(fl)
         labels.append((c.name or f"collective{i}", sched.collective, len(fl), float(fl.size.sum())))
     if not parts:
         raise ConfigError("traffic", "empty", "accepted: at least one flow or collective")
-    res = simulate_flows(topo, merge_flows(*parts), mode=spec.mode, chunk=spec.chunk, record_timeline=record_timeline)
+    net = spec.network_model()
+    flows = merge_flows(*parts, topo=topo)
+    res = net.flows(topo, flows, record_timeline=record_timeline)
     items, off = [], 0
     for (name, kind, k, nbytes), part in zip(labels, parts):
         sl = slice(off, off + k)

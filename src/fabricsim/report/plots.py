@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..engine.simulator import BREAKDOWN, TrainResult
+from ..engine.result import BREAKDOWN, TrainResult
 
 COLORS = {"compute": "#4C72B0", "MP": "#DD8452", "PP": "#55A868", "DP": "#C44E52", "IO": "#8172B3",
           "other": "#937860", "idle": "#CCCCCC"}

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..collectives.schedule import COLLECTIVES
-from ..engine.simulator import TrainResult
+from ..engine.result import TrainResult
 from ..workload.graph import CATEGORIES, COLLECTIVE, COMPUTE, IO, IO_LOAD, PHASES
 
 DEFAULT_TRACE_NPUS = 64

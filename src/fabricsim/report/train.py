@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from ..engine.simulator import BREAKDOWN, TrainResult
+from ..engine.result import BREAKDOWN, TrainResult
 from ..units import format_time
 
 

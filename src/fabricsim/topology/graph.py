@@ -24,6 +24,47 @@ class Router(Protocol):
 
 @dataclass(frozen=True, eq=False)
 class Topology:
+    """A network: NPUs `0..n_npus-1`, then switches (and I/O controllers); directed links as
+    numpy arrays; a router.
+
+    Parameters
+    ----------
+    name : str
+        The spec string it was built from (`torus:8x8`), for reports.
+    n_npus : int
+        Number of NPUs (nodes 0..n_npus-1).
+    link_src, link_dst : int arrays [L]
+        Nodes each directed link leaves and enters.
+    link_bw : float array [L]
+        Bandwidth per link and direction, bytes/s.
+    link_lat : float array [L]
+        Latency per link, s.
+    router : Router
+        `route(topo, src, dst) -> (ptr, links)`, vectorized (CSR paths).
+    n_switches : int
+        Nodes after the NPUs (switches, I/O controllers).
+    dims : tuple of int
+        Logical NPU shape, dimension 0 fastest (default: flat, (n_npus,)).
+    link_dim : int array [L]
+        Dimension each link belongs to (-1: none); phases of a collective are runs of steps on
+        the same dimensions.
+    can_reduce, can_multicast : bool arrays [n_nodes]
+        Switches that reduce / multicast in the network (in-network collectives).
+    io_nodes : int array
+        I/O controller nodes (weight streaming, input loading); empty when there are none.
+    io_attach : int array
+        The node each I/O controller is linked to (same length as `io_nodes`).
+    ring_order : int array or None
+        The NPUs in the order a logical ring should visit them (a wafer's Hamiltonian cycle);
+        None: rank order.
+    switch_dim : int array or None
+        For stacks: the dimension each switch (node n_npus + i) serves.
+    dim_kinds : tuple of str
+        For stacks: the building block of each dimension (ring, uniring, line, fc, switch).
+    leaf_of : int array or None
+        For trees of switches (switch, fat-tree, FRED's fabric): the switch each NPU hangs off.
+    """
+
     name: str
     n_npus: int
     link_src: np.ndarray  # int64[L]
@@ -36,7 +77,12 @@ class Topology:
     link_dim: np.ndarray | None = None  # int64[L]: dimension a link belongs to (-1: none)
     can_reduce: np.ndarray | None = None  # bool[n_nodes]: switch can reduce in the network
     can_multicast: np.ndarray | None = None  # bool[n_nodes]: switch can multicast
-    meta: dict = field(default_factory=dict)
+    io_nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    io_attach: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    ring_order: np.ndarray | None = None
+    switch_dim: np.ndarray | None = None
+    dim_kinds: tuple[str, ...] = ()
+    leaf_of: np.ndarray | None = None
 
     def __post_init__(self):
         n = self.n_nodes
@@ -58,6 +104,16 @@ class Topology:
         for name in ("can_reduce", "can_multicast"):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, np.zeros(n, dtype=bool))
+        for name in ("io_nodes", "io_attach", "ring_order", "switch_dim", "leaf_of"):
+            a = getattr(self, name)
+            if a is not None:
+                a = np.array(a, dtype=np.int64)
+                a.setflags(write=False)
+                object.__setattr__(self, name, a)
+        if len(self.io_nodes) != len(self.io_attach):
+            raise ValueError("Topology: io_nodes and io_attach differ in length")
+        if self.ring_order is not None and sorted(self.ring_order.tolist()) != list(range(self.n_npus)):
+            raise ValueError("Topology: ring_order is not a permutation of the NPUs")
 
     @property
     def n_nodes(self) -> int:
@@ -210,7 +266,7 @@ class DimensionOrderRouter:
         npu = np.where(to_sw, src, dst)
         sw = np.where(to_sw, dst, src)
         m = to_sw | from_sw
-        sw_dim = topo.meta["switch_dim"][sw[m] - n]
+        sw_dim = topo.switch_dim[sw[m] - n]
         up, down = self.up_link[npu[m], sw_dim], self.down_link[npu[m], sw_dim]
         if (topo.link_dst[up] != sw[m]).any():
             raise ValueError("routing: an NPU can only address a switch it is attached to")

@@ -22,17 +22,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..collectives.schedule import COLLECTIVES
+from ..vocab import CATEGORIES, COLLECTIVES, PHASES, IODirection, TaskKind
 
-COMPUTE, COLLECTIVE, P2P, IO = 0, 1, 2, 3
-KINDS = ("compute", "collective", "p2p", "io")
-IO_LOAD, IO_STORE = 0, 1  # io task direction (kept in `peer`)
-# communication categories, in the default priority order (index 0 = highest)
-CATEGORIES = ("MP", "PP", "DP", "IO", "other")
-PHASES = ("fwd", "bwd", "bwd_ig", "bwd_wg", "update", "comm")
+# the vocabulary lives in fabricsim.vocab; these names are its values, for array comparisons
+COMPUTE, COLLECTIVE, P2P, IO = TaskKind.COMPUTE, TaskKind.COLLECTIVE, TaskKind.P2P, TaskKind.IO
+KINDS = tuple(k.name.lower() for k in TaskKind)
+IO_LOAD, IO_STORE = IODirection.LOAD, IODirection.STORE  # io task direction (kept in `peer`)
 
 
 def category_index(name: str) -> int:
+    """Index of a communication category in `CATEGORIES` (MP, PP, DP, IO, other)."""
     return CATEGORIES.index(name)
 
 

@@ -50,5 +50,5 @@ def fat_tree(n: int, bandwidth: float, latency: float, *, leaf: int, spines: int
         n, src_a, dst_a, bw_a, np.full(len(src_a), float(latency)),
         TreeRouter(leaf_of, up, down, leaf_up, spine_down),
         n_switches=n_sw, can_reduce=can_reduce, can_multicast=can_reduce.copy(),
-        meta={"leaf": leaf, "spines": spines, "oversub": oversub, "uplink_bw": up_bw},
+        leaf_of=leaf_of,
     )

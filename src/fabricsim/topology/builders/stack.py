@@ -109,11 +109,14 @@ def stack(
     can_reduce[n:] = switch_reduce
     can_mc[n:] = switch_reduce if switch_multicast is None else switch_multicast
     router = DimensionOrderRouter(kinds, step_link, tuple(fc_link), up_link, down_link)
+    link_dst = cat(dst, np.int64)
+    # one switch dimension: the switch each NPU hangs off (a tree of height one)
+    leaf_of = link_dst[up_link[:, 0]] if D == 1 and kinds[0] == "switch" and dims[0] > 1 else None
     return Topology(
         name or "stack:" + "x".join(f"{k}{s}" for k, s in zip(kinds, dims)),
         n,
         cat(src, np.int64),
-        cat(dst, np.int64),
+        link_dst,
         cat(lbw, float),
         cat(llat, float),
         router,
@@ -122,7 +125,8 @@ def stack(
         link_dim=cat(ldim, np.int64),
         can_reduce=can_reduce,
         can_multicast=can_mc,
-        meta={"kinds": kinds, "switch_dim": np.array(sw_dim, dtype=np.int64)},
+        switch_dim=np.array(sw_dim, dtype=np.int64), dim_kinds=kinds,
+        leaf_of=leaf_of,
     )
 
 

@@ -127,8 +127,7 @@ def wafer_mesh(cols: int, rows: int, bandwidth: float, latency: float, *, io_ban
     router = IORouter(inner, io_npu, io_vertical, L + np.arange(k), L + k + np.arange(k))
     return Topology(f"wafer:{cols}x{rows}" + ("" if io else ",noio"), n, link_src, link_dst, link_bw, link_lat, router,
                     n_switches=k, dims=(cols, rows), link_dim=link_dim,
-                    meta={"io_nodes": ctrl, "io_npu": io_npu, "io_bandwidth": float(io_bandwidth), "kind": "wafer-mesh",
-                          "ring_order": hamiltonian_cycle(cols, rows)})
+                    io_nodes=ctrl, io_attach=io_npu, ring_order=hamiltonian_cycle(cols, rows))
 
 
 def fred_fabric(groups: int, per_group: int, bandwidth: float, up_bandwidth: float, latency: float, *,
@@ -157,5 +156,4 @@ def fred_fabric(groups: int, per_group: int, bandwidth: float, up_bandwidth: flo
     return Topology(f"fred:{groups}x{per_group}", n, src, dst, bw, lat, router, n_switches=groups + 1 + io_controllers,
                     dims=(per_group, groups), link_dim=link_dim,
                     can_reduce=sw, can_multicast=sw.copy(),
-                    meta={"kind": "fred", "l1": l1, "l2": l2, "l1_of": l1[npu // per_group], "io_nodes": io,
-                          "io_l1": io_l1, "io_bandwidth": float(io_bandwidth), "per_group": per_group})
+                    io_nodes=io, io_attach=io_l1, leaf_of=l1[npu // per_group])

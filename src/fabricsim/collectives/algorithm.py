@@ -1,0 +1,237 @@
+"""What an algorithm declares about itself: its typed options and its placement needs.
+
+Every algorithm file ends with one `Algorithm(...)` descriptor; `registry.py` registers it with
+one line. Options are typed (`Option`): one parser turns what a user wrote (the command line's
+`-o KEY=VALUE`, a config's `ring,bidirectional=no`, a YAML mapping) into typed values, and a bad
+value is a one-line error naming the option, the value and what is accepted.
+
+    >>> from fabricsim.collectives.registry import choose_algorithm
+    >>> choose_algorithm("ring,bidirectional=no")
+    AlgorithmChoice(name='ring', options=(('bidirectional', False),))
+    >>> str(choose_algorithm("swing", {"dims": "4x4"}))
+    'swing,dims=4x4'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Mapping
+
+from ..errors import ConfigError
+from ._common import is_pow2
+from .schedule import Schedule
+
+OptionType = Literal["bool", "int", "choice", "shape", "choice-per-dim"]
+Helper = Literal["reducing-switch", "switch-tree"]
+
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One typed option of an algorithm.
+
+    Parameters
+    ----------
+    name : str
+        As written after the algorithm's name (`chunks`, `bidirectional`).
+    type : {"bool", "int", "choice", "shape", "choice-per-dim"}
+        bool: true/false/yes/no/on/off/1/0; int: an integer >= `minimum`; choice: one of
+        `choices` (or an alias in `aliases`); shape: dimension sizes as `4x4`, `16` or a list;
+        choice-per-dim: one choice, or one per dimension as `ring/direct` or a list.
+    default : Any
+        The value when the option is not given (None: the algorithm derives it, see `help`).
+    help : str
+        What the option does, for `fabricsim algorithms`.
+    """
+
+    name: str
+    type: OptionType
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    minimum: int = 1
+
+    def describe(self) -> str:
+        """`name (type, default X)`: one line for listings."""
+        kind = {"bool": "true|false", "int": f"integer >= {self.minimum}", "shape": "shape like 4x4",
+                "choice": "|".join(self.choices),
+                "choice-per-dim": "|".join(self.choices) + " (or one per dimension, a/b/...)"}[self.type]
+        default = "derived" if self.default is None else _text(self.default)
+        return f"{self.name} ({kind}; default {default})"
+
+    def parse(self, value: Any, where: str = "option") -> Any:
+        """The typed value of `value` (a string from the command line or a config string, or a
+        YAML scalar/list); ConfigError naming `where`, the value and what is accepted."""
+        field_name = f"{where} {self.name}" if where else self.name
+        if self.type == "bool":
+            if isinstance(value, bool):
+                return value
+            key = str(value).strip().lower()
+            if key in _TRUE or key in _FALSE:
+                return key in _TRUE
+            raise ConfigError(field_name, value, "accepted: true or false (yes/no, on/off, 1/0)")
+        if self.type == "int":
+            v = _integer(value)
+            if v is None or v < self.minimum:
+                raise ConfigError(field_name, value, f"accepted: an integer >= {self.minimum}")
+            return v
+        if self.type == "choice":
+            return self._choice(value, field_name)
+        if self.type == "shape":
+            return _shape(value, field_name)
+        items = value if isinstance(value, (list, tuple)) else str(value).split("/")
+        got = tuple(self._choice(x, field_name) for x in items)
+        if not got:
+            raise ConfigError(field_name, value, f"accepted: one of {', '.join(self.choices)}, or one per dimension")
+        return got[0] if len(got) == 1 else got
+
+    def _choice(self, value: Any, field_name: str) -> str:
+        key = str(value).strip()
+        canon = {c.lower(): c for c in self.choices}
+        canon.update({a.lower(): c for a, c in self.aliases.items()})
+        got = canon.get(key.lower())
+        if got is None or isinstance(value, bool):
+            alias = f" (aliases: {', '.join(sorted(self.aliases))})" if self.aliases else ""
+            raise ConfigError(field_name, value, f"accepted: {', '.join(self.choices)}{alias}")
+        return got
+
+
+def _integer(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        return int(value)
+    return None
+
+
+def _shape(value: Any, field_name: str) -> tuple[int, ...]:
+    items = list(value) if isinstance(value, (list, tuple)) else str(value).lower().split("x")
+    dims = tuple(_integer(x) for x in items)
+    if not dims or any(d is None or d < 1 for d in dims):
+        raise ConfigError(field_name, value, "accepted: dimension sizes >= 1 as 4x4, 16 or a list [4, 4]")
+    return dims  # type: ignore[return-value]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ("x" if all(isinstance(v, int) for v in value) else "/").join(map(str, value))
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A collective algorithm: a pure `build(collective, p, *, root=, **options) -> Schedule` and
+    what it declares.
+
+    Parameters
+    ----------
+    name : str
+        Registry name (`ring`, `in_network_tree`).
+    build : callable
+        `build(collective, p, **options) -> Schedule` on ranks 0..p-1; `root=` for broadcast/reduce.
+    collectives : tuple of str
+        Collectives it serves.
+    group_sizes : str
+        Which group sizes it serves, in words (for listings).
+    summary : str
+        One line for `fabricsim algorithms`.
+    pow2_only : tuple of str
+        Collectives that need a power-of-two group.
+    options : tuple of Option
+        Its typed options.
+    dims : bool
+        Takes a `dims` option that defaults to the topology's shape (when the group is the whole
+        network in rank order; else (p,)).
+    helper : {"reducing-switch", "switch-tree"} or None
+        Helper nodes its schedules use: one switch that reduces and multicasts, attached to every
+        rank; or each rank's reducing leaf switch and the root switch above the leaves.
+    ring_order : bool
+        Visits the group's members in the topology's preferred ring order (a wafer's Hamiltonian
+        cycle) when the topology has one, so a logical ring takes one-hop steps.
+    streams : bool
+        Its schedules stream through switches (reduce up, multicast down, pipelined): every
+        network model prices them as one stream per flow, not as lock-step steps, unless the
+        option `lockstep` asks for steps.
+    aliases : mapping
+        Other names, each with the options it presets (`bidirectional_ring` = ring with
+        bidirectional=true).
+    check : callable, optional
+        `check(collective, p, options) -> reason or None` for limits that depend on options.
+    """
+
+    name: str
+    build: Callable[..., Schedule]
+    collectives: tuple[str, ...]
+    group_sizes: str
+    summary: str
+    pow2_only: tuple[str, ...] = ()
+    options: tuple[Option, ...] = ()
+    dims: bool = False
+    helper: Helper | None = None
+    ring_order: bool = False
+    streams: bool = False
+    aliases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    check: Callable[[str, int, dict], str | None] | None = None
+
+    def option(self, name: str) -> Option | None:
+        """The declared option `name` (None if it has none of that name)."""
+        return next((o for o in self.options if o.name == name), None)
+
+    def parse_options(self, raw: Mapping[str, Any] | None, where: str = "option") -> dict[str, Any]:
+        """Typed values of the options in `raw` (keys may use - or _); unknown names are errors."""
+        out: dict[str, Any] = {}
+        for key, value in (raw or {}).items():
+            k = str(key).strip().lower().replace("-", "_")
+            opt = self.option(k)
+            if opt is None:
+                accepted = ", ".join(o.describe() for o in self.options) or "no options"
+                raise ConfigError(f"{where} {key}" if where else str(key), value, f"{self.name} accepts: {accepted}")
+            out[k] = opt.parse(value, where)
+        return out
+
+    def supports(self, collective: str, p: int, options: dict | None = None) -> str | None:
+        """None when it can serve `collective` on `p` ranks with `options`, else why not."""
+        if collective not in self.collectives:
+            return f"{self.name} supports: {', '.join(self.collectives)}"
+        if p < 2:
+            return "accepted: at least 2 ranks"
+        if self.check is not None:
+            return self.check(collective, p, options or {})
+        if collective in self.pow2_only and not is_pow2(p):
+            return "accepted: a power of two"
+        return None
+
+
+@dataclass(frozen=True)
+class AlgorithmChoice:
+    """An algorithm with typed option values: what a config or the command line chose.
+
+    `str()` gives the spec string back (`ring,bidirectional=true`); equal choices are equal
+    and hashable (cache keys)."""
+
+    name: str
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """The options as keyword arguments for `Algorithm.build`."""
+        return dict(self.options)
+
+    def __str__(self) -> str:
+        return ",".join([self.name] + [f"{k}={_text(v)}" for k, v in self.options])
+
+
+def lockstep_option(what: str) -> Option:
+    """The `lockstep` option of streaming algorithms (in-network reduction)."""
+    return Option("lockstep", "bool", False,
+                  f"time {what} as lock-step steps (all the way up, then all the way down) instead of one "
+                  "pipelined stream through the switches")

@@ -1,0 +1,158 @@
+"""A collective as flows: what the flow-level model (and the training engine on it) runs.
+
+`schedule_flows` is the one place that decides how a schedule becomes flows:
+- a streaming schedule (`Schedule.streaming`: in-network reduction) becomes FRED's flows, one
+  stream reduced up and multicast down its whole switch tree at one rate (`streaming_flows`);
+- any other schedule runs as dataflow (`collective_flows`): a transfer starts when the transfers
+  that wrote the blocks it sends into its source have arrived, not in lock-step.
+`merge_flows` puts several independent flow sets into one simulation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..collectives.schedule import Schedule
+from ..topology.graph import Topology
+from .flow import Flows
+
+
+def schedule_flows(topo: Topology, schedule: Schedule, size: float, *, start: float = 0.0,
+                   priority: int = 0) -> Flows:
+    """The flows of a placed `schedule` moving `size` bytes: streams through the switch tree
+    when the schedule streams, else its transfers as dataflow.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network the schedule is placed on.
+    schedule : Schedule
+        A placed schedule (`build_schedule`).
+    size : float
+        Collective size, bytes (nccl-tests' convention).
+    start : float
+        When the flows may start, s.
+    priority : int
+        Strict priority class (0 = highest).
+
+    Returns
+    -------
+    Flows
+        With dependencies (dataflow) or explicit link sets (streams).
+    """
+    if schedule.streaming:
+        return streaming_flows(topo, schedule, size, start=start, priority=priority)
+    return collective_flows(schedule, size, start=start, priority=priority)
+
+
+def collective_flows(schedule: Schedule, size: float, *, start: float = 0.0, priority: int = 0,
+                     cap: float = np.inf) -> Flows:
+    """The transfers of a placed schedule as flows with dataflow dependencies: a transfer waits
+    for every earlier transfer that wrote, into its source, one of the blocks it sends (lock-step
+    order defines "earlier"; writes in the same step are not visible to its reads)."""
+    nodes = schedule.topology_nodes()
+    nb = schedule.nblocks
+    srcs, dsts, sizes, e_t, e_src, e_dst, e_blk, e_step = [], [], [], [], [], [], [], []
+    tid = 0
+    for i, st in schedule.expanded():
+        st = st.explicit()
+        k = st.n_transfers
+        srcs.append(nodes[st.src])
+        dsts.append(nodes[st.dst])
+        sizes.append(schedule.transfer_fraction(st) * size)
+        cnt = st.blocks_per_transfer
+        e_t.append(tid + np.repeat(np.arange(k), cnt))
+        e_src.append(np.repeat(st.src, cnt))
+        e_dst.append(np.repeat(st.dst, cnt))
+        e_blk.append(st.blocks)
+        e_step.append(np.full(len(st.blocks), i, dtype=np.int64))
+        tid += k
+    n = tid
+    cat = (lambda xs, dt=np.int64: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))  # noqa: E731
+    t_e, src_e, dst_e, blk_e, step_e = cat(e_t), cat(e_src), cat(e_dst), cat(e_blk), cat(e_step)
+    n_steps = int(step_e.max()) + 2 if len(step_e) else 1
+    # writes: (dst, block) at step; reads: (src, block) at step; a read depends on all earlier writes
+    w_comp = (dst_e * nb + blk_e) * n_steps + step_e
+    order = np.argsort(w_comp, kind="stable")
+    w_sorted, w_tid = w_comp[order], t_e[order]
+    r_key = (src_e * nb + blk_e) * n_steps
+    lo = np.searchsorted(w_sorted, r_key, side="left")
+    hi = np.searchsorted(w_sorted, r_key + step_e, side="left")
+    cnt = hi - lo
+    idx = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))
+    pairs = np.unique(np.repeat(t_e, cnt) * max(n, 1) + w_tid[idx])
+    reader, writer = pairs // max(n, 1), pairs % max(n, 1)
+    dep_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(reader, minlength=n), out=dep_ptr[1:])
+    return Flows(cat(srcs), cat(dsts), cat(sizes, float), np.full(n, float(start)),
+                 np.full(n, float(cap)), np.full(n, int(priority)), dep_ptr, writer.astype(np.int64))
+
+
+def streaming_flows(topo: Topology, schedule: Schedule, size: float, *, start: float = 0.0, priority: int = 0) -> Flows:
+    """An in-network collective as FRED's flows: one flow reduces everything entering from its
+    inputs on the way up and multicasts the result down, streaming through the switches, so it
+    occupies every link of its tree at once at one rate and moves `size` bytes on each (explicit
+    link sets; the flow's src/dst are its first input and the top switch).
+
+    all-reduce: one flow over the up paths of every rank and the down paths to every rank;
+    reduce: up paths of every rank, down to the root; broadcast: up from the root, down to the
+    others; reduce-scatter: p serial flows of size/p (flow j: every up path, down to rank j);
+    all-gather: p serial flows of size/p (flow j: up from rank j, down to the others)."""
+    nodes = schedule.topology_nodes()
+    p = schedule.p
+    ranks, top = nodes[:p], int(nodes[-1])
+    up_ptr, up_l = topo.route(ranks, np.full(p, top))
+    dn_ptr, dn_l = topo.route(np.full(p, top), ranks)
+    up = [up_l[up_ptr[i]: up_ptr[i + 1]] for i in range(p)]
+    down = [dn_l[dn_ptr[i]: dn_ptr[i + 1]] for i in range(p)]
+    every = list(range(p))
+    c, root = schedule.collective, schedule.root or 0
+    if c == "all-reduce":
+        sets, each = [(every, every)], float(size)
+    elif c == "reduce":
+        sets, each = [(every, [root])], float(size)
+    elif c == "broadcast":
+        sets, each = [([root], [r for r in every if r != root])], float(size)
+    elif c == "reduce-scatter":
+        sets, each = [(every, [j]) for j in every], float(size) / p
+    elif c == "all-gather":
+        sets, each = [([j], [r for r in every if r != j]) for j in every], float(size) / p
+    else:
+        raise ValueError(f"streaming_flows: {c} is not an in-network collective")
+    links = [np.unique(np.concatenate([up[i] for i in u] + [down[i] for i in d])) for u, d in sets]
+    up_lat = np.array([topo.link_lat[x].sum() for x in up])
+    dn_lat = np.array([topo.link_lat[x].sum() for x in down])
+    lat = np.array([up_lat[u].max() + dn_lat[d].max() for u, d in sets])  # the deepest input to the deepest output
+    k = len(sets)
+    ptr = np.concatenate([[0], np.cumsum([len(x) for x in links])])
+    dep_ptr = np.concatenate([[0], np.arange(k)])  # flow j waits for flow j-1 (serial flows)
+    return Flows(np.full(k, ranks[sets[0][0][0]]), np.full(k, top), np.full(k, each), np.full(k, float(start)),
+                 None, np.full(k, int(priority)), dep_ptr.astype(np.int64), np.arange(k - 1, dtype=np.int64),
+                 ptr.astype(np.int64), np.concatenate(links).astype(np.int64), lat)
+
+
+def merge_flows(*parts: Flows, topo: Topology | None = None) -> Flows:
+    """Several independent flow sets in one simulation (dependencies stay inside each set). When
+    some parts carry explicit link sets (`streaming_flows`), the others are routed on `topo`."""
+    offs = np.cumsum([0] + [len(p) for p in parts])
+    routes = None
+    if any(p.route_ptr is not None for p in parts):
+        if topo is None:
+            raise ValueError("merge_flows: parts with explicit link sets need topo= to route the others")
+        got = [(p.route_ptr, p.route_links) if p.route_ptr is not None else topo.route(p.src, p.dst) for p in parts]
+        lens = np.concatenate([np.diff(r[0]) for r in got])
+        routes = (np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
+                  np.concatenate([r[1] for r in got]).astype(np.int64))
+    dep_ptrs, dep_idxs = [np.zeros(1, dtype=np.int64)], []
+    base = 0
+    for o, p in zip(offs[:-1], parts):
+        dep_ptrs.append(p.dep_ptr[1:] + base)
+        dep_idxs.append(p.dep_idx + o)
+        base += len(p.dep_idx)
+    cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
+    lat = None
+    if any(p.latency is not None for p in parts):
+        lat = np.concatenate([p.latency if p.latency is not None else np.full(len(p), np.nan) for p in parts])
+    return Flows(cat("src"), cat("dst"), cat("size"), cat("start"), cat("cap"), cat("priority"),
+                 np.concatenate(dep_ptrs), np.concatenate(dep_idxs) if dep_idxs else np.zeros(0, np.int64),
+                 *(routes or (None, None)), lat)

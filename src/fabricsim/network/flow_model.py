@@ -1,0 +1,128 @@
+"""The flow-level model behind the network-model interface (`network.model`).
+
+A collective alone is its flows (`network.dataflow.schedule_flows`: dataflow, or streams
+through a switch tree) simulated max-min fair (`network.flow.simulate_flows`); the flows and
+their dependencies do not depend on the size, so they are built once and scaled per size. A
+collective has one phase here (the model overlaps its steps by itself). An endpoint injection
+limit is a private link per NPU that the NPU's outgoing traffic crosses (`with_injection`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..collectives.schedule import Schedule
+from ..topology.graph import Topology
+from .dataflow import schedule_flows
+from .flow import MODES, FlowResult, Flows, simulate_flows
+
+
+def endpoint_topology(topo: Topology, extra_links: int, capacity) -> Topology:
+    """`topo` with `extra_links` private links appended (node i -> node i for the first n NPUs,
+    each of `capacity`, no latency): resources that only some flows use (compute, endpoints)."""
+    k = int(extra_links)
+    own = np.arange(k) % max(topo.n_npus, 1)
+    return replace(topo, link_src=np.concatenate([topo.link_src, own]),
+                   link_dst=np.concatenate([topo.link_dst, own]),
+                   link_bw=np.concatenate([topo.link_bw, np.broadcast_to(np.asarray(capacity, float), (k,))]),
+                   link_lat=np.concatenate([topo.link_lat, np.zeros(k)]),
+                   link_dim=np.concatenate([topo.link_dim, np.full(k, -1)]))
+
+
+def with_injection(topo: Topology, flows: Flows, rate: np.ndarray, link_base: int | None = None) -> Flows:
+    """`flows` with explicit routes where every flow with a finite `rate[flow]` (bytes/s) also
+    crosses the endpoint link (`link_base + npu`, capacity 1) of every NPU whose links it leaves,
+    at weight 1/rate: an NPU's outgoing traffic of a collective together moves at most `rate`
+    bytes/s. Streams (explicit link sets) are charged at every NPU that feeds them."""
+    base = topo.n_links if link_base is None else int(link_base)
+    if flows.route_ptr is not None:
+        ptr, links = np.asarray(flows.route_ptr, np.int64), np.asarray(flows.route_links, np.int64)
+        w = np.ones(len(links)) if flows.route_weight is None else np.asarray(flows.route_weight, float)
+    else:
+        ptr, links = topo.route(flows.src, flows.dst)
+        w = np.ones(len(links))
+    n = len(flows)
+    tid = np.repeat(np.arange(n), np.diff(ptr))
+    src = topo.link_src[links]
+    hit = (src < topo.n_npus) & np.isfinite(rate[tid])
+    # one endpoint entry per (flow, NPU it leaves)
+    pairs = np.unique(np.stack([tid[hit], src[hit]], axis=1), axis=0) if hit.any() else np.zeros((0, 2), np.int64)
+    all_t = np.concatenate([tid, pairs[:, 0]])
+    all_l = np.concatenate([links, base + pairs[:, 1]])
+    all_w = np.concatenate([w, 1.0 / rate[pairs[:, 0]]])
+    order = np.argsort(all_t, kind="stable")
+    new_ptr = np.concatenate([[0], np.cumsum(np.bincount(all_t, minlength=n))]).astype(np.int64)
+    lat = np.bincount(tid, weights=topo.link_lat[links], minlength=n)
+    if flows.latency is not None:
+        lat = np.where(np.isnan(flows.latency), lat, flows.latency)
+    return replace(flows, route_ptr=new_ptr, route_links=all_l[order], route_weight=all_w[order], latency=lat)
+
+
+class FlowCollective:
+    """A placed schedule prepared for the flow model: its flows built once, simulated per size."""
+
+    def __init__(self, model: "FlowModel", topo: Topology, schedule: Schedule, injection: float | None = None):
+        self.model, self.schedule = model, schedule
+        unit = schedule_flows(topo, schedule, 1.0)
+        if injection is not None and np.isfinite(injection):
+            unit = with_injection(topo, unit, np.full(len(unit), float(injection)))
+            topo = endpoint_topology(topo, topo.n_npus, 1.0)
+        self.topo, self.unit = topo, unit
+
+    def times(self, sizes) -> np.ndarray:
+        """Completion time for each size, s."""
+        return np.array([self.model.flows(self.topo, replace(self.unit, size=self.unit.size * s)).makespan
+                         for s in np.atleast_1d(np.asarray(sizes, dtype=float))])
+
+    def phase_times(self, size: float) -> np.ndarray:
+        """One phase: the whole collective, s."""
+        return self.times([size])
+
+
+@dataclass(frozen=True)
+class FlowModel:
+    """Max-min fair flows (`network.flow`) behind the network-model interface.
+
+    Parameters
+    ----------
+    mode : {"pipelined", "store-and-forward"}
+        How a flow crosses its path.
+    chunk : float
+        Packet size for the pipeline fill of multi-hop flows, bytes (0: fluid).
+    """
+
+    mode: str = "pipelined"
+    chunk: float = 0.0
+    shares_links = True  # the training engine runs the whole graph as one flow simulation
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            from ..errors import ConfigError
+
+            raise ConfigError("mode", self.mode, f"accepted: {', '.join(MODES)}")
+
+    @property
+    def name(self) -> str:
+        return "flow" if self.mode == "pipelined" else "flow-store-and-forward"
+
+    def collective(self, topo: Topology, schedule: Schedule, injection: float | None = None) -> FlowCollective:
+        """`schedule` prepared for pricing at any size (see `FlowCollective`)."""
+        return FlowCollective(self, topo, schedule, injection)
+
+    def p2p(self, topo: Topology, src: int, dst: int, size: float) -> float:
+        """A transfer alone, s."""
+        if src == dst or size <= 0:
+            return 0.0
+        return self.flows(topo, Flows([src], [dst], [size])).makespan
+
+    def flows(self, topo: Topology, flows: Flows, record_timeline: bool = False) -> FlowResult:
+        """Simulate `flows` together (max-min fair, dependencies, priorities)."""
+        return simulate_flows(topo, flows, mode=self.mode, chunk=self.chunk, record_timeline=record_timeline)
+
+
+def time_collective_flow(topo: Topology, schedule: Schedule, sizes, *, mode: str = "pipelined",
+                         chunk: float = 0.0) -> np.ndarray:
+    """Completion time of one collective alone on the flow model, for each size (s)."""
+    return FlowModel(mode, chunk).collective(topo, schedule).times(sizes)

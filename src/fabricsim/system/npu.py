@@ -1,0 +1,39 @@
+"""The NPU: a roofline. A task of F FLOPs touching M bytes of memory takes
+max(F / (peak * efficiency), M / memory_bandwidth); fixed-duration tasks (traces) keep theirs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError
+
+
+@dataclass(frozen=True)
+class NPU:
+    peak_flops: float = 1e15  # FLOP/s
+    memory_bandwidth: float = 3e12  # bytes/s
+    efficiency: float = 1.0  # fraction of peak reached by compute-bound kernels
+
+    def __post_init__(self):
+        if not self.peak_flops > 0:
+            raise ConfigError("npu.peak", self.peak_flops, "accepted: a FLOP rate > 0, e.g. 989TFLOP/s")
+        if not self.memory_bandwidth > 0:
+            raise ConfigError("npu.memory_bandwidth", self.memory_bandwidth, "accepted: a bandwidth > 0, e.g. 3TB/s")
+        if not 0 < self.efficiency <= 1:
+            raise ConfigError("npu.efficiency", self.efficiency, "accepted: a fraction in (0, 1]")
+
+    def compute_time(self, flops, mem_bytes):
+        """Roofline time (s); works elementwise on numpy arrays."""
+        return np.maximum(np.asarray(flops, float) / (self.peak_flops * self.efficiency),
+                          np.asarray(mem_bytes, float) / self.memory_bandwidth)
+
+    def task_times(self, duration, flops, mem_bytes):
+        """Per task: its fixed `duration` where given (not NaN), else the roofline time."""
+        duration = np.asarray(duration, float)
+        return np.where(np.isnan(duration), self.compute_time(flops, mem_bytes), duration)
+
+    def memory_bound(self, flops, mem_bytes):
+        return np.asarray(mem_bytes, float) / self.memory_bandwidth > np.asarray(flops, float) / (
+            self.peak_flops * self.efficiency)
