@@ -1,0 +1,135 @@
+"""`fabricsim astra` (ASTRA-sim inputs as they are) and `fabricsim export chakra`."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ..errors import ConfigError
+from ..units import format_size
+from .app import app, out_console as _out
+
+
+@app.command()
+def astra(
+    workload_configuration: str = typer.Option(..., "--workload-configuration", help="Chakra trace prefix: rank r reads PREFIX.r.et"),
+    system_configuration: str = typer.Option(..., "--system-configuration", help="ASTRA-sim system JSON"),
+    network_configuration: str = typer.Option(..., "--network-configuration", help="ASTRA-sim analytical network YAML"),
+    comm_group_configuration: Optional[str] = typer.Option(None, "--comm-group-configuration", help="communicator groups JSON"),
+    remote_memory_configuration: Optional[str] = typer.Option(None, "--remote-memory-configuration", help="accepted for compatibility; only NO_MEMORY_EXPANSION is emulated"),
+    backend: str = typer.Option("congestion-unaware", "--backend", help="congestion-unaware or congestion-aware (ASTRA-sim's two analytical binaries)"),
+    model: Optional[str] = typer.Option(None, "--model", help="also run a fabricsim network model (analytical, flow, ...: `fabricsim models`) on every collective and print both answers"),
+    injection_scale: float = typer.Option(1.0, "--injection-scale", help="multiplies endpoint-delay (ASTRA-sim option)"),
+    num_queues_per_dim: int = typer.Option(1, "--num-queues-per-dim", help="ASTRA-sim option; only 1 is emulated"),
+    json_out: bool = typer.Option(False, "--json", help="print JSON instead of ASTRA-sim's lines and a table"),
+):
+    """Run ASTRA-sim inputs as they are, in ASTRA-sim compatibility mode (ASTRA-sim's answers, to the ns)."""
+    from ..astra.run import compare_collectives, run_astra
+
+    if num_queues_per_dim != 1:
+        raise ConfigError("--num-queues-per-dim", num_queues_per_dim, "accepted: 1 (more queues per dimension are not emulated)")
+    if remote_memory_configuration:
+        from ..astra.config import read_remote_memory
+
+        mem = read_remote_memory(remote_memory_configuration)
+        if mem.memory_type != "NO_MEMORY_EXPANSION":
+            raise ConfigError(f"{remote_memory_configuration}: memory-type", mem.memory_type, "accepted: NO_MEMORY_EXPANSION (remote memory is not emulated)")
+    run = run_astra(workload_configuration, system_configuration, network_configuration, comm_group_configuration,
+                    backend, injection_scale)
+    comparisons = compare_collectives(run, model) if model else []
+    if json_out:
+        import json
+
+        print(json.dumps({
+            "backend": run.backend, "npus": run.network.npus, "path": run.path, "wall_s": run.wall_s,
+            "finish_ns_max": run.finish_ns_max, "finish_ns_min": run.finish_ns_min,
+            "npu": [{"npu": r.npu, "finish_ns": r.finish_ns, "exposed_communication_ns": r.exposed_comm_ns,
+                     "compute_ns": r.compute_ns} for r in run.results],
+            "comparison": [c.__dict__ for c in comparisons], "warnings": list(run.warnings),
+        }, indent=2))
+        return
+    con = _out()
+    for w in run.warnings:
+        con.print(f"[system] [warning] {w}", highlight=False, markup=False)
+    for r in run.results:
+        con.print(f"[workload] [info] sys[{r.npu}] finished, {r.finish_ns} cycles, exposed communication {r.exposed_comm_ns} cycles.", highlight=False, markup=False)
+    table = Table(box=None, header_style="bold", title="fabricsim astra (ASTRA-sim compatibility mode)")
+    for col in ("NPUs", "backend", "finish max (ns)", "finish min (ns)", "exposed comm max (ns)", "simulated", "wall"):
+        table.add_column(col, justify="right")
+    table.add_row(str(run.network.npus), run.backend, str(run.finish_ns_max), str(run.finish_ns_min),
+                  str(max(r.exposed_comm_ns for r in run.results)), run.path, f"{run.wall_s:.3f} s")
+    con.print(table)
+    if comparisons:
+        t2 = Table(box=None, header_style="bold", title=f"each collective alone: ASTRA-sim vs fabricsim ({model}, physical limits)")
+        for col in ("collective", "size", "ASTRA-sim (ns)", f"fabricsim {model} (ns)", "fabricsim algorithm", "bandwidth bound (ns)", "ratio ASTRA/fabricsim"):
+            t2.add_column(col, justify="right")
+        for c in comparisons:
+            t2.add_row(c.collective, format_size(c.size), str(c.astra_ns), f"{c.fabricsim_ns:.0f}", c.fabricsim_algorithm,
+                       f"{c.bound_ns:.0f}", f"{c.astra_ns / c.fabricsim_ns:.3f}")
+        con.print(t2)
+        for c in comparisons:
+            if c.impossible:
+                con.print(f"[warning] ASTRA-sim's {c.collective} of {format_size(c.size)} ({c.astra_ns} ns) is faster than the "
+                          f"links allow ({c.bound_ns:.0f} ns): the congestion-unaware backend lets concurrent chunks each take full bandwidth.",
+                          highlight=False, markup=False)
+    con.print("[system] [warning] Exiting", highlight=False, markup=False)
+
+
+
+
+export_app = typer.Typer(help="Write fabricsim workloads in other tools' formats.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
+
+
+@export_app.command("chakra")
+def export_chakra(
+    output: str = typer.Option(..., "--output", "-o", help="trace prefix: writes PREFIX.0.et .. PREFIX.{N-1}.et"),
+    npus: Optional[int] = typer.Option(None, "--npus", "-n", help="number of NPUs (one trace each; with --text or --collective)"),
+    text: Optional[str] = typer.Option(None, "--text", help="an ASTRA-sim 1.0 text workload (DATA, MODEL, HYBRID_*, MICRO)"),
+    train_config: Optional[str] = typer.Option(None, "--train", help="or the workload of a `fabricsim train` config (a zoo model under its strategy); also writes PREFIX.groups.json"),
+    collective_name: Optional[str] = typer.Option(None, "--collective", "-c", help="or one collective: all-reduce, all-gather, reduce-scatter, all-to-all"),
+    size: str = typer.Option("1MiB", "--size", "-s", help="collective size (ASTRA-sim comm_size)"),
+    passes: int = typer.Option(1, "--passes", help="training passes (text workloads)"),
+    units: str = typer.Option("ns", "--units", help="text compute times: ns (their meaning in ASTRA-sim 1.0) or converter (as chakra_converter stores them, 1000x too long in ASTRA-sim 2.x)"),
+    gzip_out: bool = typer.Option(False, "--gzip", help="gzip the .et files (ASTRA-sim reads both)"),
+):
+    """Write Chakra execution traces (.et) that ASTRA-sim reads."""
+    from ..units import parse_size
+    from ..workload.astra_text import read_astra_text, text_to_traces
+    from ..workload.chakra import collective_traces, write_traces
+
+    if sum(x is not None for x in (text, collective_name, train_config)) != 1:
+        raise ConfigError("export chakra", "source", "accepted: exactly one of --text FILE, --collective NAME, --train CONFIG")
+    if train_config is not None:
+        import json
+        from pathlib import Path
+
+        from ..train import graph_of, load_train_config, topology_of
+        from ..workload.chakra_graph import graph_to_traces
+
+        cfg = load_train_config(train_config)
+        traces, groups = graph_to_traces(graph_of(cfg, topology_of(cfg).n_npus))
+        paths = write_traces(output, traces, compress=gzip_out)
+        gpath = Path(f"{output}.groups.json")
+        gpath.write_text(json.dumps(groups, indent=1))
+        _out().print(f"wrote {len(paths)} traces: {paths[0]} .. {paths[-1]} ({len(traces[0].nodes)} nodes on NPU 0) "
+                     f"and {len(groups)} communicator groups: {gpath}", highlight=False, markup=False)
+        return
+    if npus is None or npus < 1:
+        raise ConfigError("--npus", npus, "accepted: an integer >= 1")
+    if text is not None:
+        if units not in ("ns", "converter"):
+            raise ConfigError("--units", units, "accepted: ns, converter")
+        if passes < 1:
+            raise ConfigError("--passes", passes, "accepted: an integer >= 1")
+        traces = text_to_traces(read_astra_text(text), npus, passes, duration_unit="converter" if units == "converter" else "ns")
+        if units == "ns" and any(float(n.duration_micros) != int(n.duration_micros) for t in traces for n in t.nodes):
+            raise ConfigError("--units", "ns", "Chakra stores whole microseconds and this workload has sub-microsecond compute; accepted: converter")
+    else:
+        from ..collectives.api import normalize_collective
+
+        traces = collective_traces(normalize_collective(collective_name), int(parse_size(size, "--size")), npus)
+    paths = write_traces(output, traces, compress=gzip_out)
+    _out().print(f"wrote {len(paths)} traces: {paths[0]} .. {paths[-1]} ({sum(len(t.nodes) for t in traces[:1])} nodes per NPU)", highlight=False, markup=False)
