@@ -65,7 +65,7 @@ class Option:
     def parse(self, value: Any, where: str = "option") -> Any:
         """The typed value of `value` (a string from the command line or a config string, or a
         YAML scalar/list); ConfigError naming `where`, the value and what is accepted."""
-        field_name = f"{where} {self.name}" if where else self.name
+        field_name = _field(where, self.name)
         if self.type == "bool":
             if isinstance(value, bool):
                 return value
@@ -97,6 +97,13 @@ class Option:
             alias = f" (aliases: {', '.join(sorted(self.aliases))})" if self.aliases else ""
             raise ConfigError(field_name, value, f"accepted: {', '.join(self.choices)}{alias}")
         return got
+
+
+def _field(where: str, name: str) -> str:
+    """`network.algorithms.all-reduce.dims` in a config, `--option dims` on the command line."""
+    if not where:
+        return name
+    return f"{where} {name}" if where.startswith("-") else f"{where}.{name}"
 
 
 def _integer(value: Any) -> int | None:
@@ -194,7 +201,7 @@ class Algorithm:
             opt = self.option(k)
             if opt is None:
                 accepted = ", ".join(o.describe() for o in self.options) or "no options"
-                raise ConfigError(f"{where} {key}" if where else str(key), value, f"{self.name} accepts: {accepted}")
+                raise ConfigError(_field(where, str(key)), value, f"{self.name} accepts: {accepted}")
             out[k] = opt.parse(value, where)
         return out
 

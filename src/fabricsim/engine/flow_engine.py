@@ -150,7 +150,8 @@ class _FlowGraph:
             unit = self.units.get((c, members))
             if unit is None:
                 sched = self.pricer.schedule(c, members)
-                unit = self.units[(c, members)] = (schedule_flows(self.topo, sched, 1.0), self.pricer.injection(sched))
+                flows = schedule_flows(self.topo, sched, 1.0, stream=self.pricer.model.streams)
+                unit = self.units[(c, members)] = (flows, self.pricer.injection(sched))
             sinks = self._add_flows(unit[0], self.size[t], pr, e, unit[1])
         self.entry[t] = e
         self.exit[t] = self._marker(members[0], pr, sinks, down)

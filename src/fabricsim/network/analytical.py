@@ -294,6 +294,7 @@ class AnalyticalModel:
     congestion_aware: bool = True
     step_overhead: float = 0.0
     shares_links = False  # collectives are priced alone; the engine does not share links between them
+    streams = True  # a streaming schedule is priced as streams through its switches
 
     @property
     def name(self) -> str:

@@ -18,7 +18,7 @@ from .flow import Flows
 
 
 def schedule_flows(topo: Topology, schedule: Schedule, size: float, *, start: float = 0.0,
-                   priority: int = 0) -> Flows:
+                   priority: int = 0, stream: bool = True) -> Flows:
     """The flows of a placed `schedule` moving `size` bytes: streams through the switch tree
     when the schedule streams, else its transfers as dataflow.
 
@@ -34,13 +34,16 @@ def schedule_flows(topo: Topology, schedule: Schedule, size: float, *, start: fl
         When the flows may start, s.
     priority : int
         Strict priority class (0 = highest).
+    stream : bool
+        Whether the model lets data stream through switches; a store-and-forward model does not,
+        so a streaming schedule then runs its steps as dataflow (up, then down).
 
     Returns
     -------
     Flows
         With dependencies (dataflow) or explicit link sets (streams).
     """
-    if schedule.streaming:
+    if schedule.streaming and stream:
         return streaming_flows(topo, schedule, size, start=start, priority=priority)
     return collective_flows(schedule, size, start=start, priority=priority)
 

@@ -238,24 +238,28 @@ def _units(topo: Topology, flows: Flows, mode: str, chunk: float) -> _Units:
             key = flows.src * topo.n_nodes + flows.dst
         return _Units(ptr, links, flows.size, flows.start, flows.cap, flows.priority, lat + fill, key,
                       flows.dep_ptr, flows.dep_idx, np.arange(n), np.ones(n, dtype=bool), weight)
-    # store-and-forward: one unit per hop; hop k+1 waits for hop k; a flow's first hop waits for its predecessors
-    if flows.route_ptr is not None:
-        raise ConfigError("mode", mode, "flows with explicit link sets (in-network streaming) need mode pipelined")
-    m = int(hops.sum())
-    zero = hops == 0
-    n_units = m + int(zero.sum())  # zero-hop flows keep one (empty) unit
-    owner = np.concatenate([tid, np.flatnonzero(zero)])
-    order = np.argsort(owner, kind="stable")
-    owner = owner[order]
-    u_links = np.concatenate([links, np.full(int(zero.sum()), -1)])[order]
-    first_of = np.searchsorted(owner, np.arange(n))
+    return _store_and_forward_units(topo, flows, ptr, links, lat, weight)
+
+
+def _store_and_forward_units(topo: Topology, flows: Flows, ptr, links, lat, weight) -> _Units:
+    """Store-and-forward: one unit per hop, hop k+1 waits for hop k, a flow's first hop waits for
+    its predecessors. A flow whose link set says its own latency (a tree: a stream through
+    switches, an I/O multicast) has no hop order and stays one unit."""
+    n = len(flows)
+    hops = np.diff(ptr)
+    whole = np.zeros(n, dtype=bool) if flows.latency is None else np.isfinite(np.asarray(flows.latency, float))
+    split = (hops > 0) & ~whole
+    k = np.where(split, hops, 1)  # units per flow
+    n_units = int(k.sum())
+    owner = np.repeat(np.arange(n), k)
+    last_of = np.cumsum(k) - 1
+    first_of = last_of - k + 1
     is_first = np.zeros(n_units, dtype=bool)
     is_first[first_of] = True
     last = np.zeros(n_units, dtype=bool)
-    last[np.append(first_of[1:], n_units) - 1] = True
-    u_ptr = np.concatenate([[0], np.cumsum(u_links >= 0)])
-    # predecessors: first unit of a flow -> last units of the predecessor flows; others -> previous hop
-    last_of = np.append(first_of[1:], n_units) - 1
+    last[last_of] = True
+    # a split unit has one link, a whole unit all of its flow's: the flow's links in order either way
+    u_ptr = np.concatenate([[0], np.cumsum(np.where(split[owner], 1, hops[owner]))]).astype(np.int64)
     dcount = np.where(is_first, np.diff(flows.dep_ptr)[owner], 1)
     d_ptr = np.concatenate([[0], np.cumsum(dcount)])
     d_idx = np.empty(int(d_ptr[-1]), dtype=np.int64)
@@ -265,11 +269,15 @@ def _units(topo: Topology, flows: Flows, mode: str, chunk: float) -> _Units:
     for u in firsts[np.diff(flows.dep_ptr)[owner[firsts]] > 0]:
         f = owner[u]
         d_idx[d_ptr[u]: d_ptr[u + 1]] = last_of[flows.dep_idx[flows.dep_ptr[f]: flows.dep_ptr[f + 1]]]
-    lk = u_links[u_links >= 0]
-    u_lat = np.where(u_links >= 0, topo.link_lat[np.maximum(u_links, 0)], 0.0)
-    key = np.where(u_links >= 0, u_links, -1 - owner)
-    return _Units(u_ptr, lk, flows.size[owner], np.where(is_first, flows.start[owner], 0.0), flows.cap[owner],
-                  flows.priority[owner], u_lat, key, d_ptr, d_idx, owner, last)
+    one = split[owner]
+    first_link = links[np.minimum(u_ptr[:-1], max(len(links) - 1, 0))] if len(links) else np.zeros(n_units, np.int64)
+    u_lat = np.where(one, topo.link_lat[first_link], np.where(whole[owner], lat[owner], 0.0))
+    w_first = np.ones(n_units) if weight is None else weight[np.minimum(u_ptr[:-1], max(len(links) - 1, 0))]
+    # class key: a one-link unit is its (link, weight); a whole flow is a class of its own
+    pair_ids = np.unique(np.stack([first_link.astype(float), w_first], axis=1), axis=0, return_inverse=True)[1].ravel()
+    key = np.where(one, pair_ids, -1 - owner)
+    return _Units(u_ptr, links, flows.size[owner], np.where(is_first, flows.start[owner], 0.0), flows.cap[owner],
+                  flows.priority[owner], u_lat, key, d_ptr, d_idx, owner, last, weight)
 
 
 def simulate_flows(topo: Topology, flows: Flows, *, mode: str = "pipelined", chunk: float = 0.0,

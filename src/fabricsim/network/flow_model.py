@@ -52,12 +52,10 @@ def with_injection(topo: Topology, flows: Flows, rate: np.ndarray, link_base: in
     all_t = np.concatenate([tid, pairs[:, 0]])
     all_l = np.concatenate([links, base + pairs[:, 1]])
     all_w = np.concatenate([w, 1.0 / rate[pairs[:, 0]]])
-    order = np.argsort(all_t, kind="stable")
+    injected_first = np.concatenate([np.ones(len(tid), dtype=np.int8), np.zeros(len(pairs), dtype=np.int8)])
+    order = np.lexsort((injected_first, all_t))  # per flow: its endpoint link, then its path
     new_ptr = np.concatenate([[0], np.cumsum(np.bincount(all_t, minlength=n))]).astype(np.int64)
-    lat = np.bincount(tid, weights=topo.link_lat[links], minlength=n)
-    if flows.latency is not None:
-        lat = np.where(np.isnan(flows.latency), lat, flows.latency)
-    return replace(flows, route_ptr=new_ptr, route_links=all_l[order], route_weight=all_w[order], latency=lat)
+    return replace(flows, route_ptr=new_ptr, route_links=all_l[order], route_weight=all_w[order])
 
 
 class FlowCollective:
@@ -65,7 +63,7 @@ class FlowCollective:
 
     def __init__(self, model: "FlowModel", topo: Topology, schedule: Schedule, injection: float | None = None):
         self.model, self.schedule = model, schedule
-        unit = schedule_flows(topo, schedule, 1.0)
+        unit = schedule_flows(topo, schedule, 1.0, stream=model.streams)
         if injection is not None and np.isfinite(injection):
             unit = with_injection(topo, unit, np.full(len(unit), float(injection)))
             topo = endpoint_topology(topo, topo.n_npus, 1.0)
@@ -96,6 +94,12 @@ class FlowModel:
     mode: str = "pipelined"
     chunk: float = 0.0
     shares_links = True  # the training engine runs the whole graph as one flow simulation
+
+    @property
+    def streams(self) -> bool:
+        """Whether data may stream through switches (pipelined), or each hop waits for the whole
+        message (store-and-forward: an in-network collective then goes up, then down)."""
+        return self.mode == "pipelined"
 
     def __post_init__(self):
         if self.mode not in MODES:

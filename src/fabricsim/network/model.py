@@ -9,7 +9,9 @@ A network model answers four questions about a topology:
   dependencies run together (`FlowResult`);
 - `shares_links`: whether concurrent traffic shares links in this model, in which case the
   training engine runs a whole workload as one flow simulation instead of pricing each
-  collective alone.
+  collective alone;
+- `streams`: whether data may stream through switches (in-network reduction as one pipelined
+  stream); a store-and-forward model says no, and a streaming schedule then moves up, then down.
 
 Every entry point (`fabricsim collective`, the training engine's pricer, `fabricsim astra
 --model`, traffic files, the reproductions) gets its model from `get_network_model`, so one
@@ -49,6 +51,7 @@ class NetworkModel(Protocol):
 
     name: str
     shares_links: bool
+    streams: bool
 
     def collective(self, topo: Topology, schedule: Schedule, injection: float | None = None) -> CollectiveCost: ...
 

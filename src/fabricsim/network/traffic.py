@@ -172,6 +172,7 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False) -> TrafficR
     from ..topology.spec import parse_topology
 
     topo = parse_topology(spec.topology, spec.bandwidth, spec.latency)
+    net = spec.network_model()
     parts, labels = [], []
     for i, f in enumerate(spec.flows):
         for field, v in (("src", f.src), ("dst", f.dst)):
@@ -183,12 +184,11 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False) -> TrafficR
         labels.append((f.name or f"flow{i}", "flow", k, f.size * k))
     for i, c in enumerate(spec.collectives):
         sched = build_schedule(topo, c.collective, c.algorithm, group=_group(c.group), root=c.root)
-        fl = schedule_flows(topo, sched, c.size, start=c.start, priority=c.priority)
+        fl = schedule_flows(topo, sched, c.size, start=c.start, priority=c.priority, stream=net.streams)
         parts.append(fl)
         labels.append((c.name or f"collective{i}", sched.collective, len(fl), float(fl.size.sum())))
     if not parts:
         raise ConfigError("traffic", "empty", "accepted: at least one flow or collective")
-    net = spec.network_model()
     flows = merge_flows(*parts, topo=topo)
     res = net.flows(topo, flows, record_timeline=record_timeline)
     items, off = [], 0
