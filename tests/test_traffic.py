@@ -59,6 +59,11 @@ collectives:
     ("topology: torus:8x8\nflows:\n  - {src: 0, dst: 1, size: 1MiB, speed: 3}\n", ["speed"]),
     ("topology: torus:8x8\ncollectives:\n  - {collective: all-reduce, algorithm: warp, size: 1MiB}\n", ["algorithm", "warp"]),
     ("topology: [oops\n", ["t.yaml"]),
+    ("topology: torus:8x8\nmodel: telepathy\n", ["model", "telepathy", "congestion-aware"]),
+    ("topology: torus:8x8\nmodel: analytical\nmode: pipelined\n", ["mode", "pipelined", "flow models"]),
+    ("topology: torus:8x8\ncollectives:\n  - {collective: all-sum, size: 1MiB}\n", ["collective", "all-sum", "all-reduce"]),
+    ("topology: torus:8x8\ncollectives:\n  - {collective: all-reduce, size: 1MiB, options: {lockstep: 2}}\n",
+     ["lockstep", "ring accepts"]),
 ])
 def test_traffic_bad_input_is_one_line(tmp_path, capsys, body, words):
     rc = main(["traffic", _write(tmp_path, body)])
@@ -75,3 +80,20 @@ def test_collective_model_flow_matches_the_ring_closed_form(capsys):
     for row in json.loads(capsys.readouterr().out)["rows"]:
         S = row["size_bytes"]
         assert row["time_s"] == pytest.approx(2 * (n - 1) * (a + S / (n * B)), rel=1e-12)
+
+
+def test_traffic_on_the_analytical_model_runs_in_levels(tmp_path, capsys):
+    """model: congestion-aware runs flows in dependency levels, each a lock-step step: two 1 GB flows
+    sharing link 0->1 and one alone on 2->3 (1 GB/s) form one level that lasts 2 GB / 1 GB/s = 2 s."""
+    f = _write(tmp_path, """
+topology: ring:4
+bandwidth: 1GB/s
+latency: 0ns
+model: congestion-aware
+flows:
+  - {name: a, src: 0, dst: 1, size: 1GB, count: 2}
+  - {name: b, src: 2, dst: 3, size: 1GB}
+""")
+    assert main(["traffic", f, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["makespan_s"] == pytest.approx(2.0)

@@ -252,6 +252,16 @@ BASE = {"network": {"topology": "ring:8"}, "workload": {"model": "resnet50", "ba
     ({"network": {"topology": "ring:8", "model": "magic"}}, ["model", "magic", "congestion-aware"]),
     ({"network": {"topology": "ring:8", "algorithms": {"all-reduce": "swing2"}}}, ["algorithm", "swing2"]),
     ({"workload": {"astra_text": "x.txt"}}, ["workload", "exactly one"]),
+    ({"system": {"endpoint": {"policy": "telepathy"}}}, ["system.endpoint.policy", "telepathy", "npu, ideal, offload"]),
+    ({"system": {"endpoint": {"comm_compute_fraction": 1.0}}}, ["system.endpoint.comm_compute_fraction", "1.0", "[0, 1)"]),
+    ({"system": {"endpoint": {"comm_memory_fraction": -0.1}}}, ["system.endpoint.comm_memory_fraction", "-0.1", "[0, 1)"]),
+    ({"system": {"endpoint": {"policy": "offload", "rate": "-1GB/s"}}}, ["system.endpoint.rate", "-1GB/s", "bandwidth"]),
+    ({"system": {"endpoint": {"policy": "offload"}}}, ["system.endpoint.rate", "required"]),
+    ({"system": {"endpoint": {"policy": "ideal", "rate": "1GB/s"}}}, ["system.endpoint.rate", "unknown field"]),
+    ({"network": {"topology": "ring:8", "algorithms": {"all-reduce": "ring,chunks=-3"}}},
+     ["network.algorithms.all-reduce.chunks", "-3", ">= 1"]),
+    ({"network": {"topology": "ring:8", "algorithms": {"all-reduce": "in_network,lockstep=sometimes"}}},
+     ["network.algorithms.all-reduce.lockstep", "sometimes", "true or false"]),
 ])
 def test_bad_config_is_one_line_and_exit_2(tmp_path, capsys, patch, words):
     cfg = json.loads(json.dumps(BASE))
