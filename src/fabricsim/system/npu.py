@@ -33,7 +33,3 @@ class NPU:
         """Per task: its fixed `duration` where given (not NaN), else the roofline time."""
         duration = np.asarray(duration, float)
         return np.where(np.isnan(duration), self.compute_time(flops, mem_bytes), duration)
-
-    def memory_bound(self, flops, mem_bytes):
-        return np.asarray(mem_bytes, float) / self.memory_bandwidth > np.asarray(flops, float) / (
-            self.peak_flops * self.efficiency)
