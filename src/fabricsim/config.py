@@ -34,13 +34,36 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict:
     return data
 
 
-def validate(model: type[M], data: dict, where: str) -> M:
-    """`model.model_validate(data)`, with the first error as a one-line ConfigError."""
+def validate(model: type[M], data: dict, where: str, brackets: bool = False) -> M:
+    """`model.model_validate(data)`, with the first error as a one-line ConfigError.
+
+    Parameters
+    ----------
+    model : pydantic model class
+    data : dict
+        The parsed YAML mapping.
+    where : str
+        What the error names first (the file).
+    brackets : bool
+        Write list indices as `shapes[0].dims` instead of `shapes.0.dims`.
+
+    Returns
+    -------
+    The validated model; ConfigError naming the field path, the value and what is accepted.
+    """
     try:
         return model.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         loc = [str(x) for x in err["loc"]]
+        if brackets:  # fold list indices into the field before them
+            folded: list[str] = []
+            for x in err["loc"]:
+                if isinstance(x, int) and folded:
+                    folded[-1] += f"[{x}]"
+                else:
+                    folded.append(str(x))
+            loc = folded
         msg = err["msg"].removeprefix("Value error, ")
         cause = err.get("ctx", {}).get("error")
         value = err.get("input") if err["type"] != "missing" else None

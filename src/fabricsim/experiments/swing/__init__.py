@@ -1,0 +1,75 @@
+"""Reproduce Swing (De Sensi et al., NSDI'24) with fabricsim's analytical network model.
+
+Everything the paper fixes comes from `configs/swing.yaml` (spec: shared/specs/swing.md): torus
+shapes, link bandwidth and latency, the per-step overhead alpha, vector sizes, the algorithms
+compared, and the paper's numbers to compare against.
+
+Definitions (the paper's):
+- goodput = vector size / runtime, in Gb/s (bits);
+- Swing's curve is the better of Swing-L and Swing-B at each size, recursive doubling's "(D)"
+  the better of recursive doubling-L and Rabenseifner-B;
+- gain of Swing vs the best other algorithm: T_best/T_swing - 1 when Swing is faster, else
+  -(T_swing/T_best - 1) (percent);
+- deficiencies (Table 2), all in units of the vector size n: Lambda = steps / log2 p; Psi = sum
+  over steps of the most bytes any node puts on one port, divided by the optimum 1/D; Xi = sum over
+  steps of the most bytes on any link / the same sum of port bytes. So the bandwidth time is
+  (n/D) beta Psi Xi exactly in this model.
+
+Modules: `config` (the file, pydantic) and `resolve` (cross references), `points` (points,
+evaluate, summarize, run), `results` (the paper's arithmetic and tables), `report` (files, plots,
+printed tables).
+"""
+
+from pathlib import Path
+
+from ..base import Experiment
+from .config import (
+    PAPER_ALGORITHMS,
+    Entry,
+    PaperGain,
+    PaperGoodput,
+    Shape,
+    SwingConfig,
+    Table2Row,
+    Variant,
+    eval_formula,
+    load_config,
+    parse_config,
+    size_label,
+)
+from .points import CasePoint, CaseRows, Deficiency, deficiency, evaluate, points, run, summarize
+from .report import print_report, to_json, write_outputs, write_plots
+from .results import (
+    CaseResult,
+    Curve,
+    DeficiencyRow,
+    GainRow,
+    GoodputRow,
+    LatencyRow,
+    PeakRow,
+    Reproduction,
+    bandwidth_label,
+    gain_pct,
+    goodput_gbps,
+    goodput_table,
+    speedup_of_gain,
+    summary,
+)
+
+DEFAULT_OUT = Path("out") / "swing"
+
+EXPERIMENT = Experiment(
+    name="swing",
+    summary="Swing (NSDI'24): gains over the best other all-reduce on tori, ours beside the paper's.",
+    quick_help="the CI subset of tori (config: quick)",
+    load_config=load_config, points=points, evaluate=evaluate, summarize=summarize,
+    write=write_outputs, render=print_report, to_json=to_json, default_out=DEFAULT_OUT,
+    label=lambda p: p.label,
+)
+
+__all__ = ["DEFAULT_OUT", "EXPERIMENT", "PAPER_ALGORITHMS", "CasePoint", "CaseResult", "CaseRows", "Curve",
+           "Deficiency", "DeficiencyRow", "Entry", "GainRow", "GoodputRow", "LatencyRow", "PaperGain", "PaperGoodput",
+           "PeakRow", "Reproduction", "Shape", "SwingConfig", "Table2Row", "Variant", "bandwidth_label", "deficiency",
+           "eval_formula", "evaluate", "gain_pct", "goodput_gbps", "goodput_table", "load_config", "parse_config",
+           "points", "print_report", "run", "size_label", "speedup_of_gain", "summarize", "summary", "to_json",
+           "write_outputs", "write_plots"]
