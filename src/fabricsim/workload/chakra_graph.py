@@ -36,117 +36,159 @@ _METADATA = NODE_TYPES.get("METADATA_NODE", 1)
 
 def traces_to_graph(traces: Sequence[EtTrace], iterations: int = 1,
                     groups: Mapping[str, Sequence[int]] | None = None) -> WorkloadGraph:
-    n = len(traces)
-    world = tuple(range(n))
-    tasks: dict = {}  # key -> dict(kind, ..., deps=set of keys)
-    node_key: dict = {}  # (iteration, rank, node id) -> task key
-    terminal: dict = {}
+    """One workload graph from per-rank Chakra traces.
+
+    Parameters
+    ----------
+    traces : sequence of EtTrace
+        One per rank, rank order.
+    iterations : int
+        Times the traces run; an iteration's first nodes wait for the previous one's last nodes.
+    groups : mapping, optional
+        Communicator groups, `pg_name -> ranks` (ASTRA-sim's comm-group file).
+
+    Returns
+    -------
+    WorkloadGraph
+        Collectives matched by order per group, send/recv pairs by order per (src, dst, tag);
+        ConfigError for unmatched or inconsistent nodes and for cycles.
+    """
+    m = _TraceMatcher(traces, groups)
     for it in range(iterations):
         for tr in traces:
-            r = tr.rank
-            counters: dict = defaultdict(int)
-            has_succ = set()
-            for nd in tr.nodes:
-                has_succ.update(nd.deps)
-            for nd in tr.nodes:
-                where = f"rank {r} node {nd.id}"
-                if nd.type == COMP_NODE or nd.type == _METADATA:
-                    key = ("c", it, r, nd.id)
-                    roofline = not nd.duration_micros and (nd.num_ops or nd.tensor_size)
-                    dur = None if roofline else float(nd.duration_micros) * 1e-6
-                    if nd.type == _METADATA:
-                        dur = 0.0
-                    tasks[key] = dict(kind="c", npu=r, name=nd.name or f"node {nd.id}", dur=dur,
-                                      flops=float(nd.num_ops or 0), mem=float(nd.tensor_size or 0), deps=set())
-                elif nd.type == COMM_COLL_NODE:
-                    members = world
-                    pg = nd.pg_name
-                    if pg not in (None, "", "0"):
-                        if not groups or str(pg) not in groups:
-                            raise ConfigError(f"{where} pg_name", pg, "accepted: a group of the communicator-groups file")
-                        members = tuple(int(x) for x in groups[str(pg)])
-                    name = COLLECTIVE_COMM_TYPE_NAMES.get(nd.comm_type)
-                    if name not in _COLL:
-                        raise ConfigError(f"{where} comm_type", nd.comm_type, f"accepted: {', '.join(_COLL)}")
-                    k = counters[("coll", members)]
-                    counters[("coll", members)] += 1
-                    key = ("coll", it, members, k)
-                    cat = nd.attrs.get("comm_category", "other")
-                    # ASTRA-sim's comm_size of an all-gather is each NPU's contribution; ours the gathered output
-                    size = float(nd.comm_size or 0) * (len(members) if name == "ALL_GATHER" else 1)
-                    t = tasks.setdefault(key, dict(kind="coll", coll=_COLL[name], size=size,
-                                                   members=members, name=nd.name or name,
-                                                   cat=cat if cat in CATEGORIES else "other", deps=set()))
-                    if t["size"] != size or t["coll"] != _COLL[name]:
-                        raise ConfigError(f"{where}", nd.name, f"collective {k} of group {members} differs between ranks")
-                elif nd.type in (COMM_SEND_NODE, COMM_RECV_NODE):
-                    send = nd.type == COMM_SEND_NODE
-                    src, dst = (r, int(nd.comm_dst)) if send else (int(nd.comm_src), r)
-                    ck = ("p2p", src, dst, nd.comm_tag, send)
-                    k = counters[ck]
-                    counters[ck] += 1
-                    key = ("p2p", it, src, dst, nd.comm_tag, k)
-                    tasks.setdefault(key, dict(kind="p2p", src=src, dst=dst, size=float(nd.comm_size or 0),
-                                               name=nd.name or "p2p", cat=nd.attrs.get("comm_category", "other"),
-                                               deps=set()))
-                else:
-                    raise ConfigError(f"{where}", nd.type_name, "accepted: compute, metadata, collective, send and recv nodes")
-                node_key[(it, r, nd.id)] = key
-            terminal[(it, r)] = [nd.id for nd in tr.nodes if nd.id not in has_succ]
+            m.add_nodes(it, tr)
         for tr in traces:
-            r = tr.rank
-            for nd in tr.nodes:
-                key = node_key[(it, r, nd.id)]
-                for d in nd.deps:
-                    if (it, r, d) not in node_key:
-                        raise ConfigError(f"rank {r} node {nd.id} deps", d, "accepted: ids of nodes in the same trace")
-                    dk = node_key[(it, r, d)]
-                    if dk != key:
-                        tasks[key]["deps"].add(dk)
-                if it > 0 and not nd.deps:
-                    for d in terminal[(it - 1, r)]:
-                        tasks[key]["deps"].add(node_key[(it - 1, r, d)])
-    unmatched = [k for k, t in tasks.items() if t["kind"] == "p2p" and k[2] == k[3]]
-    if unmatched:
-        raise ConfigError("trace", unmatched[0], "a send to itself")
-    # global topological order (Kahn, stable in insertion order), then emit
-    keys = list(tasks)
-    index = {k: i for i, k in enumerate(keys)}
-    indeg = [len(tasks[k]["deps"]) for k in keys]
-    succ = defaultdict(list)
-    for k in keys:
-        for d in tasks[k]["deps"]:
-            succ[d].append(k)
-    import heapq
+            m.link(it, tr)
+    return m.emit()
 
-    ready = [index[k] for k in keys if indeg[index[k]] == 0]
-    heapq.heapify(ready)
-    b = GraphBuilder(n)
-    b.meta.update(model="chakra trace", strategy=f"{n} ranks")
-    new_id: dict = {}
-    while ready:
-        i = heapq.heappop(ready)
-        k = keys[i]
-        t = tasks[k]
+
+class _TraceMatcher:
+    """Tasks keyed across ranks (a collective or a send/recv pair is one task), then emitted in a
+    stable global topological order."""
+
+    def __init__(self, traces: Sequence[EtTrace], groups):
+        self.n, self.groups = len(traces), groups
+        self.world = tuple(range(self.n))
+        self.tasks: dict = {}  # key -> dict(kind, ..., deps=set of keys)
+        self.node_key: dict = {}  # (iteration, rank, node id) -> task key
+        self.terminal: dict = {}
+
+    def add_nodes(self, it: int, tr: EtTrace) -> None:
+        r = tr.rank
+        counters: dict = defaultdict(int)
+        has_succ = set()
+        for nd in tr.nodes:
+            has_succ.update(nd.deps)
+        for nd in tr.nodes:
+            self.node_key[(it, r, nd.id)] = self._task(it, r, nd, counters)
+        self.terminal[(it, r)] = [nd.id for nd in tr.nodes if nd.id not in has_succ]
+
+    def _task(self, it: int, r: int, nd: EtNode, counters: dict):
+        where = f"rank {r} node {nd.id}"
+        if nd.type == COMP_NODE or nd.type == _METADATA:
+            key = ("c", it, r, nd.id)
+            roofline = not nd.duration_micros and (nd.num_ops or nd.tensor_size)
+            dur = None if roofline else float(nd.duration_micros) * 1e-6
+            if nd.type == _METADATA:
+                dur = 0.0
+            self.tasks[key] = dict(kind="c", npu=r, name=nd.name or f"node {nd.id}", dur=dur,
+                                   flops=float(nd.num_ops or 0), mem=float(nd.tensor_size or 0), deps=set())
+            return key
+        if nd.type == COMM_COLL_NODE:
+            return self._collective(it, nd, counters, where)
+        if nd.type in (COMM_SEND_NODE, COMM_RECV_NODE):
+            send = nd.type == COMM_SEND_NODE
+            src, dst = (r, int(nd.comm_dst)) if send else (int(nd.comm_src), r)
+            ck = ("p2p", src, dst, nd.comm_tag, send)
+            k = counters[ck]
+            counters[ck] += 1
+            key = ("p2p", it, src, dst, nd.comm_tag, k)
+            self.tasks.setdefault(key, dict(kind="p2p", src=src, dst=dst, size=float(nd.comm_size or 0),
+                                            name=nd.name or "p2p", cat=nd.attrs.get("comm_category", "other"),
+                                            deps=set()))
+            return key
+        raise ConfigError(f"{where}", nd.type_name, "accepted: compute, metadata, collective, send and recv nodes")
+
+    def _collective(self, it: int, nd: EtNode, counters: dict, where: str):
+        members = self.world
+        pg = nd.pg_name
+        if pg not in (None, "", "0"):
+            if not self.groups or str(pg) not in self.groups:
+                raise ConfigError(f"{where} pg_name", pg, "accepted: a group of the communicator-groups file")
+            members = tuple(int(x) for x in self.groups[str(pg)])
+        name = COLLECTIVE_COMM_TYPE_NAMES.get(nd.comm_type)
+        if name not in _COLL:
+            raise ConfigError(f"{where} comm_type", nd.comm_type, f"accepted: {', '.join(_COLL)}")
+        k = counters[("coll", members)]
+        counters[("coll", members)] += 1
+        key = ("coll", it, members, k)
+        cat = nd.attrs.get("comm_category", "other")
+        # ASTRA-sim's comm_size of an all-gather is each NPU's contribution; ours the gathered output
+        size = float(nd.comm_size or 0) * (len(members) if name == "ALL_GATHER" else 1)
+        t = self.tasks.setdefault(key, dict(kind="coll", coll=_COLL[name], size=size, members=members,
+                                            name=nd.name or name, cat=cat if cat in CATEGORIES else "other", deps=set()))
+        if t["size"] != size or t["coll"] != _COLL[name]:
+            raise ConfigError(f"{where}", nd.name, f"collective {k} of group {members} differs between ranks")
+        return key
+
+    def link(self, it: int, tr: EtTrace) -> None:
+        """Dependencies of rank `tr.rank`'s tasks in iteration `it` (and on the previous iteration)."""
+        r, node_key, tasks = tr.rank, self.node_key, self.tasks
+        for nd in tr.nodes:
+            key = node_key[(it, r, nd.id)]
+            for d in nd.deps:
+                if (it, r, d) not in node_key:
+                    raise ConfigError(f"rank {r} node {nd.id} deps", d, "accepted: ids of nodes in the same trace")
+                dk = node_key[(it, r, d)]
+                if dk != key:
+                    tasks[key]["deps"].add(dk)
+            if it > 0 and not nd.deps:
+                for d in self.terminal[(it - 1, r)]:
+                    tasks[key]["deps"].add(node_key[(it - 1, r, d)])
+
+    def emit(self) -> WorkloadGraph:
+        """The graph, tasks in a global topological order (Kahn, stable in insertion order)."""
+        import heapq
+
+        tasks = self.tasks
+        unmatched = [k for k, t in tasks.items() if t["kind"] == "p2p" and k[2] == k[3]]
+        if unmatched:
+            raise ConfigError("trace", unmatched[0], "a send to itself")
+        keys = list(tasks)
+        index = {k: i for i, k in enumerate(keys)}
+        indeg = [len(tasks[k]["deps"]) for k in keys]
+        succ = defaultdict(list)
+        for k in keys:
+            for d in tasks[k]["deps"]:
+                succ[d].append(k)
+        ready = [index[k] for k in keys if indeg[index[k]] == 0]
+        heapq.heapify(ready)
+        b = GraphBuilder(self.n)
+        b.meta.update(model="chakra trace", strategy=f"{self.n} ranks")
+        new_id: dict = {}
+        while ready:
+            k = keys[heapq.heappop(ready)]
+            new_id[k] = self._build(b, k, [new_id[d] for d in sorted(tasks[k]["deps"], key=index.get)])
+            for s in succ[k]:
+                j = index[s]
+                indeg[j] -= 1
+                if indeg[j] == 0:
+                    heapq.heappush(ready, j)
+        if len(new_id) != len(keys):
+            stuck = next(k for k in keys if k not in new_id)
+            raise ConfigError("trace", str(stuck), "collectives or send/recv pairs that wait for each other (a cycle), "
+                                                   "or a collective some member never issues")
+        return b.build()
+
+    def _build(self, b: GraphBuilder, k, deps: list[int]) -> int:
+        t = self.tasks[k]
         b.iteration = k[1]
-        deps = [new_id[d] for d in sorted(t["deps"], key=index.get)]
         if t["kind"] == "c":
-            new_id[k] = b.compute(t["npu"], t["name"], duration=t["dur"], flops=t["flops"], mem_bytes=t["mem"], deps=deps)
-        elif t["kind"] == "coll":
-            new_id[k] = b.collective(t["coll"], t["size"], t["members"], t["cat"], t["name"], deps=deps)
-        else:
-            cat = t["cat"] if t["cat"] in CATEGORIES else "other"
-            new_id[k] = b.p2p(t["src"], t["dst"], t["size"], cat, t["name"], deps=deps)
-        for s in succ[k]:
-            j = index[s]
-            indeg[j] -= 1
-            if indeg[j] == 0:
-                heapq.heappush(ready, j)
-    if len(new_id) != len(keys):
-        stuck = next(k for k in keys if k not in new_id)
-        raise ConfigError("trace", str(stuck), "collectives or send/recv pairs that wait for each other (a cycle), "
-                                               "or a collective some member never issues")
-    return b.build()
+            return b.compute(t["npu"], t["name"], duration=t["dur"], flops=t["flops"], mem_bytes=t["mem"], deps=deps)
+        if t["kind"] == "coll":
+            return b.collective(t["coll"], t["size"], t["members"], t["cat"], t["name"], deps=deps)
+        cat = t["cat"] if t["cat"] in CATEGORIES else "other"
+        return b.p2p(t["src"], t["dst"], t["size"], cat, t["name"], deps=deps)
 
 
 _COMM_TYPE = {"all-reduce": 0, "reduce": 1, "all-gather": 2, "broadcast": 5, "all-to-all": 6, "reduce-scatter": 7}

@@ -1,0 +1,174 @@
+"""ASTRA-sim config readers, shared parts: the vocabulary of its files, one-line errors that name
+the file and the key, strict JSON/YAML loading, value checks."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+
+#: network building blocks and the fabricsim `stack` kind each becomes
+BLOCKS: dict[str, str] = {"Ring": "ring", "FullyConnected": "fc", "Switch": "switch"}
+#: collectives with a `*-implementation` key, in ASTRA-sim's spelling
+COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
+SCHEDULING_POLICIES = ("LIFO", "FIFO", "EXPLICIT")
+COLLECTIVE_OPTIMIZATIONS = ("baseline", "localBWAware")
+MEMORY_TYPES = ("NO_MEMORY_EXPANSION", "PER_NPU_MEMORY_EXPANSION", "PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL")
+#: keys present in shipped examples / docs that ASTRA-sim (HEAD) does not read
+IGNORED_KEYS = ("boost-mode", "intra-dimension-scheduling", "inter-dimension-scheduling")
+
+GIB = 2**30  # ASTRA-sim's network "GB" (bytes)
+_MAX_VALUE_REPR = 80
+
+
+# ----------------------------------------------------------------------------------------- errors
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s*[\r\n]+\s*", " ", text).strip()
+
+
+def _short_repr(value: object) -> str:
+    r = repr(value)
+    return r if len(r) <= _MAX_VALUE_REPR else r[: _MAX_VALUE_REPR - 3] + "..."
+
+
+class AstraConfigError(ConfigError):
+    """A bad ASTRA-sim input file. One line: `<file>: <key>: <problem>; <what is accepted>`.
+
+    `path` and `key` are kept as attributes; `field` is `"<file>: <key>"` as in `ConfigError`."""
+
+    def __init__(self, path: str | Path, key: str | None, value: object, accepted: str, *,
+                 problem: str | None = None):
+        self.path = str(path)
+        self.key = key
+        self.field = f"{self.path}: {key}" if key else self.path
+        self.value = value
+        self.accepted = accepted
+        what = problem if problem is not None else f"invalid value {_short_repr(value)}"
+        ValueError.__init__(self, _one_line(f"{self.field}: {what}; {accepted}"))
+
+
+def _missing(path, key: str, accepted: str) -> AstraConfigError:
+    return AstraConfigError(path, key, None, accepted, problem="missing")
+
+
+# ----------------------------------------------------------------------------------- file loading
+
+
+def _read_text(path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        reason = getattr(e, "strerror", None) or type(e).__name__
+        raise AstraConfigError(path, None, None, "accepted: a readable UTF-8 file",
+                               problem=f"cannot read the file ({reason})") from None
+
+
+def _no_duplicates(path):
+    def hook(pairs):
+        seen: dict[str, Any] = {}
+        for k, v in pairs:
+            if k in seen:
+                raise AstraConfigError(path, k, v, "accepted: each key once (JSON keeps only the last)",
+                                       problem="key given twice")
+            seen[k] = v
+        return seen
+    return hook
+
+
+def _reject_constant(path):
+    def hook(name):
+        raise AstraConfigError(path, None, name, "accepted: standard JSON (no NaN or Infinity)",
+                               problem=f"non-standard number {name}")
+    return hook
+
+
+def _load_json(path) -> Any:
+    text = _read_text(path)
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates(path), parse_constant=_reject_constant(path))
+    except json.JSONDecodeError as e:
+        raise AstraConfigError(f"{path}:{e.lineno}", None, None, "accepted: valid JSON",
+                               problem=f"JSON syntax error at line {e.lineno} column {e.colno}: {e.msg}") from None
+
+
+def _load_yaml(path) -> Any:
+    text = _read_text(path)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        line = mark.line + 1 if mark is not None else 0
+        detail = getattr(e, "problem", None) or type(e).__name__
+        where = f"line {line} column {mark.column + 1}" if mark is not None else "unknown line"
+        raise AstraConfigError(f"{path}:{line}" if line else path, None, None, "accepted: valid YAML",
+                               problem=f"YAML syntax error at {where}: {detail}") from None
+
+
+def _mapping(path, data, what: str) -> dict:
+    if not isinstance(data, dict):
+        raise AstraConfigError(path, "top level", data if not isinstance(data, (list, dict)) else type(data).__name__,
+                               f"accepted: {what}", problem=f"expected {what}, got {type(data).__name__}")
+    return data
+
+
+# ------------------------------------------------------------------------------- value checking
+
+_NUMBER_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _number(path, key: str, v, *, minimum: float | None = 0.0, strict: bool = False,
+            allow_text: bool = False, unit: str = "") -> float:
+    """A finite real number (not a bool) >= minimum (> minimum if `strict`)."""
+    bound = "" if minimum is None else (f" > {minimum:g}" if strict else f" >= {minimum:g}")
+    accepted = f"accepted: a number{bound}{(' (' + unit + ')') if unit else ''}"
+    x = v
+    if allow_text and isinstance(v, str) and _NUMBER_TEXT.fullmatch(v.strip()):
+        x = float(v)  # YAML 1.1 (PyYAML) reads `1e3` as text; yaml-cpp reads it as a number
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        raise AstraConfigError(path, key, v, accepted)
+    if minimum is not None and (x <= minimum if strict else x < minimum):
+        raise AstraConfigError(path, key, v, accepted)
+    return float(x)
+
+
+def _integer(path, key: str, v, *, minimum: int | None = 0, why: str = "") -> int:
+    """An integer (an integral float such as 4.0 is accepted, as nlohmann/yaml-cpp convert it; 4.5 is
+    not, because ASTRA-sim would silently truncate it)."""
+    accepted = f"accepted: an integer{'' if minimum is None else f' >= {minimum}'}{(' ' + why) if why else ''}"
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise AstraConfigError(path, key, v, accepted)
+    if isinstance(v, float) and not (math.isfinite(v) and v.is_integer()):
+        raise AstraConfigError(path, key, v, accepted)
+    n = int(v)
+    if minimum is not None and n < minimum:
+        raise AstraConfigError(path, key, v, accepted)
+    return n
+
+
+def _flag(path, key: str, v) -> bool:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)) and v in (0, 1):
+        return bool(v)
+    raise AstraConfigError(path, key, v, "accepted: 0 or 1 (or false/true)")
+
+
+def _string(path, key: str, v, accepted: str = "accepted: a non-empty string") -> str:
+    if not isinstance(v, str) or not v:
+        raise AstraConfigError(path, key, v, accepted)
+    return v
+
+
+def _choice(path, key: str, v, choices) -> str:
+    accepted = "accepted: " + " / ".join(choices) + " (case-sensitive)"
+    if not isinstance(v, str) or v not in choices:
+        raise AstraConfigError(path, key, v, accepted)
+    return v
