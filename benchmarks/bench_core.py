@@ -4,6 +4,8 @@ For each case: generate the schedule, verify it on data (full, and on a sample o
 and time it with the analytical model (both sizes in one pass). Wall times are written to
 benchmarks/results/core.json. Run: `.venv/bin/python benchmarks/bench_core.py`.
 For scale: ASTRA-sim's analytical backend needs about 12 minutes for the 4096-rank ring case.
+Also: building many topologies from typed parameters (what a topology optimizer does): 1000 tori
+and 1000 direct-connect graphs of 64 NPUs of degree 4 (random permutations), per topology.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from _results import write_results  # benchmarks/ is on sys.path when run as a s
 from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.verify import verify
 from fabricsim.network import time_schedule
-from fabricsim.topology import parse_topology
+from fabricsim.topology import build_topology, parse_topology
 
 CASES = [("ring:4096", "ring"), ("torus:64x64", "ring"), ("torus:64x64", "hierarchical")]
 SIZES = [2.0**20, 2.0**30]
@@ -28,8 +30,28 @@ def clock(fn):
     return out, time.perf_counter() - t0
 
 
+def topology_builds(count: int = 1000) -> list[dict]:
+    """Time per topology built through `build_topology` (one build path for specs and mappings)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    perms = [[(i, int(p[i])) for p in (rng.permutation(64), rng.permutation(64)) for i in range(64) if p[i] != i]
+             for _ in range(count)]
+    out = []
+    for label, build in (("torus 8x8 (typed parameters)", lambda i: build_topology("torus", dims=(8, 8), bandwidth=50e9)),
+                         ("direct 64 NPUs, degree 4 (2 permutations both ways)",
+                          lambda i: build_topology("direct", n=64, links=perms[i], bandwidth=50e9))):
+        t0 = time.perf_counter()
+        for i in range(count):
+            build(i)
+        per = (time.perf_counter() - t0) / count
+        out.append({"case": label, "count": count, "per_topology_s": per})
+        print(f"{label:<52} {per * 1e3:.2f} ms per topology ({count} built)")
+    return out
+
+
 def main() -> dict:
-    results = []
+    results = topology_builds()
     for topo_spec, alg in CASES:
         topo, t_topo = clock(lambda: parse_topology(topo_spec, "400Gbps", "100ns"))
         sched, t_gen = clock(lambda: build_schedule(topo, "all-reduce", alg))

@@ -20,10 +20,12 @@ from fabricsim.topology import (
     from_edges,
     fully_connected,
     mesh,
+    build_topology,
     parse_topology,
     ring,
     stack,
     switch,
+    topology_from_config,
     torus,
 )
 
@@ -678,3 +680,74 @@ def test_scale_64x64_torus_ring_neighbours():
     inner[ends] = False
     idx = np.flatnonzero(inner)
     assert np.array_equal(t.link_dst[links[idx]], t.link_src[links[idx + 1]])
+
+
+# ---- typed parameters: one build path --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec,family,params", [
+    ("ring:8", "ring", {"n": 8}),
+    ("ring:8,uni", "ring", {"n": 8, "bidirectional": False}),
+    ("fc:6", "fully-connected", {"n": 6}),
+    ("switch:8,reduce", "switch", {"n": 8, "reduce": True}),
+    ("switch:8,multicast", "switch", {"n": 8, "multicast": True}),
+    ("mesh:4x3", "mesh", {"dims": [4, 3]}),
+    ("torus:4x4x2", "torus", {"dims": (4, 4, 2)}),
+    ("stack:Ring4xSwitch8", "stack", {"kinds": ["ring", "switch"], "dims": [4, 8]}),
+    ("fat-tree:16,leaf=4,spines=2,oversub=2", "fat-tree", {"n": 16, "leaf": 4, "spines": 2, "oversub": 2}),
+    ("wafer:5x4,io=100GB/s", "wafer", {"cols": 5, "rows": 4, "io_bandwidth": "100GB/s"}),
+    ("fred:5x4,up=12TB/s,reduce", "fred", {"groups": 5, "per_group": 4, "up_bandwidth": "12TB/s", "reduce": True}),
+])
+def test_spec_string_and_typed_parameters_build_the_same_topology(spec, family, params):
+    a = parse_topology(spec, "50GB/s", "100ns")
+    b = build_topology(family, bandwidth="50GB/s", latency="100ns", **params)
+    c = topology_from_config({"family": family, **params}, "50GB/s", "100ns")
+    for t in (b, c):
+        assert t.n_npus == a.n_npus and t.n_switches == a.n_switches and t.dims == a.dims
+        for name in ("link_src", "link_dst", "link_bw", "link_lat", "link_dim", "can_reduce", "can_multicast",
+                     "io_nodes", "io_attach"):
+            np.testing.assert_array_equal(getattr(t, name), getattr(a, name))
+        for name in ("ring_order", "switch_dim", "leaf_of"):
+            x, y = getattr(t, name), getattr(a, name)
+            assert (x is None) == (y is None) and (x is None or np.array_equal(x, y))
+        src, dst = np.arange(a.n_npus), np.arange(a.n_npus)[::-1]
+        pa, la = a.route(src, dst)
+        pb, lb = t.route(src, dst)
+        np.testing.assert_array_equal(pa, pb) and np.testing.assert_array_equal(la, lb)
+
+
+def test_direct_family_from_links():
+    """A 4-node ring given as links, both ways: 8 directed links; 0 -> 2 takes 2 hops."""
+    t = build_topology("direct", n=4, links=[(0, 1), (1, 2), (2, 3), (3, 0)], bandwidth="10GB/s")
+    assert t.n_npus == 4 and t.n_links == 8 and np.all(t.link_bw == 10e9)
+    ptr, _ = t.route([0], [2])
+    assert int(np.diff(ptr)[0]) == 2
+
+
+@pytest.mark.parametrize("value,needle", [
+    ({"family": "hypercube", "n": 8}, "hypercube"),
+    ({"family": "torus", "dims": [4, "x"]}, "dims"),
+    ({"family": "torus", "dims": [1, 1]}, "dims"),
+    ({"family": "ring", "n": 8, "colour": "red"}, "colour"),
+    ({"family": "fat-tree", "n": 10, "leaf": 4}, "leaf"),
+    ({"family": "direct", "n": 3, "links": [[0, 5]]}, "links"),
+    ({"dims": [4, 4]}, "family"),
+    ({"family": "wafer", "cols": 5, "rows": 4, "io_bandwidth": "fast"}, "io_bandwidth"),
+])
+def test_bad_topology_mapping_is_one_line(value, needle):
+    with pytest.raises(ConfigError) as ei:
+        topology_from_config(value, "50GB/s", "100ns")
+    msg = str(ei.value)
+    assert "\n" not in msg and needle in msg, msg
+
+
+def test_train_config_takes_a_topology_mapping(tmp_path):
+    import yaml
+
+    from fabricsim.train import load_train_config
+
+    p = tmp_path / "c.yaml"
+    p.write_text(yaml.safe_dump({"network": {"topology": {"family": "torus", "dims": [2, 4]}},
+                                 "workload": {"model": "resnet50", "batch": 8, "parallelism": {"dp": 8}}}))
+    topo = load_train_config(p).network.build_topology()
+    assert topo.dims == (2, 4) and topo.n_links == 8 + 2 * 8  # size-2 dimension: one link each way, size 4: two

@@ -68,7 +68,7 @@ class NetworkSection(_Strict):
     """`network:` the topology (spec string), its link parameters, the network model and the
     algorithm of each collective."""
 
-    topology: str
+    topology: str | dict[str, Any]  # a spec string, or {family: torus, dims: [8, 8], ...}
     bandwidth: Any = "400Gbps"
     latency: Any = "100ns"
     model: str = "congestion-aware"
@@ -83,9 +83,9 @@ class NetworkSection(_Strict):
 
     def build_topology(self) -> Topology:
         """The topology this section names."""
-        from .topology.spec import parse_topology
+        from .topology.spec import topology_from_config
 
-        return parse_topology(self.topology, self.bandwidth, self.latency)
+        return topology_from_config(self.topology, self.bandwidth, self.latency)
 
     def choices(self) -> dict[str, AlgorithmChoice]:
         """Every collective -> its algorithm with typed options."""
@@ -112,6 +112,7 @@ class NpuSection(_Strict):
     _built = model_validator(mode="after")(lambda self: self.build() and self)
 
     def build(self) -> NPU:
+        """The `system.NPU` of this section (peak FLOP/s, memory bytes/s, efficiency)."""
         return NPU(self.peak, self.memory_bandwidth, self.efficiency)
 
 
@@ -125,6 +126,7 @@ class EndpointSection(BaseModel):
     _built = model_validator(mode="after")(lambda self: self.build() and self)
 
     def build(self) -> EndpointModel:
+        """The endpoint policy this section names, made from its other fields."""
         return make_endpoint(self.policy, **(self.model_extra or {}))
 
 
@@ -140,6 +142,7 @@ class SchedulingSection(_Strict):
     _built = model_validator(mode="after")(lambda self: self.build() and self)
 
     def build(self) -> Scheduling:
+        """The `system.Scheduling` of this section."""
         return Scheduling(self.policy, tuple(self.priorities), self.chunks, self.chunks_in_flight, self.comm_streams)
 
 
@@ -151,10 +154,31 @@ class SystemSection(_Strict):
     scheduling: SchedulingSection = Field(default_factory=SchedulingSection)
 
     def build(self) -> System:
+        """The `system.System`: NPU, endpoint policy and scheduling."""
         return System(self.npu.build(), self.endpoint.build(), self.scheduling.build())
 
 
 class ParallelismSection(_Strict):
+    """`workload.parallelism:` the strategy of a zoo model (`workload.parallelism.Strategy`).
+
+    Parameters
+    ----------
+    mp, dp, pp : int
+        Model (tensor), data and pipeline parallel degrees; mp x dp x pp = the network's NPUs.
+    microbatches : int
+        Microbatches per minibatch (pipeline).
+    schedule : str
+        Pipeline schedule: gpipe or 1f1b.
+    zero : int
+        0 (data-parallel all-reduce) or 2 (ZeRO-2: reduce-scatter + all-gather).
+    dp_bucket : float
+        Data-parallel bucket size, bytes (units accepted); 0 = one collective per layer.
+    placement : list of str
+        Order of mp, pp, dp in the rank numbering, fastest-varying first.
+    weight_streaming : bool
+        Weights in from the I/O controllers each pass, gradients out (FRED).
+    """
+
     mp: int = Field(default=1, ge=1)
     dp: int = Field(default=1, ge=1)
     pp: int = Field(default=1, ge=1)
@@ -169,6 +193,34 @@ class ParallelismSection(_Strict):
 
 
 class WorkloadSection(_Strict):
+    """`workload:` what runs: exactly one of `model`, `astra_text`, `chakra`.
+
+    Parameters
+    ----------
+    model : str, optional
+        A zoo model (`workload.models.MODELS`).
+    astra_text : str, optional
+        An ASTRA-sim 1.0 text workload file (relative to the config file).
+    chakra : str, optional
+        A Chakra trace prefix: rank r reads `<prefix>.<r>.et`.
+    comm_groups : str, optional
+        ASTRA-sim communicator-groups JSON for Chakra traces (pg_name -> NPUs).
+    dtype : str
+        Element type of parameters and activations: fp16, bf16 or fp32.
+    grad_dtype : str, optional
+        Element type of gradients (default: `dtype`).
+    batch : int
+        Global minibatch, samples (sequences).
+    iterations : int
+        Training iterations to simulate.
+    input_loading : bool
+        Each iteration's inputs come in through the I/O controllers (prefetched).
+    mp : int, optional
+        Model-parallel group of hybrid text workloads.
+    parallelism : ParallelismSection
+        The strategy of a zoo model.
+    """
+
     model: str | None = None
     astra_text: str | None = None
     chakra: str | None = None
@@ -192,6 +244,21 @@ class WorkloadSection(_Strict):
 
 
 class OutputSection(_Strict):
+    """`output:` where and what the run writes.
+
+    Parameters
+    ----------
+    dir : str, optional
+        Folder for summary.json, breakdown.csv, trace.json and breakdown.png, relative to the
+        config file (default of `fabricsim train`: out/<config name>).
+    trace : bool
+        Write the Perfetto trace.
+    trace_npus : str, optional
+        NPUs in the trace as a group string (`0-63`); default the first 64.
+    plot : bool
+        Write the breakdown plot.
+    """
+
     dir: str | None = None
     trace: bool = True
     trace_npus: str | None = None
@@ -199,6 +266,20 @@ class OutputSection(_Strict):
 
 
 class TrainConfig(_Strict):
+    """A whole training config (module doc).
+
+    Parameters
+    ----------
+    name : str, optional
+        Title of the run (default: model and strategy).
+    network : NetworkSection
+    system : SystemSection
+    workload : WorkloadSection
+    output : OutputSection
+    base_dir : str
+        Folder that relative paths in the config are resolved against (the config file's).
+    """
+
     name: str | None = None
     network: NetworkSection
     system: SystemSection = Field(default_factory=SystemSection)
@@ -208,6 +289,20 @@ class TrainConfig(_Strict):
 
 
 def load_train_config(path: str | Path) -> TrainConfig:
+    """Read and validate a training config file (module doc).
+
+    Parameters
+    ----------
+    path : str or Path
+        A YAML file; relative paths inside it are relative to it.
+
+    Returns
+    -------
+    TrainConfig
+        Every section checked; a one-line ConfigError names the file, the field, the value and
+        what is accepted (also when the workload names none or several of model, astra_text,
+        chakra).
+    """
     data = read_yaml_mapping(path, "network, system, workload, output")
     data.setdefault("base_dir", str(Path(path).resolve().parent))
     cfg = validate(TrainConfig, data, str(path))
@@ -241,6 +336,8 @@ def _resolve(cfg: TrainConfig, p: str) -> str:
 
 
 def graph_of(cfg: TrainConfig, n_npus: int) -> WorkloadGraph:
+    """The config's workload graph on `n_npus` NPUs: a zoo model under its strategy, an
+    ASTRA-sim text workload, or Chakra traces."""
     w = cfg.workload
     if w.model is not None:
         from .workload.models import get_model
@@ -269,12 +366,25 @@ def graph_of(cfg: TrainConfig, n_npus: int) -> WorkloadGraph:
 
 @dataclass(frozen=True, eq=False)
 class TrainRun:
+    """What `run_train` returns.
+
+    Parameters
+    ----------
+    config : TrainConfig
+        The config that ran.
+    topology : Topology
+        Its network.
+    result : TrainResult
+        Task times and the breakdown (s).
+    """
+
     config: TrainConfig
     topology: Topology
     result: TrainResult
 
     @property
     def title(self) -> str:
+        """The config's name, or the model and strategy names."""
         g = self.result.graph
         return self.config.name or f"{g.meta.get('model', 'workload')} {g.meta.get('strategy', '')}".strip()
 

@@ -47,6 +47,26 @@ def _group(text) -> list[int] | None:
 
 
 class FlowItem(BaseModel):
+    """One entry of `flows:`: `count` identical point-to-point flows.
+
+    Parameters
+    ----------
+    name : str, optional
+        Label in the results (default `flow<i>`).
+    src, dst : int
+        Topology node ids (NPUs first, then switches and I/O controllers).
+    size : float
+        Bytes per flow (units accepted: `1GiB`).
+    start : float
+        Start time, s (units accepted: `10us`).
+    priority : int
+        Strict priority class, 0 = highest.
+    cap : float, optional
+        Rate cap per flow, bytes/s (units accepted: `100Gbps`); None = no cap.
+    count : int
+        Number of such flows.
+    """
+
     model_config = ConfigDict(extra="forbid")
     name: str | None = None
     src: int = Field(ge=0)
@@ -63,6 +83,31 @@ class FlowItem(BaseModel):
 
 
 class CollectiveItem(BaseModel):
+    """One entry of `collectives:`: a collective run as flows (`dataflow.schedule_flows`).
+
+    Parameters
+    ----------
+    name : str, optional
+        Label in the results (default `collective<i>`).
+    collective : str
+        all-reduce, reduce-scatter, all-gather, all-to-all, broadcast or reduce (aliases accepted).
+    algorithm : str
+        `NAME[,KEY=VALUE...]` (see `fabricsim algorithms`); stored in canonical form with
+        `options` folded in.
+    size : float
+        Collective size, bytes (nccl-tests' convention; units accepted).
+    group : str or list of int, optional
+        Ranks (`0-7`, `0,2,4`, or a list); default every NPU.
+    root : int
+        Root's index in the group, for broadcast and reduce.
+    start : float
+        Start time, s (units accepted).
+    priority : int
+        Strict priority class of all its flows, 0 = highest.
+    options : dict
+        Algorithm options (merged into `algorithm` when validated).
+    """
+
     model_config = ConfigDict(extra="forbid")
     name: str | None = None
     collective: str
@@ -88,8 +133,28 @@ class CollectiveItem(BaseModel):
 
 
 class TrafficFile(BaseModel):
+    """A traffic file (module doc): a network, a network model, and flows and collectives.
+
+    Parameters
+    ----------
+    topology : str
+        A topology spec as on the command line (`torus:8x8`).
+    bandwidth : str, float or list
+        Link bandwidth, bytes/s (units accepted), one value or one per dimension.
+    latency : str, float or list
+        Link latency, s (units accepted), one value or one per dimension.
+    model : str
+        A network model name or alias (`fabricsim models`), stored canonical; default flow.
+    mode : str, optional
+        Older spelling of the flow model's variant: pipelined or store-and-forward.
+    chunk : float
+        Pipeline fill per extra hop for the flow models, bytes (units accepted).
+    flows : list of FlowItem
+    collectives : list of CollectiveItem
+    """
+
     model_config = ConfigDict(extra="forbid")
-    topology: str
+    topology: str | dict[str, Any]  # a spec string, or {family: torus, dims: [8, 8], ...}
     bandwidth: Any = "400Gbps"
     latency: Any = "100ns"
     model: str = "flow"
@@ -125,6 +190,22 @@ class TrafficFile(BaseModel):
 
 @dataclass(frozen=True)
 class ItemResult:
+    """Timing of one entry of a traffic file (all its flows together).
+
+    Parameters
+    ----------
+    name : str
+        The entry's label.
+    kind : str
+        "flow" or the collective's name.
+    start_s : float
+        Earliest start of its flows, s.
+    finish_s : float
+        Latest arrival of its flows, s.
+    bytes : float
+        Bytes of all its flows.
+    """
+
     name: str
     kind: str  # "flow" or the collective
     start_s: float
@@ -133,11 +214,32 @@ class ItemResult:
 
     @property
     def duration_s(self) -> float:
+        """Finish minus start, s."""
         return self.finish_s - self.start_s
 
 
 @dataclass(frozen=True)
 class TrafficResult:
+    """What `run_traffic` reports.
+
+    Parameters
+    ----------
+    items : tuple of ItemResult
+        One per flow entry, then one per collective entry, in file order.
+    makespan_s : float
+        When the last flow arrived, s.
+    link_utilization : float array
+        Mean utilization of each link over the makespan (0..1).
+    link_busy_s : float array
+        Seconds each link carried traffic.
+    events : int
+        Events of the simulation.
+    timeline : tuple
+        Per-interval link rates (bytes/s), when recorded.
+    topology : str
+        The topology's name.
+    """
+
     items: tuple[ItemResult, ...]
     makespan_s: float
     link_utilization: np.ndarray  # mean over the makespan
@@ -169,9 +271,9 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False) -> TrafficR
         Start and finish of every item, makespan, link utilization.
     """
     from ..collectives.api import build_schedule
-    from ..topology.spec import parse_topology
+    from ..topology.spec import topology_from_config
 
-    topo = parse_topology(spec.topology, spec.bandwidth, spec.latency)
+    topo = topology_from_config(spec.topology, spec.bandwidth, spec.latency)
     net = spec.network_model()
     parts, labels = [], []
     for i, f in enumerate(spec.flows):

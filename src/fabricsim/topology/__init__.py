@@ -11,7 +11,7 @@ from .builders import (
            torus,
 )
 from .graph import Topology
-from .spec import FAMILIES, parse_topology
+from .spec import FAMILIES, build_topology, parse_topology, topology_from_config
 
-__all__ = ["FAMILIES", "Topology", "fat_tree", "from_edges", "fully_connected", "mesh", "parse_topology",
-           "ring", "stack", "switch", "torus"]
+__all__ = ["FAMILIES", "Topology", "build_topology", "fat_tree", "from_edges", "fully_connected", "mesh",
+           "parse_topology", "ring", "stack", "switch", "topology_from_config", "torus"]

@@ -30,6 +30,73 @@ def _per_dim(value, ndim: int, what: str) -> list[float]:
     return [float(v) for v in vals]
 
 
+class _Links:
+    """Links appended dimension by dimension, with the routing tables that name them."""
+
+    def __init__(self, kinds, dims, bw, lat):
+        self.kinds, self.dims, self.bw, self.lat = kinds, dims, bw, lat
+        D = len(dims)
+        self.n = n = int(np.prod(dims))
+        self.ranks = np.arange(n)
+        self.strides = np.cumprod((1,) + dims[:-1])
+        self.coords = np.stack([(self.ranks // self.strides[d]) % dims[d] for d in range(D)], axis=1)
+        self.cols: dict[str, list] = {"src": [], "dst": [], "bw": [], "lat": [], "dim": []}
+        self.n_links = 0
+        self.step_link = np.full((n, D, 2), -1, dtype=np.int64)
+        self.fc_link: list = [None] * D
+        self.up_link = np.full((n, D), -1, dtype=np.int64)
+        self.down_link = np.full((n, D), -1, dtype=np.int64)
+        self.n_switches = 0
+        self.sw_dim: list[int] = []
+
+    def add(self, s, t, d) -> np.ndarray:
+        s = np.asarray(s, dtype=np.int64)
+        ids = np.arange(self.n_links, self.n_links + len(s))
+        c = self.cols
+        c["src"].append(s)
+        c["dst"].append(np.asarray(t, dtype=np.int64))
+        c["bw"].append(np.full(len(s), self.bw[d]))
+        c["lat"].append(np.full(len(s), self.lat[d]))
+        c["dim"].append(np.full(len(s), d))
+        self.n_links += len(s)
+        return ids
+
+    def ring_like(self, d: int, kind: str, size: int) -> None:
+        n, c, r = self.n, self.coords[:, d], self.ranks
+        plus = r + (((c + 1) % size) - c) * self.strides[d]
+        minus = r + (((c - 1) % size) - c) * self.strides[d]
+        has_plus = np.ones(n, bool) if kind != "line" else c < size - 1
+        if kind == "ring":
+            has_minus = np.ones(n, bool) if size > 2 else np.zeros(n, bool)
+        else:
+            has_minus = c > 0 if kind == "line" else np.zeros(n, bool)
+        self.step_link[has_plus, d, 0] = self.add(r[has_plus], plus[has_plus], d)
+        self.step_link[has_minus, d, 1] = self.add(r[has_minus], minus[has_minus], d)
+        if kind == "ring" and size == 2:
+            self.step_link[:, d, 1] = self.step_link[:, d, 0]
+
+    def fully_connected(self, d: int, size: int) -> None:
+        c, r = self.coords[:, d], self.ranks
+        table = np.full((self.n, size), -1, dtype=np.int64)
+        for k in range(size):
+            m = c != k
+            table[m, k] = self.add(r[m], r[m] + (k - c[m]) * self.strides[d], d)
+        self.fc_link[d] = table
+
+    def switches(self, d: int, size: int) -> None:
+        """One switch per line along d."""
+        r, st = self.ranks, self.strides[d]
+        sw = self.n + self.n_switches + (r // (st * size)) * st + r % st
+        self.up_link[:, d] = self.add(r, sw, d)
+        self.down_link[:, d] = self.add(sw, r, d)
+        self.n_switches += self.n // size
+        self.sw_dim += [d] * (self.n // size)
+
+    def array(self, name: str, dtype) -> np.ndarray:
+        parts = self.cols[name]
+        return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+
+
 def stack(
     kinds: Sequence[str],
     dims: Sequence[int],
@@ -40,6 +107,26 @@ def stack(
     switch_reduce: bool = False,
     switch_multicast: bool | None = None,
 ) -> Topology:
+    """A multi-dimensional stack: one building block per dimension (module doc).
+
+    Parameters
+    ----------
+    kinds : sequence of str
+        ring, uniring, line, fc or switch, per dimension.
+    dims : sequence of int
+        NPUs per dimension, dimension 0 fastest.
+    bandwidth, latency : float or sequence
+        Per link and direction, bytes/s and s; one value or one per dimension.
+    name : str, optional
+        The topology's name (default: stack:KIND+SIZE x ...).
+    switch_reduce, switch_multicast : bool
+        Whether the switches reduce (and multicast) in the network.
+
+    Returns
+    -------
+    Topology
+        With dimension-order routing (`DimensionOrderRouter`).
+    """
     kinds, dims = tuple(kinds), tuple(int(d) for d in dims)
     if len(kinds) != len(dims) or not dims:
         raise ValueError("stack: kinds and dims differ in length")
@@ -47,86 +134,30 @@ def stack(
         if k not in KINDS:
             raise ValueError(f"stack: unknown dimension kind {k!r}")
     D = len(dims)
-    bw, lat = _per_dim(bandwidth, D, "bandwidth"), _per_dim(latency, D, "latency")
-    n = int(np.prod(dims))
-    ranks = np.arange(n)
-    strides = np.cumprod((1,) + dims[:-1])
-    coords = np.stack([(ranks // strides[d]) % dims[d] for d in range(D)], axis=1)
-
-    src, dst, lbw, llat, ldim = [], [], [], [], []
-    n_links = 0
-
-    def add(s, t, d):
-        nonlocal n_links
-        s = np.asarray(s, dtype=np.int64)
-        ids = np.arange(n_links, n_links + len(s))
-        src.append(s)
-        dst.append(np.asarray(t, dtype=np.int64))
-        lbw.append(np.full(len(s), bw[d]))
-        llat.append(np.full(len(s), lat[d]))
-        ldim.append(np.full(len(s), d))
-        n_links += len(s)
-        return ids
-
-    step_link = np.full((n, D, 2), -1, dtype=np.int64)
-    fc_link: list = [None] * D
-    up_link = np.full((n, D), -1, dtype=np.int64)
-    down_link = np.full((n, D), -1, dtype=np.int64)
-    n_switches = 0
-    sw_dim: list[int] = []
+    L = _Links(kinds, dims, _per_dim(bandwidth, D, "bandwidth"), _per_dim(latency, D, "latency"))
     for d, (kind, size) in enumerate(zip(kinds, dims)):
         if size == 1:
             continue
-        c = coords[:, d]
         if kind in ("ring", "uniring", "line"):
-            plus = ranks + (((c + 1) % size) - c) * strides[d]
-            minus = ranks + (((c - 1) % size) - c) * strides[d]
-            has_plus = np.ones(n, bool) if kind != "line" else c < size - 1
-            has_minus = (np.ones(n, bool) if size > 2 else np.zeros(n, bool)) if kind == "ring" else (c > 0 if kind == "line" else np.zeros(n, bool))
-            step_link[has_plus, d, 0] = add(ranks[has_plus], plus[has_plus], d)
-            step_link[has_minus, d, 1] = add(ranks[has_minus], minus[has_minus], d)
-            if kind == "ring" and size == 2:
-                step_link[:, d, 1] = step_link[:, d, 0]
+            L.ring_like(d, kind, size)
         elif kind == "fc":
-            table = np.full((n, size), -1, dtype=np.int64)
-            for k in range(size):
-                m = c != k
-                peer = ranks[m] + (k - c[m]) * strides[d]
-                table[m, k] = add(ranks[m], peer, d)
-            fc_link[d] = table
-        else:  # switch: one per line along d
-            line = (ranks // (strides[d] * size)) * strides[d] + ranks % strides[d]
-            sw = n + n_switches + line
-            up_link[:, d] = add(ranks, sw, d)
-            down_link[:, d] = add(sw, ranks, d)
-            n_lines = n // size
-            n_switches += n_lines
-            sw_dim += [d] * n_lines
-    cat = lambda parts, dt: np.concatenate(parts).astype(dt) if parts else np.zeros(0, dt)  # noqa: E731
-    n_nodes = n + n_switches
+            L.fully_connected(d, size)
+        else:
+            L.switches(d, size)
+    n, n_nodes = L.n, L.n + L.n_switches
     can_reduce = np.zeros(n_nodes, bool)
     can_mc = np.zeros(n_nodes, bool)
     can_reduce[n:] = switch_reduce
     can_mc[n:] = switch_reduce if switch_multicast is None else switch_multicast
-    router = DimensionOrderRouter(kinds, step_link, tuple(fc_link), up_link, down_link)
-    link_dst = cat(dst, np.int64)
+    router = DimensionOrderRouter(kinds, L.step_link, tuple(L.fc_link), L.up_link, L.down_link)
+    link_dst = L.array("dst", np.int64)
     # one switch dimension: the switch each NPU hangs off (a tree of height one)
-    leaf_of = link_dst[up_link[:, 0]] if D == 1 and kinds[0] == "switch" and dims[0] > 1 else None
+    leaf_of = link_dst[L.up_link[:, 0]] if D == 1 and kinds[0] == "switch" and dims[0] > 1 else None
     return Topology(
         name or "stack:" + "x".join(f"{k}{s}" for k, s in zip(kinds, dims)),
-        n,
-        cat(src, np.int64),
-        link_dst,
-        cat(lbw, float),
-        cat(llat, float),
-        router,
-        n_switches=n_switches,
-        dims=dims,
-        link_dim=cat(ldim, np.int64),
-        can_reduce=can_reduce,
-        can_multicast=can_mc,
-        switch_dim=np.array(sw_dim, dtype=np.int64), dim_kinds=kinds,
-        leaf_of=leaf_of,
+        n, L.array("src", np.int64), link_dst, L.array("bw", float), L.array("lat", float), router,
+        n_switches=L.n_switches, dims=dims, link_dim=L.array("dim", np.int64), can_reduce=can_reduce,
+        can_multicast=can_mc, switch_dim=np.array(L.sw_dim, dtype=np.int64), dim_kinds=kinds, leaf_of=leaf_of,
     )
 
 
