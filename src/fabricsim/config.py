@@ -106,4 +106,19 @@ def _fields_at(model: type[BaseModel], loc) -> list[str]:
 
 
 def load_yaml(model: type[M], path: str | Path, what: str) -> M:
+    """Read the YAML file `path` and validate it as `model`.
+
+    Parameters
+    ----------
+    model : pydantic model class
+    path : str or Path
+        The YAML file.
+    what : str
+        The top-level keys expected, named in the error for a non-mapping file.
+
+    Returns
+    -------
+    The validated model; a one-line ConfigError (file, field path, value, what is accepted)
+    otherwise.
+    """
     return validate(model, read_yaml_mapping(path, what), str(path))

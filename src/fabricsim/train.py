@@ -403,6 +403,19 @@ def run_train(cfg: TrainConfig, progress=None) -> TrainRun:
     -------
     TrainRun
         The config, the topology and the `TrainResult`.
+
+    Examples
+    --------
+    >>> from fabricsim.units import format_time
+    >>> cfg = TrainConfig.model_validate({
+    ...     "network": {"topology": "ring:4", "bandwidth": "100GB/s", "latency": "1us"},
+    ...     "system": {"npu": {"peak": "100TFLOP/s", "memory_bandwidth": "2TB/s"}},
+    ...     "workload": {"model": "resnet50", "batch": 128, "parallelism": {"dp": 4}}})
+    >>> run = run_train(cfg)
+    >>> run.title, format_time(run.result.iteration_time)
+    ('resnet50 MP(1)-DP(4)-PP(1)', '10.16 ms')
+    >>> sorted(k for k, v in run.result.mean_breakdown().items() if v > 0)   # s per NPU
+    ['DP', 'compute']
     """
     topo = topology_of(cfg)
     graph = graph_of(cfg, topo.n_npus)

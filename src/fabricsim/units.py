@@ -62,23 +62,95 @@ def _bandwidth_value(num: str, prefix: str, unit: str) -> float:
 
 
 def parse_size(text: str | int | float, field: str = "size") -> float:
-    """Bytes from `4096`, `1KiB`, `64MiB`, `1.5GB`, `8b`; a number (or a digit string) is bytes."""
+    """Bytes from `4096`, `1KiB`, `64MiB`, `1.5GB`, `8b`; a number (or a digit string) is bytes.
+
+    Parameters
+    ----------
+    text : str, int or float
+        A byte count, with or without a unit (B, or b/bit/bits for bits).
+    field : str
+        The field named in the error.
+
+    Returns
+    -------
+    float
+        Bytes, >= 0; a one-line ConfigError naming `field` for anything else.
+
+    Examples
+    --------
+    >>> parse_size("64MiB"), parse_size("1.5GB"), parse_size(4096)
+    (67108864.0, 1500000000.0, 4096.0)
+    """
     return _parse_quantity(text, field, _SIZE_RE, SIZE_ACCEPTED, _size_value, positive=False)
 
 
 def parse_bandwidth(text: str | int | float, field: str = "bandwidth") -> float:
     """Bytes/second from `400Gbps`, `50GB/s`, `25GiB/s`; a Python number is bytes/second (a
-    string needs its unit: `50` alone is ambiguous)."""
+    string needs its unit: `50` alone is ambiguous).
+
+    Parameters
+    ----------
+    text : str, int or float
+        A rate in bits (bps, bit/s, b/s) or bytes (B/s, Bps) per second.
+    field : str
+        The field named in the error.
+
+    Returns
+    -------
+    float
+        Bytes/second, > 0; a one-line ConfigError naming `field` for anything else.
+
+    Examples
+    --------
+    >>> parse_bandwidth("400Gbps"), parse_bandwidth("50GB/s"), parse_bandwidth("25GiB/s")
+    (50000000000.0, 50000000000.0, 26843545600.0)
+    """
     return _parse_quantity(text, field, _BW_RE, BW_ACCEPTED, _bandwidth_value, positive=True)
 
 
 def parse_time(text: str | int | float, field: str = "time") -> float:
-    """Seconds from `100ns`, `1.5us`, `2ms`; a Python number is seconds (a string needs its unit)."""
+    """Seconds from `100ns`, `1.5us`, `2ms`; a Python number is seconds (a string needs its unit).
+
+    Parameters
+    ----------
+    text : str, int or float
+        A time with a unit: s, ms, us (or µs), ns, ps.
+    field : str
+        The field named in the error.
+
+    Returns
+    -------
+    float
+        Seconds, >= 0; a one-line ConfigError naming `field` for anything else.
+
+    Examples
+    --------
+    >>> parse_time("1.5us"), parse_time("2ms"), parse_time(0.5)
+    (1.5e-06, 0.002, 0.5)
+    """
     return _parse_quantity(text, field, _TIME_RE, TIME_ACCEPTED, lambda num, unit: float(num) * _TIME[unit], positive=False)
 
 
 def parse_flops(text: str | int | float, field: str = "peak") -> float:
-    """FLOP/s from `989TFLOP/s`, `1PFLOPS`; a Python number is FLOP/s."""
+    """FLOP/s from `989TFLOP/s`, `1PFLOPS`; a Python number is FLOP/s.
+
+    Parameters
+    ----------
+    text : str, int or float
+        A compute rate, FLOP/s or FLOPS with a decimal prefix (k, M, G, T, P).
+    field : str
+        The field named in the error.
+
+    Returns
+    -------
+    float
+        FLOP/s, > 0; a one-line ConfigError naming `field` for anything else.
+
+    Examples
+    --------
+    >>> parse_flops("989TFLOP/s"), parse_flops("1PFLOPS")
+    (989000000000000.0, 1000000000000000.0)
+    """
     return _parse_quantity(text, field, _FLOPS_RE, FLOPS_ACCEPTED,
                            lambda num, prefix, unit: float(num) * _DEC.get(prefix, 0.0) if prefix in _DEC else -1.0,
                            positive=True)
@@ -86,7 +158,25 @@ def parse_flops(text: str | int | float, field: str = "peak") -> float:
 
 def parse_size_range(text: str, field: str = "sizes") -> list[float]:
     """Sizes from `1KiB:1GiB` (doubling, like nccl-tests -b/-e/-f 2), `1KiB:1GiB:4` (factor 4),
-    or a comma list `1KiB,1MiB`."""
+    or a comma list `1KiB,1MiB`.
+
+    Parameters
+    ----------
+    text : str
+        SIZE, MIN:MAX, MIN:MAX:FACTOR (FACTOR > 1) or SIZE,SIZE,...
+    field : str
+        The field named in the error.
+
+    Returns
+    -------
+    list of float
+        Bytes, MIN times powers of FACTOR up to MAX; a one-line ConfigError for anything else.
+
+    Examples
+    --------
+    >>> parse_size_range("1KiB:16KiB:4")
+    [1024.0, 4096.0, 16384.0]
+    """
     text = str(text).strip()
     if "," in text:
         sizes = [parse_size(part, field) for part in text.split(",") if part.strip()]
@@ -127,12 +217,49 @@ def _fmt(value: float, scale: list[tuple[float, str]], digits: int) -> str:
 
 
 def format_size(nbytes: float, digits: int = 4) -> str:
-    """`1048576` -> `1 MiB` (binary prefixes, as sizes are usually powers of two)."""
+    """`1048576` -> `1 MiB` (binary prefixes, as sizes are usually powers of two).
+
+    Parameters
+    ----------
+    nbytes : float
+        Bytes.
+    digits : int
+        Significant digits.
+
+    Returns
+    -------
+    str
+        The value in the largest unit (B .. TiB) in which it is at least 1.
+
+    Examples
+    --------
+    >>> format_size(1048576), format_size(1536)
+    ('1 MiB', '1.5 KiB')
+    """
     scale = [(2.0**40, "TiB"), (2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"), (1.0, "B")]
     return _fmt(nbytes, scale, digits)
 
 
 def format_time(seconds: float, digits: int = 4) -> str:
+    """Seconds as text in s, ms, us, ns or ps.
+
+    Parameters
+    ----------
+    seconds : float
+        Seconds.
+    digits : int
+        Significant digits.
+
+    Returns
+    -------
+    str
+        The value in the largest unit in which it is at least 1 (`0 s` for zero).
+
+    Examples
+    --------
+    >>> format_time(1.5e-6), format_time(0.0123456), format_time(0)
+    ('1.5 us', '12.35 ms', '0 s')
+    """
     scale = [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"), (1e-12, "ps")]
     if seconds == 0:
         return "0 s"
@@ -140,10 +267,48 @@ def format_time(seconds: float, digits: int = 4) -> str:
 
 
 def format_bandwidth(bytes_per_s: float, digits: int = 4) -> str:
+    """Bytes/second as text in decimal units (B/s, kB/s, MB/s, GB/s, TB/s).
+
+    Parameters
+    ----------
+    bytes_per_s : float
+        Bytes/second.
+    digits : int
+        Significant digits.
+
+    Returns
+    -------
+    str
+        The value in the largest unit in which it is at least 1.
+
+    Examples
+    --------
+    >>> format_bandwidth(50e9)
+    '50 GB/s'
+    """
     scale = [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"), (1.0, "B/s")]
     return _fmt(bytes_per_s, scale, digits)
 
 
 def format_flops(flops_per_s: float, digits: int = 4) -> str:
+    """FLOP/s as text in decimal units (FLOP/s, MFLOP/s, GFLOP/s, TFLOP/s, PFLOP/s).
+
+    Parameters
+    ----------
+    flops_per_s : float
+        FLOP/s.
+    digits : int
+        Significant digits.
+
+    Returns
+    -------
+    str
+        The value in the largest unit in which it is at least 1.
+
+    Examples
+    --------
+    >>> format_flops(989e12)
+    '989 TFLOP/s'
+    """
     scale = [(1e15, "PFLOP/s"), (1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1e6, "MFLOP/s"), (1.0, "FLOP/s")]
     return _fmt(flops_per_s, scale, digits)

@@ -8,6 +8,7 @@ from ..errors import ConfigError, UnsupportedGroupSize
 
 
 def is_pow2(p: int) -> bool:
+    """Whether `p` is a power of two (1 included)."""
     return p >= 1 and (p & (p - 1)) == 0
 
 
@@ -23,11 +24,13 @@ def require_group(algorithm: str, collective: str, p: int, *, pow2: bool = False
 
 
 def require_collective(algorithm: str, collective: str, supported: tuple[str, ...]) -> None:
+    """Raise a ConfigError naming `supported` when `algorithm` does not serve `collective`."""
     if collective not in supported:
         raise ConfigError("collective", collective, f"{algorithm} supports: {', '.join(supported)}")
 
 
 def require_root(root: int, p: int) -> int:
+    """`root` as an int, checked to be a rank 0..p-1 (ConfigError otherwise)."""
     if not 0 <= int(root) < p:
         raise ConfigError("root", root, f"accepted: a rank 0..{p - 1}")
     return int(root)

@@ -54,6 +54,22 @@ def direct_all_to_all(p: int) -> Step:
 
 
 def direct(collective: str, p: int, *, root: int = 0) -> Schedule:
+    """The direct schedule of `collective` on `p` ranks (module doc).
+
+    Parameters
+    ----------
+    collective : str
+        all-reduce, reduce-scatter, all-gather, all-to-all, broadcast or reduce (canonical name).
+    p : int
+        Ranks in the group, >= 2.
+    root : int
+        Root rank of a broadcast or reduce (ignored otherwise).
+
+    Returns
+    -------
+    Schedule
+        Unplaced (nodes are ranks 0..p-1): one step per phase.
+    """
     require_collective("direct", collective, COLLECTIVES)
     require_group("direct", collective, p)
     p = int(p)

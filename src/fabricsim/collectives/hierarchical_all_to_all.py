@@ -21,6 +21,22 @@ from .schedule import Schedule, make_step
 
 
 def hierarchical_all_to_all(p: int, dims=None) -> Schedule:
+    """The all-to-all of `p` ranks in one phase per dimension of `dims` (module doc).
+
+    Parameters
+    ----------
+    p : int
+        Ranks in the group, >= 2.
+    dims : sequence of int, optional
+        Sizes of the dimensions, dimension 0 fastest; their product must be `p` (default: one
+        dimension of `p`, i.e. the direct all-to-all).
+
+    Returns
+    -------
+    Schedule
+        Unplaced, `p*p` blocks, one step per dimension larger than 1; ConfigError when the
+        product of `dims` is not `p`.
+    """
     require_group("hierarchical", "all-to-all", p)
     dims = tuple(int(d) for d in (dims or (p,)))
     if math.prod(dims) != p:

@@ -90,6 +90,22 @@ def binomial_tree(p: int, root: int, reduce: bool) -> list[Step]:
 
 
 def recursive_doubling(collective: str, p: int, *, root: int = 0) -> Schedule:
+    """The recursive-doubling (or binomial-tree) schedule of `collective` on `p` ranks (module doc).
+
+    Parameters
+    ----------
+    collective : str
+        all-reduce, all-gather (p a power of two), broadcast or reduce (canonical name).
+    p : int
+        Ranks in the group, >= 2.
+    root : int
+        Root rank of a broadcast or reduce (ignored otherwise).
+
+    Returns
+    -------
+    Schedule
+        Unplaced (nodes are ranks 0..p-1); `meta["folded_to"]` is p' for an all-reduce.
+    """
     require_collective("recursive_doubling", collective, COLLECTIVES)
     require_group("recursive_doubling", collective, p, pow2=collective == "all-gather")
     p = int(p)

@@ -81,10 +81,12 @@ class Step:
 
     @property
     def n_transfers(self) -> int:
+        """Transfers in one repetition of this step."""
         return len(self.src)
 
     @property
     def blocks_per_transfer(self) -> np.ndarray:
+        """Number of blocks each transfer moves (int64[T])."""
         return np.diff(self.ptr)
 
     def explicit(self) -> "Step":
@@ -105,12 +107,15 @@ class Step:
         return base + (self.blocks % self.mod + k * self.shift) % self.mod
 
     def entry_src(self) -> np.ndarray:
+        """Source node of every (transfer, block) entry, aligned with `blocks` (int64[K])."""
         return np.repeat(self.src, self.blocks_per_transfer)
 
     def entry_dst(self) -> np.ndarray:
+        """Destination node of every (transfer, block) entry, aligned with `blocks` (int64[K])."""
         return np.repeat(self.dst, self.blocks_per_transfer)
 
     def entry_reduce(self) -> np.ndarray:
+        """Whether every (transfer, block) entry reduces, aligned with `blocks` (bool[K])."""
         return np.repeat(self.reduce, self.blocks_per_transfer)
 
     def window(self, k0: int, k1: int) -> "Step":
@@ -175,6 +180,39 @@ def make_step(
 
 @dataclass(frozen=True, eq=False)
 class Schedule:
+    """A collective as lock-step steps of block transfers between schedule nodes (module doc).
+
+    Independent of the message size: a transfer's bytes are its block count x `block_frac` x
+    the collective's size (bytes).
+
+    Parameters
+    ----------
+    collective : str
+        One of `COLLECTIVES` (canonical name).
+    algorithm : str
+        Name of the algorithm that built it.
+    p : int
+        Ranks in the group (schedule nodes 0..p-1).
+    nblocks : int
+        Blocks the buffer is split into (p*p for all-to-all).
+    steps : tuple of Step
+        The steps, in time order (a `Step` may stand for several repetitions).
+    block_frac : float
+        Bytes of one block per byte of collective size; default 1/nblocks (1/p for all-to-all).
+    owner : int array, optional
+        Reduce-scatter / all-gather: the rank that owns each block.
+    root : int, optional
+        Root rank of a broadcast or reduce.
+    n_extra : int
+        Helper nodes p..p+n_extra-1 that hold no data at the start (e.g. a reducing switch).
+    nodes : int array, optional
+        Topology node of each schedule node, once placed (`placed`).
+    meta : dict
+        Algorithm options and facts, for reports.
+    streaming : bool
+        The transfers stream through switches; network models price them as streams.
+    """
+
     collective: str
     algorithm: str
     p: int
@@ -205,6 +243,7 @@ class Schedule:
 
     @property
     def n_nodes(self) -> int:
+        """Schedule nodes: the p ranks and the helpers."""
         return self.p + self.n_extra
 
     @property
@@ -214,6 +253,7 @@ class Schedule:
 
     @property
     def n_transfers(self) -> int:
+        """Transfers over all steps, repetitions included."""
         return sum(s.n_transfers * s.repeat for s in self.steps)
 
     def transfer_fraction(self, step: Step) -> np.ndarray:
@@ -240,13 +280,14 @@ class Schedule:
         return self.nodes if self.nodes is not None else np.arange(self.n_nodes, dtype=np.int64)
 
     def bytes_sent(self, size: float) -> np.ndarray:
-        """Bytes each schedule node sends in total."""
+        """Bytes each schedule node sends in total, for a collective of `size` bytes."""
         out = np.zeros(self.n_nodes)
         for st in self.steps:
             np.add.at(out, st.src, self.transfer_fraction(st) * size * st.repeat)
         return out
 
     def bytes_received(self, size: float) -> np.ndarray:
+        """Bytes each schedule node receives in total, for a collective of `size` bytes."""
         out = np.zeros(self.n_nodes)
         for st in self.steps:
             np.add.at(out, st.dst, self.transfer_fraction(st) * size * st.repeat)

@@ -42,6 +42,7 @@ MODES = {"bandwidth": "bandwidth", "b": "bandwidth", "latency": "latency", "l": 
 
 
 def rho(k: int) -> int:
+    """Swing's peer distance at relative step k: sum_{i<=k} (-2)^i = 1, -1, 3, -5, 11, ..."""
     return (1 - (-2) ** (k + 1)) // 3
 
 

@@ -33,6 +33,24 @@ class ScheduleError(AssertionError):
 
 @dataclass(frozen=True)
 class VerifyReport:
+    """What `verify` checked.
+
+    Parameters
+    ----------
+    collective, algorithm : str
+        The schedule's collective and algorithm.
+    p : int
+        Ranks in the group.
+    steps : int
+        Lock-step steps along the time line (`Schedule.n_steps`).
+    transfers : int
+        Transfers, repetitions included (`Schedule.n_transfers`).
+    blocks_checked : int
+        Blocks executed and checked (all of them unless `sample` was given).
+    nblocks : int
+        Blocks in the schedule.
+    """
+
     collective: str
     algorithm: str
     p: int
@@ -201,7 +219,32 @@ def _run_batch(s: Schedule, blocks: np.ndarray, rng: np.random.Generator, entrie
 
 def verify(schedule: Schedule, *, seed: int = 0, sample: int | None = None) -> VerifyReport:
     """Run `schedule` on random integers and raise `ScheduleError` unless it implements its
-    collective exactly. `sample`: check only that many randomly chosen blocks."""
+    collective exactly (module doc).
+
+    Parameters
+    ----------
+    schedule : Schedule
+        Placed or not; helper nodes take part as nodes that start with nothing.
+    seed : int
+        Seed of the random values (and of the sample).
+    sample : int, optional
+        Check only this many randomly chosen blocks (default: every block, in batches of bounded
+        memory).
+
+    Returns
+    -------
+    VerifyReport
+        Steps, transfers and blocks checked. A violation raises `ScheduleError` naming its step,
+        node and block.
+
+    Examples
+    --------
+    >>> from fabricsim.topology import parse_topology
+    >>> from fabricsim.collectives.api import build_schedule
+    >>> report = verify(build_schedule(parse_topology("ring:8"), "all-reduce", "ring"))
+    >>> report.steps, report.blocks_checked
+    (14, 8)
+    """
     s = schedule
     if s.collective in ("reduce-scatter", "all-gather"):
         _check_owner(s)

@@ -22,6 +22,26 @@ BREAKDOWN = ("compute",) + CATEGORIES + ("idle",)
 
 @dataclass(frozen=True, eq=False)
 class TrainResult:
+    """A simulated training run (module doc).
+
+    Parameters
+    ----------
+    graph : WorkloadGraph
+        The tasks that ran.
+    system : System
+        The NPU, endpoint policy and scheduling they ran on.
+    start, end : float arrays
+        Start and end of every task, s (indexed by task id).
+    piece_task, piece_start, piece_end : arrays
+        Communication pieces (a wave of a collective's chunks, or a whole communication task):
+        the task id, its start and its end, s.
+    breakdown : dict
+        Component name (`BREAKDOWN`) -> per-NPU seconds; per NPU the components sum to the
+        makespan.
+    events : int
+        Events the engine processed.
+    """
+
     graph: WorkloadGraph
     system: System
     start: np.ndarray  # per task, s
@@ -34,10 +54,12 @@ class TrainResult:
 
     @property
     def makespan(self) -> float:
+        """When the last task ended, s."""
         return float(np.nanmax(self.end)) if len(self.end) else 0.0
 
     @property
     def iteration_ends(self) -> np.ndarray:
+        """When each iteration's last task ended (non-decreasing), s."""
         it = self.graph.iteration
         out = np.zeros(self.graph.n_iterations)
         np.maximum.at(out, it, self.end)
@@ -45,6 +67,7 @@ class TrainResult:
 
     @property
     def iteration_times(self) -> np.ndarray:
+        """Length of each iteration: the gap between consecutive `iteration_ends`, s."""
         ends = self.iteration_ends
         return np.diff(np.concatenate([[0.0], ends]))
 
@@ -59,15 +82,19 @@ class TrainResult:
         return {k: float(v.mean()) for k, v in self.breakdown.items()}
 
     def stage_breakdown(self) -> dict[int, dict[str, float]]:
+        """Pipeline stage -> the mean over its NPUs of each component, s."""
         st = self.graph.stage
         return {int(s): {k: float(v[st == s].mean()) for k, v in self.breakdown.items()} for s in np.unique(st)}
 
     def compute_total(self, npu: int) -> float:
+        """Sum of the durations of the compute tasks of NPU `npu`, s."""
         g = self.graph
         m = (g.kind == TaskKind.COMPUTE) & (g.npu == npu)
         return float((self.end[m] - self.start[m]).sum())
 
     def summary(self) -> dict:
+        """A JSON-ready dict: NPUs, tasks, iterations, iteration times, makespan (s), the mean and
+        max breakdown over NPUs (s), the mean exposed communication (s) and the event count."""
         mb = self.mean_breakdown()
         return {
             "npus": self.graph.n_npus,

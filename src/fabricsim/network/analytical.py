@@ -128,7 +128,23 @@ def step_times(topo: Topology, routed: RoutedStep, sizes: np.ndarray, model: str
 
 @dataclass(frozen=True, eq=False)
 class CollectiveTiming:
-    """Times of one schedule for several sizes (`time_schedule`)."""
+    """Times of one schedule for several sizes (`time_schedule`).
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The placed schedule.
+    model : str
+        congestion-aware or congestion-unaware.
+    sizes, times : float arrays
+        Collective sizes (bytes) and their completion times (s).
+    step_time : float array
+        [step shapes, sizes]: one repetition of each step shape, s (streams: one row per flow).
+    repeats : int array
+        Repetitions of each step shape.
+    link_frac : float array
+        Bytes each link carries per byte of collective size, whole collective.
+    """
 
     schedule: Schedule
     model: str
@@ -274,6 +290,18 @@ def time_schedule(topo: Topology, schedule: Schedule, sizes, model: str = "conge
     -------
     CollectiveTiming
         Times (s) per size, per step shape, and the bytes each link carries.
+
+    Examples
+    --------
+    >>> import math
+    >>> from fabricsim.topology import parse_topology
+    >>> from fabricsim.collectives.api import build_schedule
+    >>> topo = parse_topology("ring:8", "100GB/s", "0ns")
+    >>> t = time_schedule(topo, build_schedule(topo, "all-reduce", "ring"), [2**20, 2**30])
+    >>> math.isclose(t.times[1], 2 * 7 / 8 * 2**30 / 100e9)   # 2 (p-1)/p x size / bandwidth
+    True
+    >>> float(t.link_bytes(2**30).max()) == 14 * 2**30 / 8   # 14 steps of size/p on the busiest link
+    True
     """
     return AnalyticalCollective(topo, schedule, model, step_overhead).timing(sizes)
 
@@ -298,6 +326,7 @@ class AnalyticalModel:
 
     @property
     def name(self) -> str:
+        """The registered model name: congestion-aware or congestion-unaware."""
         return "congestion-aware" if self.congestion_aware else "congestion-unaware"
 
     def collective(self, topo: Topology, schedule: Schedule, injection: float | None = None) -> AnalyticalCollective:

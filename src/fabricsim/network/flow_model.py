@@ -109,6 +109,7 @@ class FlowModel:
 
     @property
     def name(self) -> str:
+        """The registered model name: flow or flow-store-and-forward."""
         return "flow" if self.mode == "pipelined" else "flow-store-and-forward"
 
     def collective(self, topo: Topology, schedule: Schedule, injection: float | None = None) -> FlowCollective:

@@ -41,9 +41,13 @@ from .flow_model import FlowModel
 class CollectiveCost(Protocol):
     """A schedule prepared by a network model: price it at any size."""
 
-    def times(self, sizes) -> np.ndarray: ...
+    def times(self, sizes) -> np.ndarray:
+        """Completion time for each size (bytes), s."""
+        ...
 
-    def phase_times(self, size: float) -> np.ndarray: ...
+    def phase_times(self, size: float) -> np.ndarray:
+        """Time of each phase of the collective for one size (bytes), s."""
+        ...
 
 
 class NetworkModel(Protocol):
@@ -53,11 +57,17 @@ class NetworkModel(Protocol):
     shares_links: bool
     streams: bool
 
-    def collective(self, topo: Topology, schedule: Schedule, injection: float | None = None) -> CollectiveCost: ...
+    def collective(self, topo: Topology, schedule: Schedule, injection: float | None = None) -> CollectiveCost:
+        """A placed `schedule` prepared for pricing; `injection`: bytes/s per NPU endpoint (None: no limit)."""
+        ...
 
-    def p2p(self, topo: Topology, src: int, dst: int, size: float) -> float: ...
+    def p2p(self, topo: Topology, src: int, dst: int, size: float) -> float:
+        """Time of one transfer of `size` bytes from node `src` to node `dst` alone, s."""
+        ...
 
-    def flows(self, topo: Topology, flows: Flows, record_timeline: bool = False) -> FlowResult: ...
+    def flows(self, topo: Topology, flows: Flows, record_timeline: bool = False) -> FlowResult:
+        """Run `flows` together (start times, priorities, dependencies) to completion."""
+        ...
 
 
 @dataclass(frozen=True)

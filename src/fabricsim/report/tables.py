@@ -27,10 +27,40 @@ BUSBW_FACTOR = {
 
 
 def busbw_factor(collective: str, n: int) -> float:
+    """nccl-tests' bus-bandwidth factor of `collective` on `n` ranks (busbw = algbw x factor).
+
+    >>> busbw_factor("all-reduce", 8)
+    1.75
+    """
     return BUSBW_FACTOR[collective](n)
 
 
 def collective_rows(collective: str, n: int, sizes, times) -> list[dict]:
+    """One nccl-tests row per size.
+
+    Parameters
+    ----------
+    collective : str
+        Canonical collective name (sets the busbw factor).
+    n : int
+        Ranks in the group.
+    sizes : array of float
+        Collective sizes, bytes.
+    times : array of float
+        Their times, s.
+
+    Returns
+    -------
+    list of dict
+        Keys `size_bytes`, `count` (float32 elements), `time_s`, `time_us`, `algbw_GBps` and
+        `busbw_GBps` (GB = 1e9 bytes; inf for a zero time).
+
+    Examples
+    --------
+    >>> row = collective_rows("all-reduce", 8, [1e9], [0.01])[0]
+    >>> row["size_bytes"], row["count"], round(row["algbw_GBps"], 6), round(row["busbw_GBps"], 6)
+    (1000000000, 250000000, 100.0, 175.0)
+    """
     rows = []
     f = busbw_factor(collective, n)
     for size, t in zip(np.asarray(sizes, float), np.asarray(times, float)):
@@ -47,11 +77,13 @@ def collective_rows(collective: str, n: int, sizes, times) -> list[dict]:
 
 
 def avg_busbw(rows: list[dict]) -> float:
+    """Mean `busbw_GBps` of the rows with a finite value (nccl-tests' "Avg bus bandwidth"), GB/s."""
     vals = [r["busbw_GBps"] for r in rows if np.isfinite(r["busbw_GBps"])]
     return float(np.mean(vals)) if vals else 0.0
 
 
 def rows_to_csv(rows: list[dict]) -> str:
+    """The rows as CSV text with a header line (empty text for no rows)."""
     buf = io.StringIO()
     if rows:
         w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
@@ -61,4 +93,5 @@ def rows_to_csv(rows: list[dict]) -> str:
 
 
 def rows_to_json(header: dict, rows: list[dict]) -> str:
+    """JSON text of `header`'s keys, the `rows` and their `avg_busbw_GBps`."""
     return json.dumps({**header, "rows": rows, "avg_busbw_GBps": avg_busbw(rows)}, indent=2)

@@ -77,6 +77,21 @@ def trace_events(res: TrainResult, npus: Sequence[int] | None = None) -> dict:
 
 
 def write_trace(res: TrainResult, path: str | Path, npus: Sequence[int] | None = None) -> Path:
+    """Write the Perfetto trace of `res` (`trace_events`) to `path`, creating its folder.
+
+    Parameters
+    ----------
+    res : TrainResult
+    path : str or Path
+        The JSON file to write.
+    npus : sequence of int, optional
+        NPUs to include (default: the first `DEFAULT_TRACE_NPUS`).
+
+    Returns
+    -------
+    Path
+        `path`.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as fh:

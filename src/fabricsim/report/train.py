@@ -13,6 +13,8 @@ from ..units import format_time
 
 
 def summary_json(res: TrainResult, title: str, extra: dict | None = None) -> dict:
+    """`TrainResult.summary()` with the title, model and strategy names, the per-stage breakdown
+    (s) and the keys of `extra` (e.g. the config)."""
     s = res.summary()
     s.update(title=title, model=str(res.graph.meta.get("model", "")), strategy=str(res.graph.meta.get("strategy", "")))
     s["stages"] = {str(k): v for k, v in res.stage_breakdown().items()}
@@ -34,6 +36,8 @@ def write_breakdown_csv(res: TrainResult, path: str | Path) -> Path:
 
 
 def breakdown_table(res: TrainResult, title: str) -> Table:
+    """A rich table of the time per iteration: compute, exposed communication per category,
+    idle and total, for the mean NPU and (with several pipeline stages) each stage."""
     n_it = max(res.graph.n_iterations, 1)
     t = Table(box=None, header_style="bold", title=title)
     t.add_column("NPUs")

@@ -36,7 +36,15 @@ from .npu import NPU
 
 @dataclass(frozen=True)
 class Held:
-    """Fractions of an NPU's compute units and memory bandwidth that communication holds."""
+    """Fractions of an NPU's compute units and memory bandwidth that communication holds.
+
+    Parameters
+    ----------
+    units : float
+        Share of the compute units, in [0, 1).
+    memory : float
+        Share of the memory bandwidth, in [0, 1).
+    """
 
     units: float = 0.0
     memory: float = 0.0
@@ -49,6 +57,7 @@ class Held:
 
     @property
     def any(self) -> bool:
+        """Whether anything is held (communication then slows compute)."""
         return self.units > 0 or self.memory > 0
 
 
@@ -57,9 +66,13 @@ class EndpointModel(Protocol):
 
     name: str
 
-    def held(self, npu: NPU) -> Held: ...
+    def held(self, npu: NPU) -> Held:
+        """The shares of `npu` that communication holds while it runs."""
+        ...
 
-    def injection_rate(self, npu: NPU, schedule: Schedule | None) -> float: ...
+    def injection_rate(self, npu: NPU, schedule: Schedule | None) -> float:
+        """Bytes/s each NPU's endpoint can inject for `schedule` (inf: the links decide)."""
+        ...
 
 
 def slowed_task_times(npu: NPU, duration, flops, mem_bytes, held: Held) -> np.ndarray:
@@ -96,6 +109,7 @@ class Endpoint:
 
     @property
     def interferes(self) -> bool:
+        """Whether running communication slows compute (either fraction > 0)."""
         return self.comm_compute_fraction > 0 or self.comm_memory_fraction > 0
 
     def held(self, npu: NPU) -> Held:
@@ -114,9 +128,11 @@ class Ideal:
     name = "ideal"
 
     def held(self, npu: NPU) -> Held:
+        """Nothing held."""
         return Held()
 
     def injection_rate(self, npu: NPU, schedule: Schedule | None) -> float:
+        """No limit of its own: the links decide."""
         return np.inf
 
 
@@ -139,9 +155,11 @@ class OffloadEngine:
             raise ConfigError("endpoint.rate", self.rate, "accepted: a bandwidth > 0, e.g. 200GB/s")
 
     def held(self, npu: NPU) -> Held:
+        """Nothing held: the engine, not the NPU, runs the collective."""
         return Held()
 
     def injection_rate(self, npu: NPU, schedule: Schedule | None) -> float:
+        """The engine's `rate`, bytes/s per NPU."""
         return float(self.rate)
 
 

@@ -12,6 +12,24 @@ from ..errors import ConfigError
 
 @dataclass(frozen=True)
 class NPU:
+    """An NPU as a roofline (module doc).
+
+    Parameters
+    ----------
+    peak_flops : float
+        Peak compute rate, FLOP/s, > 0.
+    memory_bandwidth : float
+        Memory bandwidth, bytes/s, > 0.
+    efficiency : float
+        Fraction of peak that compute-bound kernels reach, in (0, 1].
+
+    Examples
+    --------
+    >>> npu = NPU(peak_flops=1e15, memory_bandwidth=2e12, efficiency=0.5)
+    >>> float(npu.compute_time(1e12, 1e9))   # compute-bound: 1e12 / (1e15 * 0.5)
+    0.002
+    """
+
     peak_flops: float = 1e15  # FLOP/s
     memory_bandwidth: float = 3e12  # bytes/s
     efficiency: float = 1.0  # fraction of peak reached by compute-bound kernels

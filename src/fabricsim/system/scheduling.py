@@ -22,6 +22,24 @@ STREAMS = ("one", "per-category")
 
 @dataclass(frozen=True)
 class Scheduling:
+    """How an NPU's communication streams pick and split collectives (module doc).
+
+    Parameters
+    ----------
+    policy : str
+        LIFO or FIFO: among ready collectives of the same category, the newest or the oldest
+        by ready time goes first.
+    priorities : tuple of str
+        Communication categories, highest priority first; categories left out follow in their
+        default order (`vocab.CATEGORIES`).
+    chunks : int
+        Chunks a collective is split into, >= 1.
+    chunks_in_flight : int
+        Chunks per wave, >= 1.
+    comm_streams : str
+        "one" (one collective in flight per NPU) or "per-category" (one stream per category).
+    """
+
     policy: str = "LIFO"
     priorities: tuple[str, ...] = CATEGORIES
     chunks: int = 1
@@ -45,5 +63,5 @@ class Scheduling:
                 raise ConfigError(f"scheduling.{name}", v, "accepted: an integer >= 1")
 
     def rank(self, category: str) -> int:
-        """0 = served first."""
+        """Priority rank of a communication category: 0 = served first."""
         return self.priorities.index(category)

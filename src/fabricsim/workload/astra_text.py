@@ -58,7 +58,23 @@ class TextComm:
 @dataclass(frozen=True)
 class TextLayer:
     """One layer line. Compute times (`*_ns`) are ASTRA-sim 1.0 cycles = ns, exactly as written.
-    `parallelism` is the 13th column of HYBRID_CUSTOMIZED files, else None."""
+    `parallelism` is the 13th column of HYBRID_CUSTOMIZED files, else None.
+
+    Parameters
+    ----------
+    name : str
+        Layer name.
+    reserved : int
+        The second column, kept as written.
+    fwd_compute_ns, ig_compute_ns, wg_compute_ns : int
+        Forward, input-gradient and weight-gradient compute, ns.
+    fwd_comm, ig_comm, wg_comm : TextComm
+        The communication after each of them (type, bytes).
+    wg_update_ns : int
+        Weight-update compute, ns.
+    parallelism : str, optional
+        This layer's parallelism (HYBRID_CUSTOMIZED only).
+    """
 
     name: str
     reserved: int
@@ -88,7 +104,19 @@ class TextWorkload:
 # ---------------------------------------------------------------------------------------------- parsing
 
 def read_astra_text(path: str | Path) -> TextWorkload:
-    """Parse a legacy ASTRA-sim 1.0 text workload file."""
+    """Parse a legacy ASTRA-sim 1.0 text workload file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file (module doc for its layout).
+
+    Returns
+    -------
+    TextWorkload
+        Its parallelism, line-1 parameters and layers; a one-line ConfigError naming the file,
+        the line and the field otherwise.
+    """
     path = Path(path)
     try:
         text = path.read_text()  # universal newlines, as the converter reads it

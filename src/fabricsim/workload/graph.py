@@ -41,7 +41,49 @@ class WorkloadGraph:
 
     `duration` is a fixed compute time (NaN: use the NPU roofline on `flops` and `mem_bytes`).
     `group` indexes `groups` (tuples of NPU ids) for collectives; `npu`/`peer` are the source and
-    destination of p2p tasks. `stage` gives each NPU's pipeline stage (for reports)."""
+    destination of p2p tasks. `stage` gives each NPU's pipeline stage (for reports).
+
+    Parameters
+    ----------
+    n_npus : int
+        NPUs of the workload.
+    kind : int8 array
+        `TaskKind` of each task.
+    npu : int64 array
+        NPU of a compute task, source of a p2p task; -1 otherwise.
+    peer : int64 array
+        Destination of a p2p task, `IODirection` of an io task; -1 otherwise.
+    duration : float array
+        Fixed compute time, s (NaN: roofline).
+    flops : float array
+        Compute FLOPs.
+    mem_bytes : float array
+        Memory traffic of a compute task, bytes.
+    coll : int32 array
+        Index into `COLLECTIVES`; for io tasks the number of shards; -1 otherwise.
+    size : float array
+        Bytes a communication task moves (collectives: nccl-tests' size).
+    group : int64 array
+        Index into `groups` (collectives and io tasks); -1 otherwise.
+    category : int8 array
+        Index into `CATEGORIES`; -1 for compute.
+    phase : int8 array
+        Index into `PHASES`.
+    iteration : int32 array
+        Training iteration of each task.
+    label : int64 array
+        Index into `labels`.
+    dep_ptr, dep_idx : int64 arrays
+        Dependencies in CSR form: task t waits for `dep_idx[dep_ptr[t]:dep_ptr[t+1]]`, all < t.
+    groups : tuple of tuple of int
+        NPU groups of collectives and io tasks.
+    labels : tuple of str
+        Task names.
+    stage : int64 array
+        Pipeline stage of each NPU.
+    meta : dict
+        Model, strategy and other facts, for reports.
+    """
 
     n_npus: int
     kind: np.ndarray
@@ -69,12 +111,15 @@ class WorkloadGraph:
 
     @property
     def n_iterations(self) -> int:
+        """Training iterations in the graph."""
         return int(self.iteration.max()) + 1 if len(self) else 0
 
     def name(self, t: int) -> str:
+        """The label of task `t`."""
         return self.labels[self.label[t]]
 
     def deps(self, t: int) -> np.ndarray:
+        """Ids of the tasks task `t` waits for."""
         return self.dep_idx[self.dep_ptr[t]: self.dep_ptr[t + 1]]
 
     def members(self, t: int) -> tuple[int, ...]:
@@ -121,6 +166,7 @@ class GraphBuilder:
         return i
 
     def group_id(self, members) -> int:
+        """Index of the group `members` (NPU ids, in order) in `groups`, added if new."""
         g = tuple(int(m) for m in members)
         i = self._groups.get(g)
         if i is None:
@@ -136,18 +182,23 @@ class GraphBuilder:
 
     def compute(self, npu: int, name: str, *, flops: float = 0.0, mem_bytes: float = 0.0,
                 duration: float | None = None, phase: str = "fwd", deps=()) -> int:
+        """A compute task on `npu`: `flops` FLOPs touching `mem_bytes` bytes, or a fixed
+        `duration` in s; `phase` one of `PHASES`; `deps` task ids (None entries are skipped)."""
         return self._add(deps, kind=COMPUTE, npu=int(npu), peer=-1,
                          duration=np.nan if duration is None else float(duration), flops=float(flops),
                          mem_bytes=float(mem_bytes), coll=-1, size=0.0, group=-1, category=-1,
                          phase=PHASES.index(phase), iteration=self.iteration, label=self._label(name))
 
     def collective(self, collective: str, size: float, members, category: str, name: str, deps=()) -> int:
+        """A `collective` (canonical name) of `size` bytes over `members` (NPU ids), in a
+        communication `category` (MP, PP, DP, IO, other)."""
         return self._add(deps, kind=COLLECTIVE, npu=-1, peer=-1, duration=np.nan, flops=0.0, mem_bytes=0.0,
                          coll=COLLECTIVES.index(collective), size=float(size), group=self.group_id(members),
                          category=category_index(category), phase=PHASES.index("comm"),
                          iteration=self.iteration, label=self._label(name))
 
     def p2p(self, src: int, dst: int, size: float, category: str, name: str, deps=()) -> int:
+        """A transfer of `size` bytes from NPU `src` to NPU `dst`, in a communication `category`."""
         return self._add(deps, kind=P2P, npu=int(src), peer=int(dst), duration=np.nan, flops=0.0, mem_bytes=0.0,
                          coll=-1, size=float(size), group=-1, category=category_index(category),
                          phase=PHASES.index("comm"), iteration=self.iteration, label=self._label(name))
@@ -162,6 +213,7 @@ class GraphBuilder:
                          label=self._label(name))
 
     def build(self) -> WorkloadGraph:
+        """The frozen graph; ValueError if a task depends on itself or on a later task."""
         c = self._cols
         ints = {"kind": np.int8, "npu": np.int64, "peer": np.int64, "coll": np.int32, "group": np.int64,
                 "category": np.int8, "phase": np.int8, "iteration": np.int32, "label": np.int64}

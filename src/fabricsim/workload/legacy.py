@@ -56,7 +56,27 @@ def _groups(kind: str, n: int, mp: int | None, where: str):
 
 
 def text_to_graph(wl: TextWorkload, npus: int, iterations: int = 1, mp: int | None = None) -> WorkloadGraph:
-    """The graph of `iterations` training iterations of a text workload on `npus` NPUs."""
+    """The graph of `iterations` training iterations of a text workload on `npus` NPUs.
+
+    Parameters
+    ----------
+    wl : TextWorkload
+        A parsed text workload (`astra_text.read_astra_text`).
+    npus : int
+        NPUs that run it, >= 1.
+    iterations : int
+        Training iterations.
+    mp : int, optional
+        Model-parallel group size for HYBRID_MODEL_DATA and HYBRID_DATA_MODEL (a divisor of
+        `npus`); HYBRID_TRANSFORMER* read it from line 1 when given there.
+
+    Returns
+    -------
+    WorkloadGraph
+        Compute tasks with fixed durations (s, from the file's ns), collectives in bytes (an
+        ALLGATHER's per-NPU bytes x its group size), dependencies of ASTRA-sim 1.0's loop
+        (module doc).
+    """
     if npus < 1:
         raise ConfigError("npus", npus, "accepted: an integer >= 1")
     where = wl.path

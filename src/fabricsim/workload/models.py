@@ -45,7 +45,27 @@ def dtype_bytes(dtype: str) -> int:
 
 @dataclass(frozen=True)
 class Layer:
-    """One layer's costs for ONE sample (one sequence for transformers); FLOPs with MAC = 2."""
+    """One layer's costs for ONE sample (one sequence for transformers); FLOPs with MAC = 2.
+
+    Parameters
+    ----------
+    name : str
+        Layer name (`layer1.0.conv2`, `block17`).
+    kind : str
+        conv, batchnorm, fc, embedding, transformer_block, lm_head, lstm, attention, interaction.
+    params : int
+        Trainable parameters the layer owns (elements).
+    fwd_flops : float
+        Forward FLOPs.
+    bwd_input_flops : float
+        Backward FLOPs of the input gradient (0 where none is needed).
+    bwd_weight_flops : float
+        Backward FLOPs of the weight gradient.
+    activation_elems : int
+        Elements of the layer's output.
+    weight_elems : int
+        Weight elements the forward pass reads (differs from `params` for tied weights).
+    """
 
     name: str
     kind: str
@@ -58,6 +78,7 @@ class Layer:
 
     @property
     def bwd_flops(self) -> float:
+        """Backward FLOPs: input plus weight gradient."""
         return self.bwd_input_flops + self.bwd_weight_flops
 
     def scaled(self, b: int) -> Layer:
@@ -76,7 +97,25 @@ class Model:
     """A model: its layers (per-sample costs), element type and, for sequence models, `seq`.
 
     `hidden` is the transformer hidden size (None for other models); `notes` records the
-    shape assumptions and communication hints (e.g. "alltoall" for DLRM embeddings)."""
+    shape assumptions and communication hints (e.g. "alltoall" for DLRM embeddings).
+
+    Parameters
+    ----------
+    name : str
+        Zoo name (`gpt3-175b`).
+    layers : tuple of Layer
+        In forward order, per-sample costs.
+    dtype : str
+        fp16, bf16 or fp32: bytes per element of parameters, gradients and activations.
+    seq : int, optional
+        Sequence length, tokens (sequence models).
+    notes : str
+        Shape assumptions and communication hints.
+    hidden : int, optional
+        Transformer hidden size.
+    input_bytes : int
+        Bytes of ONE sample's input as loaded from storage (0: not modelled).
+    """
 
     name: str
     layers: tuple[Layer, ...]
@@ -91,10 +130,12 @@ class Model:
 
     @property
     def dtype_bytes(self) -> int:
+        """Bytes per element of `dtype`."""
         return DTYPES[self.dtype]
 
     @property
     def params(self) -> int:
+        """Trainable parameters, summed over the layers (elements)."""
         return sum(layer.params for layer in self.layers)
 
     @property
@@ -118,6 +159,7 @@ class Model:
         return sum(layer.activation_elems for layer in self.layers)
 
     def blocks(self, kind: str = "transformer_block") -> tuple[Layer, ...]:
+        """The layers of one `kind`, in order (default: the transformer blocks)."""
         return tuple(layer for layer in self.layers if layer.kind == kind)
 
     def batch(self, b: int) -> tuple[Layer, ...]:
@@ -128,6 +170,7 @@ class Model:
         return tuple(layer.scaled(b) for layer in self.layers)
 
     def with_dtype(self, dtype: str) -> Model:
+        """The same model with another element type (fp16, bf16, fp32)."""
         return replace(self, dtype=dtype)
 
 
@@ -378,7 +421,26 @@ MODELS = {
 
 
 def get_model(name: str, dtype: str = "fp16") -> Model:
-    """Build a zoo model by name (see `MODELS`); ConfigError naming the accepted names."""
+    """Build a zoo model by name (see `MODELS`); ConfigError naming the accepted names.
+
+    Parameters
+    ----------
+    name : str
+        resnet50, resnet152, gnmt, dlrm, gpt3-175b, transformer-17b or transformer-1t.
+    dtype : str
+        fp16, bf16 or fp32.
+
+    Returns
+    -------
+    Model
+        Per-sample costs (FLOPs, elements) summed from the layer shapes.
+
+    Examples
+    --------
+    >>> m = get_model("gpt3-175b")
+    >>> m.params, len(m.blocks()), m.param_bytes   # elements, blocks, bytes in fp16
+    (174604259328, 96, 349208518656)
+    """
     if name not in MODELS:
         raise ConfigError("model", name, "accepted: " + ", ".join(MODELS))
     return MODELS[name](dtype=dtype)

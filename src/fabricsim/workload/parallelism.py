@@ -65,6 +65,42 @@ def _pos(field: str, v) -> int:
 
 @dataclass(frozen=True)
 class Strategy:
+    """A parallelization MP(x)-DP(y)-PP(z) and how it runs (module doc).
+
+    Parameters
+    ----------
+    mp, pp, dp : int
+        Model (tensor), pipeline and data parallel degrees, >= 1; NPUs = mp x pp x dp.
+    batch : int
+        Global minibatch, samples (sequences); a multiple of dp x microbatches.
+    microbatches : int
+        Microbatches per minibatch on each pipeline.
+    schedule : str
+        Pipeline schedule: gpipe or 1f1b.
+    zero : int
+        0 (data-parallel all-reduce) or 2 (ZeRO-2: reduce-scatter, then all-gather).
+    dp_bucket : float
+        Data-parallel bucket size, bytes; 0 = one collective per layer.
+    placement : tuple of str
+        Order of mp, pp, dp in the rank numbering, fastest-varying first.
+    iterations : int
+        Training iterations.
+    grad_dtype : str, optional
+        Element type of gradients (default: the model's dtype).
+    weight_streaming : bool
+        Weights stream in from the I/O controllers for forward and backward, gradients out.
+    input_loading : bool
+        Each iteration's inputs come in through the I/O controllers.
+
+    Examples
+    --------
+    >>> st = Strategy(mp=2, pp=2, dp=2, batch=8, microbatches=2)
+    >>> st.name, st.npus, st.microbatch
+    ('MP(2)-DP(2)-PP(2)', 8, 2)
+    >>> st.rank(mp_i=1, pp_i=0, dp_i=0), st.rank(0, 1, 0), st.rank(0, 0, 1)   # mp fastest
+    (1, 2, 4)
+    """
+
     mp: int = 1
     pp: int = 1
     dp: int = 1
@@ -100,17 +136,21 @@ class Strategy:
 
     @property
     def npus(self) -> int:
+        """NPUs the strategy needs: mp x pp x dp."""
         return self.mp * self.pp * self.dp
 
     @property
     def microbatch(self) -> int:
+        """Samples per microbatch: batch / (dp x microbatches)."""
         return self.batch // (self.dp * self.microbatches)
 
     @property
     def name(self) -> str:
+        """`MP(x)-DP(y)-PP(z)`."""
         return f"MP({self.mp})-DP({self.dp})-PP({self.pp})"
 
     def rank(self, mp_i: int, pp_i: int, dp_i: int) -> int:
+        """NPU id of the worker at MP index `mp_i`, stage `pp_i` and DP replica `dp_i` (`placement`)."""
         idx = {"mp": mp_i, "pp": pp_i, "dp": dp_i}
         size = {"mp": self.mp, "pp": self.pp, "dp": self.dp}
         r, stride = 0, 1
@@ -216,7 +256,33 @@ def _program(schedule: str, s: int, pp: int, m: int) -> list[tuple[str, int]]:
 
 
 def build_training(model: Model, st: Strategy, n_npus: int | None = None) -> WorkloadGraph:
-    """The workload graph of `st.iterations` iterations of `model` under `st` (module doc)."""
+    """The workload graph of `st.iterations` iterations of `model` under `st` (module doc).
+
+    Parameters
+    ----------
+    model : Model
+        A zoo model (`workload.models.get_model`).
+    st : Strategy
+    n_npus : int, optional
+        The network's NPUs; when given, mp x dp x pp must equal it (ConfigError otherwise).
+
+    Returns
+    -------
+    WorkloadGraph
+        Compute tasks (FLOPs, memory bytes), collectives, p2p and io transfers (bytes), with
+        dependencies; `meta` names the model, the strategy, the microbatch and the stages.
+
+    Examples
+    --------
+    >>> from fabricsim.vocab import TaskKind
+    >>> from fabricsim.workload.models import get_model
+    >>> m = get_model("resnet50")
+    >>> g = build_training(m, Strategy(dp=4, batch=128))
+    >>> g.n_npus, g.meta["microbatch"]
+    (4, 32)
+    >>> int((g.kind == TaskKind.COLLECTIVE).sum()) == len(m.layers)   # one DP all-reduce per layer
+    True
+    """
     if n_npus is not None and n_npus != st.npus:
         raise ConfigError("parallelism", st.name,
                           f"accepted: mp x dp x pp equal to the {n_npus} NPUs of the network (this is {st.npus})")
