@@ -18,7 +18,8 @@ import numpy as np
 from _results import write_results  # benchmarks/ is on sys.path when run as a script
 
 from fabricsim.collectives.api import build_schedule
-from fabricsim.network.flow import Flows, collective_flows, merge_flows, simulate_flows
+from fabricsim.network.dataflow import collective_flows, merge_flows
+from fabricsim.network.flow import Flows, simulate_flows
 from fabricsim.topology import torus
 
 
