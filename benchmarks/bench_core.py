@@ -31,22 +31,54 @@ def clock(fn):
 
 
 def topology_builds(count: int = 1000) -> list[dict]:
-    """Time per topology built through `build_topology` (one build path for specs and mappings)."""
+    """Time per topology built through `build_topology` (the one build path of spec strings, mappings
+    and typed parameters), as a topology optimizer builds them: small tori, fat-trees and stacks, a
+    spec string for comparison, and direct-connect graphs of 64 NPUs of degree 4 (two random
+    permutations, both ways), with the share of the latter spent in the fewest-hop table (scipy)."""
     import numpy as np
+
+    from fabricsim.topology.graph import ShortestPathRouter
 
     rng = np.random.default_rng(0)
     perms = [[(i, int(p[i])) for p in (rng.permutation(64), rng.permutation(64)) for i in range(64) if p[i] != i]
              for _ in range(count)]
+    cases = [
+        ("torus 8x8 (build_topology)", lambda i: build_topology("torus", dims=(8, 8), bandwidth=50e9, latency=1e-7)),
+        ("torus:8x8 (parse_topology)", lambda i: parse_topology("torus:8x8", 50e9, 1e-7)),
+        ("fat-tree 64, leaf 8, 4 spines", lambda i: build_topology("fat-tree", n=64, leaf=8, spines=4, bandwidth=50e9)),
+        ("stack Ring4 x Switch8, two bandwidths", lambda i: build_topology("stack", kinds=("ring", "switch"), dims=(4, 8),
+                                                                          bandwidth=[200e9, 50e9])),
+        ("direct 64 NPUs, degree 4 (build_topology)", lambda i: build_topology("direct", n=64, links=perms[i],
+                                                                              bandwidth=50e9)),
+    ]
     out = []
-    for label, build in (("torus 8x8 (typed parameters)", lambda i: build_topology("torus", dims=(8, 8), bandwidth=50e9)),
-                         ("direct 64 NPUs, degree 4 (2 permutations both ways)",
-                          lambda i: build_topology("direct", n=64, links=perms[i], bandwidth=50e9))):
+    for label, build in cases:
+        build(0)  # warm: imports (scipy's csgraph for direct) and pydantic's first validation
         t0 = time.perf_counter()
         for i in range(count):
             build(i)
         per = (time.perf_counter() - t0) / count
         out.append({"case": label, "count": count, "per_topology_s": per})
-        print(f"{label:<52} {per * 1e3:.2f} ms per topology ({count} built)")
+        print(f"{label:<44} {per * 1e3:.3f} ms per topology ({count} built)")
+    # the direct family's fewest-hop table alone (the same graphs, both ways)
+    arrays = [np.array(p + [(b, a) for a, b in p], dtype=np.int64) for p in perms]
+    t0 = time.perf_counter()
+    for a in arrays:
+        ShortestPathRouter.build(64, a[:, 0], a[:, 1])
+    per = (time.perf_counter() - t0) / count
+    out.append({"case": "direct: ShortestPathRouter.build alone (scipy BFS + next-hop table)", "count": count,
+                "per_topology_s": per})
+    print(f"{'  of which the fewest-hop table':<44} {per * 1e3:.3f} ms per topology")
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import shortest_path
+
+    graphs = [sp.csr_matrix((np.ones(len(a)), (a[:, 1], a[:, 0])), shape=(64, 64)) for a in arrays]
+    t0 = time.perf_counter()
+    for g in graphs:
+        shortest_path(g, method="D", unweighted=True, return_predecessors=True)
+    per = (time.perf_counter() - t0) / count
+    out.append({"case": "direct: scipy shortest_path alone", "count": count, "per_topology_s": per})
+    print(f"{'  of which scipy shortest_path':<44} {per * 1e3:.3f} ms per topology")
     return out
 
 

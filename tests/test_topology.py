@@ -697,23 +697,45 @@ def test_scale_64x64_torus_ring_neighbours():
     ("fat-tree:16,leaf=4,spines=2,oversub=2", "fat-tree", {"n": 16, "leaf": 4, "spines": 2, "oversub": 2}),
     ("wafer:5x4,io=100GB/s", "wafer", {"cols": 5, "rows": 4, "io_bandwidth": "100GB/s"}),
     ("fred:5x4,up=12TB/s,reduce", "fred", {"groups": 5, "per_group": 4, "up_bandwidth": "12TB/s", "reduce": True}),
+    # defaults, aliases and the remaining options of every family
+    ("ring:2", "ring", {"n": 2}),
+    ("fully-connected:3", "fc", {"n": 3}),
+    ("switch:4", "switch", {"n": 4}),
+    ("mesh:5", "mesh", {"dims": [5]}),
+    ("torus:3x1x2", "torus", {"dims": [3, 1, 2]}),
+    ("stack:R2xFC4xSW2,reduce", "stack", {"kinds": ["ring", "fc", "switch"], "dims": [2, 4, 2], "reduce": True}),
+    ("astra:Switch4xSwitch4", "astra", {"kinds": ("switch", "switch"), "dims": (4, 4)}),
+    ("fat-tree:16", "fat-tree", {"n": 16}),
+    ("fat-tree:8,reduce", "fattree", {"n": 8, "reduce": True}),
+    ("fat-tree:64,leaf=8,spines=4,oversub=2.5", "fat-tree", {"n": 64, "leaf": 8, "spines": 4, "oversub": 2.5}),
+    ("wafer:4x3,noio", "wafer", {"cols": 4, "rows": 3, "io": False}),
+    ("wafer:3x3", "wafer", {"cols": 3, "rows": 3}),
+    ("fred:4x4,ios=0", "fred", {"groups": 4, "per_group": 4, "io_controllers": 0}),
+    ("fred:2x8,io=1GB/s,ios=5", "fred", {"groups": 2, "per_group": 8, "io_bandwidth": 1e9, "io_controllers": 5}),
 ])
 def test_spec_string_and_typed_parameters_build_the_same_topology(spec, family, params):
     a = parse_topology(spec, "50GB/s", "100ns")
     b = build_topology(family, bandwidth="50GB/s", latency="100ns", **params)
     c = topology_from_config({"family": family, **params}, "50GB/s", "100ns")
     for t in (b, c):
-        assert t.n_npus == a.n_npus and t.n_switches == a.n_switches and t.dims == a.dims
-        for name in ("link_src", "link_dst", "link_bw", "link_lat", "link_dim", "can_reduce", "can_multicast",
-                     "io_nodes", "io_attach"):
-            np.testing.assert_array_equal(getattr(t, name), getattr(a, name))
-        for name in ("ring_order", "switch_dim", "leaf_of"):
-            x, y = getattr(t, name), getattr(a, name)
-            assert (x is None) == (y is None) and (x is None or np.array_equal(x, y))
+        assert_same_topology(t, a)
         src, dst = np.arange(a.n_npus), np.arange(a.n_npus)[::-1]
         pa, la = a.route(src, dst)
         pb, lb = t.route(src, dst)
-        np.testing.assert_array_equal(pa, pb) and np.testing.assert_array_equal(la, lb)
+        np.testing.assert_array_equal(pa, pb)
+        np.testing.assert_array_equal(la, lb)
+
+
+def assert_same_topology(t, a):
+    """Every fact of two topologies agrees: name, sizes, link arrays, capabilities, typed facts."""
+    assert t.name == a.name and t.n_npus == a.n_npus and t.n_switches == a.n_switches and t.dims == a.dims
+    assert t.dim_kinds == a.dim_kinds
+    for name in ("link_src", "link_dst", "link_bw", "link_lat", "link_dim", "can_reduce", "can_multicast",
+                 "io_nodes", "io_attach"):
+        np.testing.assert_array_equal(getattr(t, name), getattr(a, name))
+    for name in ("ring_order", "switch_dim", "leaf_of"):
+        x, y = getattr(t, name), getattr(a, name)
+        assert (x is None) == (y is None) and (x is None or np.array_equal(x, y))
 
 
 def test_direct_family_from_links():
@@ -751,3 +773,198 @@ def test_train_config_takes_a_topology_mapping(tmp_path):
                                  "workload": {"model": "resnet50", "batch": 8, "parallelism": {"dp": 8}}}))
     topo = load_train_config(p).network.build_topology()
     assert topo.dims == (2, 4) and topo.n_links == 8 + 2 * 8  # size-2 dimension: one link each way, size 4: two
+
+
+# ---- typed parameters: closed forms, facts, errors ------------------------------------------------
+
+
+@pytest.mark.parametrize("family,params,n_npus,n_switches,n_links", [
+    ("ring", {"n": 8}, 8, 0, 16),                                  # 8 NPUs x 2 directions
+    ("ring", {"n": 8, "bidirectional": False}, 8, 0, 8),
+    ("ring", {"n": 2}, 2, 0, 2),                                   # size 2: one link each way
+    ("fully-connected", {"n": 6}, 6, 0, 30),                       # 6 x 5 ordered pairs
+    ("switch", {"n": 8}, 8, 1, 16),                                # an up and a down link per NPU
+    ("mesh", {"dims": [4, 3]}, 12, 0, 34),                         # 2 x (3 x 3) + 2 x (2 x 4)
+    ("torus", {"dims": [4, 4]}, 16, 0, 64),                        # 16 x 2 dims x 2 directions
+    ("torus", {"dims": [3, 2]}, 6, 0, 18),                         # 6 x 2 (ring of 3) + 6 x 1 (size 2)
+    ("stack", {"kinds": ["ring", "switch"], "dims": [4, 8]}, 32, 4, 128),  # 32 x 2 + 4 switches x 2 x 8
+    ("stack", {"kinds": ["fc", "ring"], "dims": [3, 5]}, 15, 0, 60),       # 15 x 2 (fc of 3) + 15 x 2
+    ("fat-tree", {"n": 16, "leaf": 4, "spines": 2}, 16, 6, 48),    # 2 x 16 + 2 x (4 leaves x 2 spines)
+    ("fat-tree", {"n": 8}, 8, 1, 16),                              # one leaf of 8, no spines
+    ("wafer", {"cols": 5, "rows": 4}, 20, 18, 98),                 # 2 x (4x4 + 5x3) + 2 x 2 x (5 + 4)
+    ("wafer", {"cols": 4, "rows": 3, "io": False}, 12, 0, 34),
+    ("fred", {"groups": 5, "per_group": 4}, 20, 24, 86),           # 5 L1 + L2 + 18 I/O; 2 x (20 + 5 + 18)
+    ("fred", {"groups": 4, "per_group": 4, "io_controllers": 0}, 16, 5, 40),
+    ("direct", {"n": 4, "links": [[0, 1], [1, 2], [2, 3], [3, 0]]}, 4, 0, 8),
+    ("direct", {"n": 4, "links": [[0, 1], [1, 2], [2, 3], [3, 0]], "bidirectional": False}, 4, 0, 4),
+    ("direct", {"n": 4, "switches": 1, "links": [[0, 4], [1, 4], [2, 4], [3, 4]]}, 4, 1, 8),
+])
+def test_build_topology_sizes_closed_form(family, params, n_npus, n_switches, n_links):
+    t = build_topology(family, bandwidth="50GB/s", latency="100ns", **params)
+    assert (t.n_npus, t.n_switches, t.n_links) == (n_npus, n_switches, n_links)
+    np.testing.assert_allclose(t.link_lat, 100e-9, rtol=1e-12)
+
+
+def test_typed_facts_from_mappings():
+    # switch: every NPU hangs off node 8
+    t = topology_from_config({"family": "switch", "n": 8, "reduce": True}, "50GB/s", "0ns")
+    assert t.leaf_of.tolist() == [8] * 8 and t.can_reduce.tolist() == [False] * 8 + [True]
+    # stack: Ring4 x Switch8 -> 4 switches, all serving dimension 1
+    t = topology_from_config({"family": "stack", "kinds": ["ring", "switch"], "dims": [4, 8]}, "50GB/s", "0ns")
+    assert t.dim_kinds == ("ring", "switch") and t.switch_dim.tolist() == [1] * 4 and t.leaf_of is None
+    # fat-tree 16 NPUs, leaves of 4 (nodes 16..19), 2 spines; uplink = 4 x 40 GB/s / (oversub 4 x 2 spines)
+    t = topology_from_config({"family": "fat-tree", "n": 16, "leaf": 4, "spines": 2, "oversub": 4}, "40GB/s", "0ns")
+    assert t.leaf_of.tolist() == [16 + i // 4 for i in range(16)]
+    up = (t.link_src >= 16) & (t.link_dst >= 16)
+    assert up.sum() == 2 * 4 * 2 and np.all(t.link_bw[up] == 20e9) and np.all(t.link_bw[~up] == 40e9)
+    # wafer 5x4: controllers 20..37 clockwise from the top-left: top row, right column, bottom row, left column
+    t = topology_from_config({"family": "wafer", "cols": 5, "rows": 4, "io_bandwidth": "100GB/s"}, "750GB/s", "0ns")
+    assert t.io_nodes.tolist() == list(range(20, 38))
+    assert t.io_attach.tolist() == [0, 1, 2, 3, 4, 4, 9, 14, 19, 19, 18, 17, 16, 15, 15, 10, 5, 0]
+    io = (t.link_src >= 20) | (t.link_dst >= 20)
+    assert io.sum() == 36 and np.all(t.link_bw[io] == 100e9) and np.all(t.link_bw[~io] == 750e9)
+    assert sorted(t.ring_order.tolist()) == list(range(20))
+    # fred 5x4: L1 switches 20..24, L2 25, 18 I/O controllers 26..43 round robin on the L1s
+    t = topology_from_config({"family": "fred", "groups": 5, "per_group": 4, "reduce": True}, "1TB/s", "0ns")
+    assert t.leaf_of.tolist() == [20 + i // 4 for i in range(20)]
+    assert t.io_nodes.tolist() == list(range(26, 44)) and t.io_attach.tolist() == [20 + k % 5 for k in range(18)]
+    assert np.flatnonzero(t.can_reduce).tolist() == list(range(20, 26))
+    l1_l2 = ((t.link_src >= 20) & (t.link_src <= 24) & (t.link_dst == 25))
+    assert l1_l2.sum() == 5 and np.all(t.link_bw[l1_l2] == 4 * 1e12)  # default up: per_group x bandwidth
+
+
+def test_build_topology_per_dimension_link_values():
+    """torus 4x2, 100 GB/s and 1 us on dimension 0, 25 GB/s and 2 us on dimension 1 (typed or with units)."""
+    a = build_topology("torus", dims=(4, 2), bandwidth=["100GB/s", "25GB/s"], latency=[1e-6, 2e-6])
+    b = parse_topology("torus:4x2", "100GB/s,25GB/s", "1us,2us")
+    c = build_topology("torus", dims=[4, 2], bandwidth=[100e9, 25e9], latency="1us,2us")
+    for t in (a, c):
+        assert_same_topology(t, b)
+    d0 = a.link_dim == 0
+    assert d0.sum() == 8 * 2 and (~d0).sum() == 8  # ring of 4 both ways; size 2 one link each way
+    assert np.all(a.link_bw[d0] == 100e9) and np.all(a.link_bw[~d0] == 25e9)
+    assert np.all(a.link_lat[d0] == 1e-6) and np.all(a.link_lat[~d0] == 2e-6)
+
+
+def test_topology_mapping_from_yaml():
+    import yaml
+
+    value = yaml.safe_load("{family: fat-tree, n: 16, leaf: 4, spines: 2, oversub: 2, reduce: yes}")
+    t = topology_from_config(value, "50GB/s", "100ns")
+    assert_same_topology(t, parse_topology("fat-tree:16,leaf=4,spines=2,oversub=2,reduce", "50GB/s", "100ns"))
+
+
+def test_direct_mapping_is_from_edges():
+    """A star of 5 NPUs around node 5: 10 directed links, every NPU pair 2 hops through the centre."""
+    links = [(i, 5) for i in range(5)]
+    t = build_topology("direct", n=5, switches=1, links=links, bandwidth=10e9, latency=1e-6)
+    assert_same_topology(t, from_edges("direct:5", 5, 1, [a for a, _ in links], [b for _, b in links], 10e9, 1e-6))
+    src, dst = all_pairs(5)
+    assert check_walks(t, src, dst).tolist() == [2] * 20
+
+
+def test_direct_parallel_links_route_on_the_lowest_id():
+    t = build_topology("direct", n=3, links=[(0, 1), (1, 2), (0, 1)], bidirectional=False, bandwidth=1e9)
+    ptr, links = t.route([0], [2])
+    assert links[ptr[0]:ptr[1]].tolist() == [0, 1]
+
+
+def test_wafer_without_io_routes_like_its_mesh():
+    t = build_topology("wafer", cols=4, rows=3, io=False, bandwidth=1e9)
+    src, dst = all_pairs(12)
+    hops = check_walks(t, src, dst)
+    assert hops.tolist() == [mesh_hops(s, d, (4, 3)) for s, d in zip(src.tolist(), dst.tolist())]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=3).filter(lambda d: max(d) >= 2),
+       st.sampled_from(["torus", "mesh"]))
+def test_property_grid_spec_and_parameters_agree(dims, family):
+    spec = f"{family}:" + "x".join(map(str, dims))
+    assert_same_topology(build_topology(family, dims=dims, bandwidth=1e9, latency=1e-6), parse_topology(spec, 1e9, 1e-6))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 3), st.sampled_from([1, 2, 0.5]), st.booleans())
+def test_property_fat_tree_spec_and_parameters_agree(leaves, leaf, spines, oversub, reduce):
+    n = leaves * leaf
+    if n < 2:
+        return
+    spec = f"fat-tree:{n},leaf={leaf},spines={spines},oversub={oversub}" + (",reduce" if reduce else "")
+    t = build_topology("fat-tree", n=n, leaf=leaf, spines=spines, oversub=oversub, reduce=reduce, bandwidth=1e9)
+    assert_same_topology(t, parse_topology(spec, 1e9))
+
+
+@pytest.mark.parametrize("value,field,shown", [
+    ({"family": "hypercube", "n": 8}, "family", "'hypercube'"),
+    ({"family": "torus", "dims": [1, 1]}, "dims", "[1, 1]"),
+    ({"family": "torus", "dims": [4, "x"]}, "dims.1", "'x'"),
+    ({"family": "ring", "n": 8, "colour": "red"}, "colour", "'red'"),
+    ({"family": "ring"}, "n", "None"),
+    ({"family": "ring", "n": 1}, "n", "1"),
+    ({"family": "switch", "n": 4, "reduce": "maybe"}, "reduce", "'maybe'"),
+    ({"family": "fat-tree", "n": 10, "leaf": 4}, "leaf", "4"),
+    ({"family": "fat-tree", "n": 16, "oversub": 0}, "oversub", "0.0"),
+    ({"family": "stack", "kinds": ["ring", "tree"], "dims": [2, 2]}, "kinds.1", "'tree'"),
+    ({"family": "stack", "kinds": ["ring"], "dims": [2, 2]}, "dims", "[2, 2]"),
+    ({"family": "wafer", "cols": 5, "rows": 1}, "rows", "1"),
+    ({"family": "wafer", "cols": 5, "rows": 4, "io_bandwidth": "fast"}, "io_bandwidth", "'fast'"),
+    ({"family": "fred", "groups": 1, "per_group": 1}, "per_group", "1"),
+    ({"family": "fred", "groups": 2, "per_group": 2, "up_bandwidth": "12TB"}, "up_bandwidth", "'12TB'"),
+    ({"family": "direct", "n": 3, "links": [[0, 5]]}, "links", "[0, 5]"),
+    ({"family": "direct", "n": 3, "links": [[1, 1]]}, "links", "[1, 1]"),
+    ({"family": "direct", "n": 3, "links": []}, "links", "[]"),
+    ({"family": "torus", "dims": [4, 4], "bandwidth": "1GB/s"}, "bandwidth", "'1GB/s'"),
+    (42, "topology", "42"),
+])
+def test_bad_topology_mapping_names_field_and_value(value, field, shown):
+    with pytest.raises(ConfigError) as ei:
+        topology_from_config(value, "50GB/s", "100ns")
+    msg = str(ei.value)
+    assert "\n" not in msg, msg
+    assert f"{field}: invalid value {shown};" in msg, msg
+    assert msg.split(f"invalid value {shown};")[1].strip(), msg  # says what is accepted
+
+
+def test_unknown_field_error_lists_the_accepted_fields():
+    with pytest.raises(ConfigError) as ei:
+        build_topology("fat-tree", n=16, leafs=4)
+    assert "leafs" in str(ei.value) and "n, leaf, spines, oversub, reduce" in str(ei.value)
+
+
+@pytest.mark.parametrize("kwargs,field,shown", [
+    ({"bandwidth": "fast"}, "bandwidth", "'fast'"),
+    ({"latency": "soon"}, "latency", "'soon'"),
+    ({"bandwidth": ["1GB/s", "2GB/s", "3GB/s"]}, "bandwidth", "'1GB/s,2GB/s,3GB/s'"),
+    ({"latency": [1e-9, 2e-9, 3e-9]}, "latency", "'1e-09,2e-09,3e-09'"),
+])
+def test_build_topology_bad_link_values(kwargs, field, shown):
+    with pytest.raises(ConfigError) as ei:
+        build_topology("torus", dims=(4, 4), **kwargs)
+    msg = str(ei.value)
+    assert "\n" not in msg and msg.startswith(f"{field}: invalid value {shown};"), msg
+
+
+def test_direct_has_no_spec_string():
+    with pytest.raises(ConfigError) as ei:
+        parse_topology("direct:4")
+    assert "mapping" in str(ei.value) and "\n" not in str(ei.value)
+
+
+def test_topology_docstring_examples():
+    """The examples in every topology module's docstrings run and print what they say."""
+    import doctest
+    import importlib
+    import pkgutil
+
+    import fabricsim.topology as pkg
+    from fabricsim.topology import builders
+
+    names = [f"fabricsim.topology.{m.name}" for m in pkgutil.iter_modules(pkg.__path__) if not m.ispkg]
+    names += [f"fabricsim.topology.builders.{m.name}" for m in pkgutil.iter_modules(builders.__path__)]
+    attempted = 0
+    for name in names:
+        result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0, name
+        attempted += result.attempted
+    assert attempted >= 20

@@ -17,8 +17,25 @@ from ..units import format_bandwidth
 
 
 class Router(Protocol):
-    def route(self, topo: "Topology", src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Paths of every (src, dst): transfer t uses links `links[ptr[t]:ptr[t+1]]`, in order."""
+    """What a topology's router does: route arrays of (src, dst) pairs at once."""
+
+    def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Paths of every (src, dst), all at once.
+
+        Parameters
+        ----------
+        topo : Topology
+            The topology routed on (its link arrays and dims).
+        src, dst : int64 arrays [T]
+            Nodes of each transfer.
+
+        Returns
+        -------
+        ptr : int64 array [T + 1]
+        links : int64 array
+            Transfer t uses links `links[ptr[t]:ptr[t+1]]`, in order. ValueError for a pair the
+            router cannot route.
+        """
         ...
 
 
@@ -117,19 +134,52 @@ class Topology:
 
     @property
     def n_nodes(self) -> int:
+        """NPUs plus switches (and I/O controllers)."""
         return self.n_npus + self.n_switches
 
     @property
     def n_links(self) -> int:
+        """Directed links."""
         return len(self.link_src)
 
     def route(self, src, dst) -> tuple[np.ndarray, np.ndarray]:
+        """Paths of transfers from `src[t]` to `dst[t]`, all routed at once.
+
+        Parameters
+        ----------
+        src, dst : int sequences [T]
+            Nodes (NPUs; switches or I/O controllers where the router allows it).
+
+        Returns
+        -------
+        ptr : int64 array [T + 1]
+            Transfer t uses links `links[ptr[t]:ptr[t + 1]]` (empty when src == dst).
+        links : int64 array
+            Link ids, in path order.
+
+        Examples
+        --------
+        >>> from fabricsim.topology import torus
+        >>> ptr, links = torus((4, 4), 50e9, 1e-7).route([0], [10])   # (0, 0) -> (2, 2)
+        >>> int(ptr[1])
+        4
+        """
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         return self.router.route(self, src, dst)
 
     def coords(self, ranks) -> np.ndarray:
-        """Coordinates (..., D) of NPU ranks, dimension 0 fastest."""
+        """Coordinates (..., D) of NPU ranks in `dims`, dimension 0 fastest.
+
+        Parameters
+        ----------
+        ranks : int array-like
+            NPU ranks.
+
+        Returns
+        -------
+        int64 array, shape ranks.shape + (len(dims),)
+        """
         ranks = np.asarray(ranks, dtype=np.int64)
         out = np.empty(ranks.shape + (len(self.dims),), dtype=np.int64)
         stride = 1
@@ -139,6 +189,16 @@ class Topology:
         return out
 
     def rank_of(self, coords) -> np.ndarray:
+        """NPU ranks of coordinates (..., D) in `dims` (the inverse of `coords`).
+
+        Parameters
+        ----------
+        coords : int array-like, shape (..., len(dims))
+
+        Returns
+        -------
+        int64 array, shape coords.shape[:-1]
+        """
         coords = np.asarray(coords, dtype=np.int64)
         stride, out = 1, np.zeros(coords.shape[:-1], dtype=np.int64)
         for d, size in enumerate(self.dims):
@@ -147,6 +207,12 @@ class Topology:
         return out
 
     def describe(self) -> str:
+        """One line for reports: name, NPUs, switches, links and their bandwidth, dims.
+
+        Returns
+        -------
+        str
+        """
         bw = np.unique(self.link_bw)
         bw_text = format_bandwidth(bw[0]) if len(bw) == 1 else f"{format_bandwidth(bw[0])}..{format_bandwidth(bw[-1])}"
         return (f"{self.name}: {self.n_npus} NPUs, {self.n_switches} switches, {self.n_links} directed links"
@@ -158,7 +224,21 @@ class Topology:
 
 
 def csr_from_hops(n_transfers: int, hop_t: list[np.ndarray], hop_l: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Assemble paths from hop lists generated in path order (one array pair per hop round)."""
+    """Assemble CSR paths from hops generated round by round in path order.
+
+    Parameters
+    ----------
+    n_transfers : int
+        Number of transfers T.
+    hop_t, hop_l : lists of int arrays
+        Per round of hops, the transfers that take a hop and the link each takes.
+
+    Returns
+    -------
+    ptr : int64 array [T + 1]
+    links : int64 array
+        Transfer t's links are `links[ptr[t]:ptr[t + 1]]`, in the order the rounds came.
+    """
     if hop_t:
         t = np.concatenate(hop_t)
         links = np.concatenate(hop_l)
@@ -192,6 +272,7 @@ class DimensionOrderRouter:
     down_link: np.ndarray  # int64[n_npus, D]  (down link *to* this npu from its switch)
 
     def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):
+        """CSR paths (`ptr`, `links`) of NPU -> NPU transfers, and NPU <-> own switch (module doc)."""
         n_t = len(src)
         n = topo.n_npus
         if n_t and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= topo.n_nodes):
@@ -296,6 +377,7 @@ class TreeRouter:
     spine_down: np.ndarray | None = None
 
     def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):
+        """CSR paths (`ptr`, `links`): NPU -> NPU up/down, NPU <-> its own leaf switch."""
         n_t = len(src)
         tid = np.arange(n_t)
         n = topo.n_npus
@@ -345,31 +427,49 @@ class ShortestPathRouter:
     next_link: np.ndarray  # int64[n_nodes, n_nodes], -1 where unreachable or node == dst
 
     @classmethod
-    def build(cls, n_nodes: int, link_src: np.ndarray, link_dst: np.ndarray) -> "ShortestPathRouter":
+    def build(cls, n_nodes: int, link_src: np.ndarray, link_dst: np.ndarray) -> ShortestPathRouter:
+        """The next-hop table of a graph: one unweighted scipy search over all destinations.
+
+        Parameters
+        ----------
+        n_nodes : int
+            Nodes 0..n_nodes-1.
+        link_src, link_dst : int64 arrays [L]
+            Directed links.
+
+        Returns
+        -------
+        ShortestPathRouter
+            O(n_nodes^2) memory; about 0.45 ms for 64 nodes of degree 4, 0.3 ms of it in scipy's
+            search (benchmarks/bench_core.py).
+        """
         import scipy.sparse as sp
         from scipy.sparse.csgraph import shortest_path
 
-        # first link between each ordered pair wins (parallel links: the lowest id)
-        L = len(link_src)
-        order = np.lexsort((np.arange(L), link_dst, link_src))
-        first = np.ones(L, dtype=bool)
-        first[1:] = (link_src[order][1:] != link_src[order][:-1]) | (link_dst[order][1:] != link_dst[order][:-1])
+        link_src = np.asarray(link_src, dtype=np.int64)
+        link_dst = np.asarray(link_dst, dtype=np.int64)
+        # first link between each ordered pair wins (parallel links: the lowest id); keys ascending
+        keys = link_src * n_nodes + link_dst
+        order = np.argsort(keys, kind="stable")
+        k = keys[order]
+        first = np.ones(len(k), dtype=bool)
+        np.not_equal(k[1:], k[:-1], out=first[1:])
         ids = order[first]
-        g = sp.csr_matrix((np.ones(len(ids)), (link_src[ids], link_dst[ids])), shape=(n_nodes, n_nodes))
-        # predecessors on the reversed graph from each destination give the next hop forward
-        _, pred = shortest_path(g.T.tocsr(), method="D", unweighted=True, return_predecessors=True)
-        # pred[dst, u] = the node after u on a shortest path u -> dst
-        keys = link_src[ids] * n_nodes + link_dst[ids]
-        korder = np.argsort(keys)
-        keys, ids = keys[korder], ids[korder]
-        nxt = pred.T.astype(np.int64)  # [u, dst]
-        valid = nxt >= 0
-        u = np.nonzero(valid)[0]
-        table = np.full((n_nodes, n_nodes), -1, dtype=np.int64)
-        table[valid] = ids[np.searchsorted(keys, u * n_nodes + nxt[valid])]
+        # the reversed graph (row = a link's destination) in CSR form with sorted columns: predecessors
+        # on it from each destination give the next hop forward
+        rs, rd = link_src[ids], link_dst[ids]
+        indptr = np.zeros(n_nodes + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rd, minlength=n_nodes), out=indptr[1:])
+        g = sp.csr_matrix((np.ones(len(ids)), rs[np.argsort(rd * n_nodes + rs)], indptr), shape=(n_nodes, n_nodes))
+        _, pred = shortest_path(g, method="D", unweighted=True, return_predecessors=True)
+        nxt = pred.T  # nxt[u, dst] = the node after u on a shortest path u -> dst (< 0: none)
+        link_of = np.full((n_nodes, n_nodes), -1, dtype=np.int64)  # link_of[u, v]: the link u -> v
+        link_of[rs, rd] = ids
+        table = np.where(nxt >= 0, link_of[np.arange(n_nodes)[:, None], np.maximum(nxt, 0)], -1)
         return cls(table)
 
     def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):
+        """CSR paths (`ptr`, `links`) along the next-hop table; ValueError where no path exists."""
         n_t = len(src)
         tid = np.arange(n_t)
         cur = src.copy()

@@ -1,9 +1,9 @@
-"""Topology builders, one file per family."""
+"""Topology builders, one file per family: the builder function, the family's typed parameters,
+its spec-string parser and its `FAMILY` descriptor (registered in `topology/spec.py`).
 
-from .fat_tree import fat_tree
-from .general import from_edges
-from .stack import fully_connected, mesh, ring, stack, switch, torus
-from .wafer import fred_fabric, wafer_mesh
+    ring.py  fully_connected.py  switch.py  mesh.py  torus.py  stack.py   (all built by `stack`)
+    fat_tree.py  wafer.py  fred.py  direct.py (`from_edges`)
 
-__all__ = ["fat_tree", "fred_fabric", "from_edges", "fully_connected", "mesh", "ring", "stack", "switch", "torus",
-           "wafer_mesh"]
+The builder functions are re-exported by `fabricsim.topology`; this package does not re-export
+them, so `from .builders import ring` names the module.
+"""

@@ -8,13 +8,57 @@ Node ids: NPUs, then leaves, then spines. Routing: up/down, spine = destination 
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
+import numpy as np
+from pydantic import Field, model_validator
+
+from ...errors import ConfigError
+from ..family import (
+    LinkValues,
+    Params,
+    TopologyFamily,
+    parse_flags,
+    parse_int,
+    single_n,
+)
 from ..graph import Topology, TreeRouter
 
 
 def fat_tree(n: int, bandwidth: float, latency: float, *, leaf: int, spines: int | None = None,
              oversub: float = 1.0, reduce: bool = False) -> Topology:
+    """A two-level leaf/spine fat-tree (module doc).
+
+    Parameters
+    ----------
+    n : int
+        NPUs.
+    bandwidth : float
+        NPU-leaf link bandwidth per direction, bytes/s.
+    latency : float
+        Per link, s.
+    leaf : int
+        NPUs per leaf switch; divides `n`. A single leaf has no spines.
+    spines : int, optional
+        Spine switches (default: `leaf`); every leaf has one link to every spine.
+    oversub : float
+        Oversubscription: a leaf's uplinks carry leaf x bandwidth / oversub in all, split over
+        the spines (1: full bisection bandwidth).
+    reduce : bool
+        The switches reduce and multicast (in-network collectives).
+
+    Returns
+    -------
+    Topology
+        Nodes: NPUs, leaves, spines; `leaf_of` = each NPU's leaf; up/down routing, spine =
+        destination mod spines (`TreeRouter`).
+
+    Examples
+    --------
+    >>> t = fat_tree(16, 50e9, 1e-7, leaf=4, spines=2, oversub=4)
+    >>> t.n_switches, t.n_links, float(t.link_bw[-1])   # 2 x 16 + 2 x 4 x 2 links; 4 x 50e9 / (4 x 2)
+    (6, 48, 25000000000.0)
+    """
     if leaf < 1 or n % leaf:
         raise ValueError(f"fat-tree: {n} NPUs do not split into leaves of {leaf}")
     n_leaves = n // leaf
@@ -52,3 +96,61 @@ def fat_tree(n: int, bandwidth: float, latency: float, *, leaf: int, spines: int
         n_switches=n_sw, can_reduce=can_reduce, can_multicast=can_reduce.copy(),
         leaf_of=leaf_of,
     )
+
+
+class FatTreeParams(Params):
+    """fat-tree's parameters.
+
+    Parameters
+    ----------
+    n : int
+        NPUs, >= 2.
+    leaf : int, optional
+        NPUs per leaf switch, dividing `n`; default min(n, 8).
+    spines : int, optional
+        Spine switches; default `leaf`.
+    oversub : float
+        Oversubscription ratio, finite and > 0 (uplinks: NPUs per leaf x bandwidth / oversub).
+    reduce : bool
+        The switches reduce and multicast.
+    """
+
+    n: int = Field(ge=2)
+    leaf: int | None = Field(default=None, ge=1)
+    spines: int | None = Field(default=None, ge=1)
+    oversub: float = 1.0
+    reduce: bool = False
+
+    @model_validator(mode="after")
+    def _check(self):
+        if not (math.isfinite(self.oversub) and self.oversub > 0):
+            raise ConfigError("oversub", self.oversub, "accepted: a finite number > 0")
+        if self.n % (self.leaf or min(self.n, 8)):
+            raise ConfigError("leaf", self.leaf or min(self.n, 8), f"accepted: a number of NPUs per leaf dividing n={self.n}")
+        return self
+
+
+def _parse(spec: str, shape: str, opts: list[str]) -> dict:
+    f = parse_flags(opts, {"leaf", "spines", "oversub", "reduce"}, spec, valued=frozenset({"leaf", "spines", "oversub"}))
+    n = single_n(shape, spec)
+    leaf = parse_int(f.get("leaf", str(min(n, 8))), spec)
+    spines = parse_int(f["spines"], spec) if "spines" in f else None
+    try:
+        oversub = float(f.get("oversub", "1"))
+    except ValueError:
+        oversub = -1.0
+    if not (math.isfinite(oversub) and oversub > 0):  # also rejects nan and inf
+        raise ConfigError("topology", spec, "accepted: oversub=RATIO with RATIO a finite number > 0")
+    if n % leaf:
+        raise ConfigError("topology", spec, f"accepted: leaf=K where K divides {n}")
+    return {"n": n, "leaf": leaf, "spines": spines, "oversub": oversub, "reduce": "reduce" in f}
+
+
+def _build(p: FatTreeParams, bandwidth: LinkValues, latency: LinkValues) -> Topology:
+    return fat_tree(p.n, bandwidth.one(), latency.one(), leaf=p.leaf or min(p.n, 8), spines=p.spines,
+                    oversub=p.oversub, reduce=p.reduce)
+
+
+FAMILY = TopologyFamily("fat-tree", "fat-tree:64,leaf=8,spines=4,oversub=2",
+                        "two-level leaf/spine fat-tree with oversubscription", FatTreeParams, _parse, _build,
+                        ("fattree", "fat_tree"))

@@ -12,16 +12,22 @@ Each dimension has its own link bandwidth and latency (per direction).
 
 from __future__ import annotations
 
-from typing import Sequence
+import re
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
+from pydantic import Field, model_validator
 
+from ...errors import ConfigError
+from ..family import LinkValues, Params, TopologyFamily, parse_flags, parse_int
 from ..graph import DimensionOrderRouter, Topology
 
 KINDS = ("ring", "uniring", "line", "fc", "switch")
 
 
 def _per_dim(value, ndim: int, what: str) -> list[float]:
+    """One value per dimension from one value or a sequence of `ndim`."""
     vals = list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value]
     if len(vals) == 1:
         vals = vals * ndim
@@ -50,6 +56,7 @@ class _Links:
         self.sw_dim: list[int] = []
 
     def add(self, s, t, d) -> np.ndarray:
+        """Links s[i] -> t[i] in dimension d, with its bandwidth and latency; returns their ids."""
         s = np.asarray(s, dtype=np.int64)
         ids = np.arange(self.n_links, self.n_links + len(s))
         c = self.cols
@@ -62,6 +69,7 @@ class _Links:
         return ids
 
     def ring_like(self, d: int, kind: str, size: int) -> None:
+        """The + and - neighbour links of a ring, one-way ring or line along d."""
         n, c, r = self.n, self.coords[:, d], self.ranks
         plus = r + (((c + 1) % size) - c) * self.strides[d]
         minus = r + (((c - 1) % size) - c) * self.strides[d]
@@ -76,6 +84,7 @@ class _Links:
             self.step_link[:, d, 1] = self.step_link[:, d, 0]
 
     def fully_connected(self, d: int, size: int) -> None:
+        """A link between every ordered pair of NPUs of each line along d."""
         c, r = self.coords[:, d], self.ranks
         table = np.full((self.n, size), -1, dtype=np.int64)
         for k in range(size):
@@ -93,8 +102,28 @@ class _Links:
         self.sw_dim += [d] * (self.n // size)
 
     def array(self, name: str, dtype) -> np.ndarray:
+        """One column of the links appended so far, as an array."""
         parts = self.cols[name]
         return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+
+    def topology(self, name: str, switch_reduce: bool, switch_multicast: bool | None) -> Topology:
+        """The Topology of the links added, routed dimension by dimension."""
+        n, n_nodes = self.n, self.n + self.n_switches
+        can_reduce = np.zeros(n_nodes, bool)
+        can_mc = np.zeros(n_nodes, bool)
+        can_reduce[n:] = switch_reduce
+        can_mc[n:] = switch_reduce if switch_multicast is None else switch_multicast
+        router = DimensionOrderRouter(self.kinds, self.step_link, tuple(self.fc_link), self.up_link, self.down_link)
+        link_dst = self.array("dst", np.int64)
+        # one switch dimension: the switch each NPU hangs off (a tree of height one)
+        one_switch = len(self.dims) == 1 and self.kinds[0] == "switch" and self.dims[0] > 1
+        leaf_of = link_dst[self.up_link[:, 0]] if one_switch else None
+        return Topology(
+            name, n, self.array("src", np.int64), link_dst, self.array("bw", float), self.array("lat", float), router,
+            n_switches=self.n_switches, dims=self.dims, link_dim=self.array("dim", np.int64), can_reduce=can_reduce,
+            can_multicast=can_mc, switch_dim=np.array(self.sw_dim, dtype=np.int64), dim_kinds=self.kinds,
+            leaf_of=leaf_of,
+        )
 
 
 def stack(
@@ -114,18 +143,29 @@ def stack(
     kinds : sequence of str
         ring, uniring, line, fc or switch, per dimension.
     dims : sequence of int
-        NPUs per dimension, dimension 0 fastest.
-    bandwidth, latency : float or sequence
-        Per link and direction, bytes/s and s; one value or one per dimension.
+        NPUs per dimension, dimension 0 fastest (a size-1 dimension adds no links).
+    bandwidth : float or sequence of float
+        Per link and direction, bytes/s; one value or one per dimension.
+    latency : float or sequence of float
+        Per link, s; one value or one per dimension.
     name : str, optional
         The topology's name (default: stack:KIND+SIZE x ...).
-    switch_reduce, switch_multicast : bool
-        Whether the switches reduce (and multicast) in the network.
+    switch_reduce : bool
+        The switches reduce in the network.
+    switch_multicast : bool, optional
+        The switches multicast; default: as `switch_reduce`.
 
     Returns
     -------
     Topology
-        With dimension-order routing (`DimensionOrderRouter`).
+        With dimension-order routing (`DimensionOrderRouter`); `switch_dim` names the dimension
+        of each switch, `dim_kinds` the kinds.
+
+    Examples
+    --------
+    >>> t = stack(("ring", "switch"), (4, 8), [200e9, 50e9], [5e-8, 5e-7])
+    >>> t.n_npus, t.n_switches, t.n_links   # 32 x 2 ring links, 4 switches of 8 with 2 x 32 links
+    (32, 4, 128)
     """
     kinds, dims = tuple(kinds), tuple(int(d) for d in dims)
     if len(kinds) != len(dims) or not dims:
@@ -144,40 +184,63 @@ def stack(
             L.fully_connected(d, size)
         else:
             L.switches(d, size)
-    n, n_nodes = L.n, L.n + L.n_switches
-    can_reduce = np.zeros(n_nodes, bool)
-    can_mc = np.zeros(n_nodes, bool)
-    can_reduce[n:] = switch_reduce
-    can_mc[n:] = switch_reduce if switch_multicast is None else switch_multicast
-    router = DimensionOrderRouter(kinds, L.step_link, tuple(L.fc_link), L.up_link, L.down_link)
-    link_dst = L.array("dst", np.int64)
-    # one switch dimension: the switch each NPU hangs off (a tree of height one)
-    leaf_of = link_dst[L.up_link[:, 0]] if D == 1 and kinds[0] == "switch" and dims[0] > 1 else None
-    return Topology(
-        name or "stack:" + "x".join(f"{k}{s}" for k, s in zip(kinds, dims)),
-        n, L.array("src", np.int64), link_dst, L.array("bw", float), L.array("lat", float), router,
-        n_switches=L.n_switches, dims=dims, link_dim=L.array("dim", np.int64), can_reduce=can_reduce,
-        can_multicast=can_mc, switch_dim=np.array(L.sw_dim, dtype=np.int64), dim_kinds=kinds, leaf_of=leaf_of,
-    )
+    return L.topology(name or "stack:" + "x".join(f"{k}{s}" for k, s in zip(kinds, dims)), switch_reduce,
+                      switch_multicast)
 
 
-def ring(n: int, bandwidth, latency, *, bidirectional: bool = True) -> Topology:
-    return stack(("ring" if bidirectional else "uniring",), (n,), bandwidth, latency,
-                 name=f"ring:{n}" + ("" if bidirectional else ",uni"))
+# ---- the stack family: ASTRA-sim style stacks from a spec string or typed parameters -----------------
 
 
-def torus(dims: Sequence[int], bandwidth, latency) -> Topology:
-    return stack(("ring",) * len(dims), dims, bandwidth, latency, name="torus:" + "x".join(map(str, dims)))
+class StackParams(Params):
+    """stack's parameters.
+
+    Parameters
+    ----------
+    kinds : tuple of str
+        The building block of each dimension: ring, uniring, line, fc or switch (ASTRA-sim's Ring,
+        FullyConnected, Switch are ring, fc, switch).
+    dims : tuple of int
+        NPUs per dimension (>= 2 each), dimension 0 fastest; as many as `kinds`.
+    reduce : bool
+        The switches reduce and multicast (in-network collectives).
+    """
+
+    kinds: tuple[Literal["ring", "uniring", "line", "fc", "switch"], ...] = Field(min_length=1)
+    dims: tuple[int, ...] = Field(min_length=1)
+    reduce: bool = False
+
+    @model_validator(mode="after")
+    def _same_length(self):
+        if len(self.kinds) != len(self.dims):
+            raise ConfigError("dims", list(self.dims), f"accepted: one size per kind ({len(self.kinds)} kinds)")
+        if any(d < 2 for d in self.dims):
+            raise ConfigError("dims", list(self.dims), "accepted: every dimension >= 2 NPUs")
+        return self
 
 
-def mesh(dims: Sequence[int], bandwidth, latency) -> Topology:
-    return stack(("line",) * len(dims), dims, bandwidth, latency, name="mesh:" + "x".join(map(str, dims)))
+_SPEC_KINDS = {"ring": "ring", "r": "ring", "fullyconnected": "fc", "fc": "fc", "switch": "switch", "sw": "switch"}
+_NAMES = {"ring": "Ring", "uniring": "UniRing", "line": "Line", "fc": "FullyConnected", "switch": "Switch"}
 
 
-def fully_connected(n: int, bandwidth, latency) -> Topology:
-    return stack(("fc",), (n,), bandwidth, latency, name=f"fully-connected:{n}")
+def _parse(spec: str, shape: str, opts: list[str]) -> dict:
+    f = parse_flags(opts, {"reduce"}, spec)
+    kinds, dims = [], []
+    for part in re.split(r"[xX]", shape):
+        m = re.fullmatch(r"([A-Za-z]+)\(?(\d+)\)?", part.strip())
+        if not m or m.group(1).lower() not in _SPEC_KINDS:
+            raise ConfigError("topology", spec, "accepted: stack:Ring4xFullyConnected8xSwitch4 (Ring, FullyConnected, Switch per dimension)")
+        kinds.append(_SPEC_KINDS[m.group(1).lower()])
+        dims.append(parse_int(m.group(2), spec))
+    if any(d < 2 for d in dims):
+        raise ConfigError("topology", spec, "accepted: every stacked dimension has at least 2 NPUs")
+    return {"kinds": tuple(kinds), "dims": tuple(dims), "reduce": "reduce" in f}
 
 
-def switch(n: int, bandwidth, latency, *, reduce: bool = False, multicast: bool | None = None) -> Topology:
-    return stack(("switch",), (n,), bandwidth, latency, name=f"switch:{n}" + (",reduce" if reduce else ""),
-                 switch_reduce=reduce, switch_multicast=multicast)
+def _build(p: StackParams, bandwidth: LinkValues, latency: LinkValues) -> Topology:
+    name = "stack:" + "x".join(f"{_NAMES[k]}{d}" for k, d in zip(p.kinds, p.dims))
+    return stack(p.kinds, p.dims, bandwidth.per_dim(len(p.dims)), latency.per_dim(len(p.dims)), name=name,
+                 switch_reduce=p.reduce)
+
+
+FAMILY = TopologyFamily("stack", "stack:Ring4xSwitch8", "ASTRA-sim multi-dimensional stack of Ring/FullyConnected/Switch",
+                        StackParams, _parse, _build, ("astra",))

@@ -1,16 +1,11 @@
-"""Wafer-scale topologies of the FRED paper: the 2-D mesh wafer with perimeter I/O controllers,
-and FRED's two-level switch fabric.
+"""The wafer of the FRED paper: a 2-D mesh of NPUs with perimeter I/O controllers (FRED's own
+switch fabric is `fred.py`).
 
 - `wafer_mesh(cols, rows, ...)`: NPUs 0..n-1 on a cols x rows mesh (dimension 0 = x, fastest),
   X-Y routing. One I/O controller per external edge of the perimeter (a corner NPU has two):
   2 (cols + rows) controllers, nodes n.. in order around the perimeter, each linked both ways to
   its NPU at `io_bandwidth`. Traffic from or to a controller enters or leaves the mesh at its
   NPU, perpendicular to the controller's edge (see `IORouter`).
-- `fred_fabric(groups, per_group, ...)`: NPUs on L1 switches (`per_group` NPUs each; NPU i on L1
-  switch i // per_group), L1 switches on one L2 switch (`up_bandwidth` per L1, each direction), I/O
-  controllers spread over the L1 switches (round robin). Switches reduce and multicast when
-  `reduce` is set (Fred-B, Fred-D). Nodes: NPUs, L1 switches, the L2 switch, I/O controllers.
-  Paths are the unique tree paths.
 """
 
 from __future__ import annotations
@@ -18,8 +13,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from pydantic import Field, field_validator
 
-from ..graph import ShortestPathRouter, Topology, csr_from_hops
+from ...errors import ConfigError
+from ...units import parse_bandwidth
+from ..family import (
+    LinkValues,
+    Params,
+    TopologyFamily,
+    bandwidth_field,
+    parse_flags,
+    parse_shape,
+)
+from ..graph import Topology, csr_from_hops
 from .stack import stack
 
 
@@ -60,13 +66,17 @@ class IORouter:
         return hop_t, hop_l
 
     def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):
+        """Paths of every (src, dst) in CSR form (`ptr`, `links`); nodes are NPUs or controllers."""
         src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
         n = topo.n_npus
         if len(src) and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= topo.n_nodes):
             raise ValueError("route: node out of range")
         s_io, d_io = src >= n, dst >= n
-        s = np.where(s_io, self.io_npu[np.maximum(src - n, 0)], src)
-        d = np.where(d_io, self.io_npu[np.maximum(dst - n, 0)], dst)
+        if len(self.io_npu) == 0:  # no controllers: every node is an NPU (checked above)
+            s, d = src, dst
+        else:
+            s = np.where(s_io, self.io_npu[np.clip(src - n, 0, len(self.io_npu) - 1)], src)
+            d = np.where(d_io, self.io_npu[np.clip(dst - n, 0, len(self.io_npu) - 1)], dst)
         y_first = np.zeros(len(src), bool)
         y_first[s_io] = self.io_vertical[src[s_io] - n]  # from a top/bottom controller: Y then X
         to_io = d_io & ~s_io
@@ -79,9 +89,21 @@ class IORouter:
 
 
 def perimeter_edges(cols: int, rows: int) -> list[tuple[int, str]]:
-    """(NPU, side) of every external edge, clockwise from the top-left corner: the top row left
-    to right, the right column downwards, the bottom row right to left, the left column upwards."""
-    rank = lambda x, y: y * cols + x  # noqa: E731
+    """Every external edge of a mesh's perimeter, clockwise from the top-left corner: the top row
+    left to right, the right column downwards, the bottom row right to left, the left column
+    upwards (a corner NPU has two).
+
+    Parameters
+    ----------
+    cols, rows : int
+        NPUs along x (dimension 0) and y.
+
+    Returns
+    -------
+    list of (int, str)
+        (NPU rank x + y cols, side: top, right, bottom or left), 2 (cols + rows) of them.
+    """
+    rank = lambda x, y: y * cols + x
     out = [(rank(x, 0), "top") for x in range(cols)]
     out += [(rank(cols - 1, y), "right") for y in range(rows)]
     out += [(rank(x, rows - 1), "bottom") for x in range(cols - 1, -1, -1)]
@@ -94,7 +116,18 @@ def hamiltonian_cycle(cols: int, rows: int) -> np.ndarray:
     one hop between neighbours, closing back to the start: along row 0, snake through columns
     1..cols-1 of the other rows, back up column 0. Needs an even number of rows (else the
     transposed cycle with an even number of columns); with both odd no such cycle exists and the
-    snake path is returned (its closing step is several hops)."""
+    snake path is returned (its closing step is several hops).
+
+    Parameters
+    ----------
+    cols, rows : int
+        NPUs along x (dimension 0) and y.
+
+    Returns
+    -------
+    int64 array [cols x rows]
+        A permutation of the NPU ranks.
+    """
     if rows % 2 and not cols % 2:
         return np.array([(r % rows) * cols + r // rows for r in hamiltonian_cycle(rows, cols)], dtype=np.int64)
     if rows % 2 or cols < 2 or rows < 2:
@@ -110,6 +143,37 @@ def hamiltonian_cycle(cols: int, rows: int) -> np.ndarray:
 
 def wafer_mesh(cols: int, rows: int, bandwidth: float, latency: float, *, io_bandwidth: float = 128e9,
                io_latency: float | None = None, io: bool = True) -> Topology:
+    """FRED's baseline wafer: a `cols` x `rows` mesh of NPUs, an I/O controller per external edge
+    of the perimeter (module doc).
+
+    Parameters
+    ----------
+    cols, rows : int
+        NPUs along x (dimension 0, fastest) and y.
+    bandwidth : float
+        Mesh links, per direction, bytes/s.
+    latency : float
+        Mesh links, s.
+    io_bandwidth : float
+        Each controller's link to its NPU, per direction, bytes/s.
+    io_latency : float, optional
+        Controller links, s; default `latency`.
+    io : bool
+        With the 2 (cols + rows) controllers (nodes n.., clockwise from the top-left corner);
+        False: the bare mesh.
+
+    Returns
+    -------
+    Topology
+        Named `wafer:CxR` (`,noio`); `io_nodes`/`io_attach` the controllers and their NPUs,
+        `ring_order` the mesh's Hamiltonian cycle; X-Y routing (`IORouter`).
+
+    Examples
+    --------
+    >>> t = wafer_mesh(5, 4, 750e9, 1e-8)
+    >>> t.n_switches, t.n_links   # 18 controllers; mesh 2 x (4 x 4 + 5 x 3), controllers 2 x 18
+    (18, 98)
+    """
     inner = stack(("line", "line"), (cols, rows), [bandwidth] * 2, [latency] * 2, name=f"mesh:{cols}x{rows}")
     n = cols * rows
     edges = perimeter_edges(cols, rows) if io else []
@@ -130,30 +194,43 @@ def wafer_mesh(cols: int, rows: int, bandwidth: float, latency: float, *, io_ban
                     io_nodes=ctrl, io_attach=io_npu, ring_order=hamiltonian_cycle(cols, rows))
 
 
-def fred_fabric(groups: int, per_group: int, bandwidth: float, up_bandwidth: float, latency: float, *,
-                io_controllers: int = 18, io_bandwidth: float = 128e9, reduce: bool = False,
-                up_latency: float | None = None) -> Topology:
-    n = groups * per_group
-    l1 = n + np.arange(groups)
-    l2 = n + groups
-    io = n + groups + 1 + np.arange(io_controllers)
-    io_l1 = l1[np.arange(io_controllers) % groups]
-    npu = np.arange(n)
-    up_lat = latency if up_latency is None else up_latency
-    # each edge both ways: NPU-L1, L1-L2, IO-L1
-    a = np.concatenate([npu, l1, io])
-    b = np.concatenate([l1[npu // per_group], np.full(groups, l2), io_l1])
-    bw = np.concatenate([np.full(n, bandwidth), np.full(groups, up_bandwidth), np.full(io_controllers, io_bandwidth)])
-    lat = np.concatenate([np.full(n, latency), np.full(groups, up_lat), np.full(io_controllers, latency)])
-    src, dst = np.concatenate([a, b]), np.concatenate([b, a])
-    bw, lat = np.concatenate([bw, bw]), np.concatenate([lat, lat])
-    n_nodes = n + groups + 1 + io_controllers
-    half = np.concatenate([np.zeros(n), np.ones(groups), np.full(io_controllers, -1)]).astype(np.int64)
-    link_dim = np.concatenate([half, half])  # 0: NPU-L1, 1: L1-L2, -1: I/O
-    router = ShortestPathRouter.build(n_nodes, src, dst)
-    sw = np.zeros(n_nodes, bool)
-    sw[n: n + groups + 1] = reduce
-    return Topology(f"fred:{groups}x{per_group}", n, src, dst, bw, lat, router, n_switches=groups + 1 + io_controllers,
-                    dims=(per_group, groups), link_dim=link_dim,
-                    can_reduce=sw, can_multicast=sw.copy(),
-                    io_nodes=io, io_attach=io_l1, leaf_of=l1[npu // per_group])
+
+class WaferParams(Params):
+    """wafer's parameters.
+
+    Parameters
+    ----------
+    cols, rows : int
+        NPUs along x and y, >= 2 each.
+    io_bandwidth : float or str
+        Each I/O controller's link, per direction: bytes/s or with units (`128GB/s`).
+    io : bool
+        With the perimeter I/O controllers (`wafer:5x4,noio`: without).
+    """
+
+    cols: int = Field(ge=2)
+    rows: int = Field(ge=2)
+    io_bandwidth: float = 128e9
+    io: bool = True
+
+    _io_bw = field_validator("io_bandwidth", mode="before")(bandwidth_field)
+
+
+def _parse(spec: str, shape: str, opts: list[str]) -> dict:
+    f = parse_flags(opts, {"io", "noio"}, spec, valued=frozenset({"io"}))
+    dims = parse_shape(shape, spec)
+    if len(dims) != 2 or min(dims) < 2:
+        raise ConfigError("topology", spec, "accepted: wafer:COLSxROWS with both >= 2, e.g. wafer:5x4")
+    out = {"cols": dims[0], "rows": dims[1], "io": "noio" not in f}
+    if "io" in f:
+        out["io_bandwidth"] = parse_bandwidth(f["io"], "topology io")
+    return out
+
+
+def _build(p: WaferParams, bandwidth: LinkValues, latency: LinkValues) -> Topology:
+    return wafer_mesh(p.cols, p.rows, bandwidth.one(), latency.one(), io_bandwidth=p.io_bandwidth, io=p.io)
+
+
+FAMILY = TopologyFamily("wafer", "wafer:5x4[,io=128GB/s]",
+                        "wafer 2-D mesh, X-Y routing, an I/O controller per perimeter edge (FRED's baseline)",
+                        WaferParams, _parse, _build)
