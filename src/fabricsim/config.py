@@ -18,7 +18,21 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def read_yaml_mapping(path: str | Path, what: str) -> dict:
-    """The YAML mapping in `path`; ConfigError for a missing file, bad syntax or a non-mapping."""
+    """The YAML mapping in a file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The YAML file.
+    what : str
+        The top-level keys expected, named in the error for a non-mapping file.
+
+    Returns
+    -------
+    dict
+        The parsed mapping; ConfigError for a missing file, bad syntax (with its line) or a
+        non-mapping.
+    """
     try:
         text = Path(path).read_text()
     except OSError as e:
@@ -40,6 +54,7 @@ def validate(model: type[M], data: dict, where: str, brackets: bool = False) -> 
     Parameters
     ----------
     model : pydantic model class
+        The model to validate against.
     data : dict
         The parsed YAML mapping.
     where : str
@@ -49,7 +64,8 @@ def validate(model: type[M], data: dict, where: str, brackets: bool = False) -> 
 
     Returns
     -------
-    The validated model; ConfigError naming the field path, the value and what is accepted.
+    pydantic model
+        An instance of `model`; ConfigError naming the field path, the value and what is accepted.
     """
     try:
         return model.model_validate(data)
@@ -111,6 +127,7 @@ def load_yaml(model: type[M], path: str | Path, what: str) -> M:
     Parameters
     ----------
     model : pydantic model class
+        The model to validate against.
     path : str or Path
         The YAML file.
     what : str
@@ -118,7 +135,8 @@ def load_yaml(model: type[M], path: str | Path, what: str) -> M:
 
     Returns
     -------
-    The validated model; a one-line ConfigError (file, field path, value, what is accepted)
-    otherwise.
+    pydantic model
+        An instance of `model`; a one-line ConfigError (file, field path, value, what is
+        accepted) otherwise.
     """
     return validate(model, read_yaml_mapping(path, what), str(path))

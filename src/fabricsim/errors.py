@@ -8,7 +8,17 @@ from __future__ import annotations
 
 
 class ConfigError(ValueError):
-    """Bad user input: a one-line message naming field, value and what is accepted."""
+    """Bad user input: a one-line message naming field, value and what is accepted.
+
+    Parameters
+    ----------
+    field : str
+        The field, as the user wrote it (`network.bandwidth`, `--sizes`, a file and a path).
+    value : object
+        The value given.
+    accepted : str
+        What is accepted, as a phrase (`accepted: ...`).
+    """
 
     def __init__(self, field: str, value: object, accepted: str):
         self.field = field
@@ -18,7 +28,19 @@ class ConfigError(ValueError):
 
 
 class UnsupportedGroupSize(ConfigError):
-    """An algorithm cannot serve a collective on this many ranks."""
+    """An algorithm cannot serve a collective on this many ranks.
+
+    Parameters
+    ----------
+    algorithm : str
+        The algorithm's name.
+    collective : str
+        The collective.
+    p : int
+        Ranks in the group (the error's `value`).
+    accepted : str
+        Which group sizes it serves.
+    """
 
     def __init__(self, algorithm: str, collective: str, p: int, accepted: str):
         self.algorithm = algorithm

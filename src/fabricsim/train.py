@@ -65,8 +65,24 @@ class _Strict(BaseModel):
 
 
 class NetworkSection(_Strict):
-    """`network:` the topology (spec string), its link parameters, the network model and the
-    algorithm of each collective."""
+    """`network:` the topology, its link parameters, the network model and the algorithm of each collective.
+
+    Parameters
+    ----------
+    topology : str or dict
+        A topology spec string (`torus:8x8`, see `fabricsim topologies`) or a mapping
+        (`{family: torus, dims: [8, 8]}`).
+    bandwidth : str, float or list
+        Link bandwidth per direction, bytes/s (units accepted: `400Gbps`), one value or one per
+        dimension.
+    latency : str, float or list
+        Link latency, s (units accepted: `100ns`), one value or one per dimension.
+    model : str
+        A network model name or alias (`fabricsim models`), stored canonical.
+    algorithms : dict
+        collective -> `NAME[,KEY=VALUE...]`, stored canonical (defaults: ring; direct for
+        all-to-all).
+    """
 
     topology: str | dict[str, Any]  # a spec string, or {family: torus, dims: [8, 8], ...}
     bandwidth: Any = "400Gbps"
@@ -82,13 +98,24 @@ class NetworkSection(_Strict):
         return _typed_algorithms(v)
 
     def build_topology(self) -> Topology:
-        """The topology this section names."""
+        """The topology this section names.
+
+        Returns
+        -------
+        Topology
+        """
         from .topology.spec import topology_from_config
 
         return topology_from_config(self.topology, self.bandwidth, self.latency)
 
     def choices(self) -> dict[str, AlgorithmChoice]:
-        """Every collective -> its algorithm with typed options."""
+        """Every collective -> its algorithm with typed options.
+
+        Returns
+        -------
+        dict
+            Canonical collective name -> AlgorithmChoice (defaults filled in).
+        """
         return normalize_algorithms(self.algorithms)
 
 
@@ -101,7 +128,17 @@ def _typed_algorithms(v: dict) -> dict[str, str]:
 
 
 class NpuSection(_Strict):
-    """`system.npu:` the roofline (`system.NPU`, which checks the values)."""
+    """`system.npu:` the roofline (`system.NPU`, which checks the values).
+
+    Parameters
+    ----------
+    peak : float
+        Peak compute rate, FLOP/s (units accepted: `989TFLOP/s`).
+    memory_bandwidth : float
+        Memory bandwidth, bytes/s (units accepted: `3.35TB/s`).
+    efficiency : float
+        Fraction of peak that compute-bound kernels reach, in (0, 1].
+    """
 
     peak: float = 1e15
     memory_bandwidth: float = 3e12
@@ -112,13 +149,27 @@ class NpuSection(_Strict):
     _built = model_validator(mode="after")(lambda self: self.build() and self)
 
     def build(self) -> NPU:
-        """The `system.NPU` of this section (peak FLOP/s, memory bytes/s, efficiency)."""
+        """The `system.NPU` of this section.
+
+        Returns
+        -------
+        NPU
+            Peak FLOP/s, memory bytes/s, efficiency.
+        """
         return NPU(self.peak, self.memory_bandwidth, self.efficiency)
 
 
 class EndpointSection(BaseModel):
-    """`system.endpoint:` a policy of `system.endpoint.ENDPOINT_POLICIES` and its fields (default
-    `npu` with no interference)."""
+    """`system.endpoint:` an endpoint policy and its fields (default `npu` with no interference).
+
+    Parameters
+    ----------
+    policy : str
+        A policy of `system.endpoint.ENDPOINT_POLICIES`: npu, ideal or offload.
+    **fields
+        The policy's config fields (npu: `comm_compute_fraction`, `comm_memory_fraction`;
+        offload: `rate`, bytes/s with units).
+    """
 
     model_config = ConfigDict(extra="allow")
     policy: str = "npu"
@@ -126,12 +177,31 @@ class EndpointSection(BaseModel):
     _built = model_validator(mode="after")(lambda self: self.build() and self)
 
     def build(self) -> EndpointModel:
-        """The endpoint policy this section names, made from its other fields."""
+        """The endpoint policy this section names, made from its other fields.
+
+        Returns
+        -------
+        EndpointModel
+        """
         return make_endpoint(self.policy, **(self.model_extra or {}))
 
 
 class SchedulingSection(_Strict):
-    """`system.scheduling:` streams, priorities and chunks (`system.Scheduling`)."""
+    """`system.scheduling:` streams, priorities and chunks (`system.Scheduling`).
+
+    Parameters
+    ----------
+    policy : {"LIFO", "FIFO"}
+        Among ready collectives of the same category, the newest or the oldest goes first.
+    priorities : list of str
+        Communication categories (MP, PP, DP, IO, other), highest priority first.
+    chunks : int
+        Chunks a collective is split into, >= 1.
+    chunks_in_flight : int
+        Chunks per wave, >= 1.
+    comm_streams : {"one", "per-category"}
+        One collective in flight per NPU, or one stream per category.
+    """
 
     policy: Literal["LIFO", "FIFO"] = "LIFO"
     priorities: list[Category] = Field(default_factory=lambda: list(CATEGORIES))
@@ -142,19 +212,39 @@ class SchedulingSection(_Strict):
     _built = model_validator(mode="after")(lambda self: self.build() and self)
 
     def build(self) -> Scheduling:
-        """The `system.Scheduling` of this section."""
+        """The `system.Scheduling` of this section.
+
+        Returns
+        -------
+        Scheduling
+        """
         return Scheduling(self.policy, tuple(self.priorities), self.chunks, self.chunks_in_flight, self.comm_streams)
 
 
 class SystemSection(_Strict):
-    """`system:` the NPU, its endpoint policy and collective scheduling."""
+    """`system:` the NPU, its endpoint policy and collective scheduling.
+
+    Parameters
+    ----------
+    npu : NpuSection
+        The roofline.
+    endpoint : EndpointSection
+        What communication costs the NPU.
+    scheduling : SchedulingSection
+        How collectives are scheduled on it.
+    """
 
     npu: NpuSection = Field(default_factory=NpuSection)
     endpoint: EndpointSection = Field(default_factory=EndpointSection)
     scheduling: SchedulingSection = Field(default_factory=SchedulingSection)
 
     def build(self) -> System:
-        """The `system.System`: NPU, endpoint policy and scheduling."""
+        """The `system.System`: NPU, endpoint policy and scheduling.
+
+        Returns
+        -------
+        System
+        """
         return System(self.npu.build(), self.endpoint.build(), self.scheduling.build())
 
 
@@ -273,9 +363,13 @@ class TrainConfig(_Strict):
     name : str, optional
         Title of the run (default: model and strategy).
     network : NetworkSection
+        The topology, network model and algorithms.
     system : SystemSection
+        The NPU, endpoint policy and scheduling.
     workload : WorkloadSection
+        The model (or text workload, or Chakra traces) and its strategy.
     output : OutputSection
+        Where and what the run writes.
     base_dir : str
         Folder that relative paths in the config are resolved against (the config file's).
     """
@@ -315,18 +409,51 @@ def load_train_config(path: str | Path) -> TrainConfig:
 
 
 def system_of(cfg: TrainConfig) -> System:
-    """The config's system (NPU, endpoint policy, scheduling)."""
+    """The config's system (NPU, endpoint policy, scheduling).
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        A validated config.
+
+    Returns
+    -------
+    System
+    """
     return cfg.system.build()
 
 
 def topology_of(cfg: TrainConfig) -> Topology:
-    """The config's topology."""
+    """The config's topology.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        A validated config.
+
+    Returns
+    -------
+    Topology
+    """
     return cfg.network.build_topology()
 
 
 def pricer_of(cfg: TrainConfig, topo: Topology) -> CommPricer:
-    """What prices communication for this config: its network model and algorithms on `topo`
-    (the engine adds the system's endpoint)."""
+    """What prices communication for this config: its network model and algorithms on `topo`.
+
+    The engine adds the system's endpoint (`CommPricer.for_system`).
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        A validated config.
+    topo : Topology
+        The config's topology (`topology_of`).
+
+    Returns
+    -------
+    CommPricer
+    """
     return CommPricer(topo, cfg.network.model, cfg.network.algorithms)
 
 
@@ -336,8 +463,21 @@ def _resolve(cfg: TrainConfig, p: str) -> str:
 
 
 def graph_of(cfg: TrainConfig, n_npus: int) -> WorkloadGraph:
-    """The config's workload graph on `n_npus` NPUs: a zoo model under its strategy, an
-    ASTRA-sim text workload, or Chakra traces."""
+    """The config's workload graph: a zoo model under its strategy, a text workload, or Chakra traces.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        A validated config.
+    n_npus : int
+        NPUs of the network.
+
+    Returns
+    -------
+    WorkloadGraph
+        Compute in FLOPs and bytes (zoo) or fixed durations in s (text, Chakra), communication
+        in bytes.
+    """
     w = cfg.workload
     if w.model is not None:
         from .workload.models import get_model
@@ -402,7 +542,7 @@ def run_train(cfg: TrainConfig, progress=None) -> TrainRun:
     Returns
     -------
     TrainRun
-        The config, the topology and the `TrainResult`.
+        The config, the topology and the `TrainResult` (times in s).
 
     Examples
     --------

@@ -44,6 +44,12 @@ class Option:
         The value when the option is not given (None: the algorithm derives it, see `help`).
     help : str
         What the option does, for `fabricsim algorithms`.
+    choices : tuple of str
+        The accepted values of a choice or choice-per-dim option (empty for other types).
+    aliases : mapping
+        Other spellings of choices, alias -> choice (any case).
+    minimum : int
+        Smallest accepted value of an int option (default 1).
     """
 
     name: str
@@ -63,8 +69,21 @@ class Option:
         return f"{self.name} ({kind}; default {default})"
 
     def parse(self, value: Any, where: str = "option") -> Any:
-        """The typed value of `value` (a string from the command line or a config string, or a
-        YAML scalar/list); ConfigError naming `where`, the value and what is accepted."""
+        """The typed value of `value`, as this option's `type` reads it.
+
+        Parameters
+        ----------
+        value : Any
+            A string from the command line or a config string, or a YAML scalar or list.
+        where : str
+            The field named in errors (`network.algorithms.all-reduce`, `--option`).
+
+        Returns
+        -------
+        Any
+            bool, int, str (choice), tuple of int (shape), or str / tuple of str (choice-per-dim);
+            a one-line ConfigError naming `where`, the value and what is accepted otherwise.
+        """
         field_name = _field(where, self.name)
         if self.type == "bool":
             if isinstance(value, bool):
@@ -190,11 +209,36 @@ class Algorithm:
     check: Callable[[str, int, dict], str | None] | None = None
 
     def option(self, name: str) -> Option | None:
-        """The declared option `name` (None if it has none of that name)."""
+        """The declared option `name`.
+
+        Parameters
+        ----------
+        name : str
+            The option's name, lower case with `_` (`bidirectional`).
+
+        Returns
+        -------
+        Option or None
+            None if the algorithm declares no option of that name.
+        """
         return next((o for o in self.options if o.name == name), None)
 
     def parse_options(self, raw: Mapping[str, Any] | None, where: str = "option") -> dict[str, Any]:
-        """Typed values of the options in `raw` (keys may use - or _); unknown names are errors."""
+        """Typed values of the options in `raw`; an unknown name is an error.
+
+        Parameters
+        ----------
+        raw : mapping or None
+            Option name (any case, `-` or `_`) -> value as `Option.parse` accepts it.
+        where : str
+            The field named in errors.
+
+        Returns
+        -------
+        dict
+            Canonical option name -> typed value; a one-line ConfigError listing the accepted
+            options for an unknown name or a bad value.
+        """
         out: dict[str, Any] = {}
         for key, value in (raw or {}).items():
             k = str(key).strip().lower().replace("-", "_")
@@ -206,7 +250,22 @@ class Algorithm:
         return out
 
     def supports(self, collective: str, p: int, options: dict | None = None) -> str | None:
-        """None when it can serve `collective` on `p` ranks with `options`, else why not."""
+        """Why this algorithm cannot serve `collective` on `p` ranks, or None when it can.
+
+        Parameters
+        ----------
+        collective : str
+            Canonical collective name.
+        p : int
+            Ranks in the group.
+        options : dict, optional
+            Typed options (as `parse_options` returns them), for limits that depend on them.
+
+        Returns
+        -------
+        str or None
+            None when supported; else the reason, as the "accepted: ..." part of an error.
+        """
         if collective not in self.collectives:
             return f"{self.name} supports: {', '.join(self.collectives)}"
         if p < 2:
@@ -223,7 +282,15 @@ class AlgorithmChoice:
     """An algorithm with typed option values: what a config or the command line chose.
 
     `str()` gives the spec string back (`ring,bidirectional=true`); equal choices are equal
-    and hashable (cache keys)."""
+    and hashable (cache keys).
+
+    Parameters
+    ----------
+    name : str
+        Registry name of the algorithm (canonical, not an alias).
+    options : tuple of (str, Any)
+        (option name, typed value) pairs, in name order when `choose_algorithm` made them.
+    """
 
     name: str
     options: tuple[tuple[str, Any], ...] = ()
@@ -238,7 +305,18 @@ class AlgorithmChoice:
 
 
 def lockstep_option(what: str) -> Option:
-    """The `lockstep` option of streaming algorithms (in-network reduction)."""
+    """The `lockstep` option of streaming algorithms (in-network reduction).
+
+    Parameters
+    ----------
+    what : str
+        What the help text says is timed as steps (`the all-reduce`).
+
+    Returns
+    -------
+    Option
+        A bool option, default False.
+    """
     return Option("lockstep", "bool", False,
                   f"time {what} as lock-step steps (all the way up, then all the way down) instead of one "
                   "pipelined stream through the switches")

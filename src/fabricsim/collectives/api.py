@@ -56,7 +56,20 @@ def parse_group(text: str | None) -> list[int] | None:
 
 
 def resolve_group(topo: Topology, group: Sequence[int] | None) -> np.ndarray:
-    """The group's NPU ids as an array (None: every NPU in rank order), checked against `topo`."""
+    """The group's NPU ids as an array, checked against `topo`.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    group : sequence of int or None
+        NPU ids; None: every NPU in rank order.
+
+    Returns
+    -------
+    int64 array
+        The NPU ids; ConfigError for too many, out-of-range or repeated ids.
+    """
     if group is None:
         return np.arange(topo.n_npus, dtype=np.int64)
     g = np.asarray(list(group), dtype=np.int64)
@@ -71,7 +84,20 @@ def resolve_group(topo: Topology, group: Sequence[int] | None) -> np.ndarray:
 
 
 def reducing_switch(topo: Topology, group: np.ndarray) -> int:
-    """A switch that can reduce and multicast and is directly linked, both ways, to every rank."""
+    """A switch that can reduce and multicast and is directly linked, both ways, to every rank.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    group : int64 array
+        NPU ids of the group.
+
+    Returns
+    -------
+    int
+        The lowest-id such switch; ConfigError when there is none.
+    """
     able = np.flatnonzero(topo.can_reduce & topo.can_multicast)
     for s in able:
         up = set(topo.link_src[topo.link_dst == s].tolist())
@@ -86,9 +112,24 @@ def reducing_switch(topo: Topology, group: np.ndarray) -> int:
 
 
 def switch_tree(topo: Topology, group: np.ndarray) -> tuple[np.ndarray, int | None]:
-    """For `in_network_tree`: each rank's leaf switch (the lowest-id reducing, multicasting switch
-    linked both ways to it) and, when the ranks use several leaves, the root switch linked both
-    ways to all of them (None otherwise)."""
+    """For `in_network_tree`: each rank's leaf switch and the root switch above the leaves.
+
+    A rank's leaf is the lowest-id reducing, multicasting switch linked both ways to it; the
+    root is one linked both ways to all the leaves used.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    group : int64 array
+        NPU ids of the group.
+
+    Returns
+    -------
+    (int64 array, int or None)
+        Leaf switch of each rank, and the root switch (None when the ranks use one leaf);
+        ConfigError when a rank has no leaf or no switch sits above the leaves.
+    """
     able = topo.can_reduce & topo.can_multicast
     up = set(zip(topo.link_src.tolist(), topo.link_dst.tolist()))
     leaves = []
@@ -111,8 +152,21 @@ def switch_tree(topo: Topology, group: np.ndarray) -> tuple[np.ndarray, int | No
 
 
 def ring_ordered(topo: Topology, group: np.ndarray) -> np.ndarray:
-    """The group's members in the topology's preferred ring order (`Topology.ring_order`, a
-    wafer's Hamiltonian cycle); the group unchanged when the topology has none."""
+    """The group's members in the topology's preferred ring order.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network; `Topology.ring_order` is its preferred order (a wafer's Hamiltonian cycle).
+    group : int64 array
+        NPU ids of the group.
+
+    Returns
+    -------
+    int64 array
+        The same ids sorted by their position in the ring order; the group unchanged when the
+        topology has none.
+    """
     order = topo.ring_order
     if order is None:
         return group

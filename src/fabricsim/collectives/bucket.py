@@ -43,7 +43,19 @@ COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather")
 
 
 def bucket_parts(dims: tuple[int, ...]) -> list[tuple[tuple[int, ...], int]]:
-    """(dimension order, direction) of each part, in part order k = 2*i + (direction == -1)."""
+    """(dimension order, direction) of each part, in part order k = 2*i + (direction == -1).
+
+    Parameters
+    ----------
+    dims : tuple of int
+        Torus shape, dimension 0 fastest; dimensions of size 1 are skipped.
+
+    Returns
+    -------
+    list of (tuple of int, int)
+        For each of the 2D parts: the active dimensions in the order its phases visit them,
+        and its direction (+1 or -1).
+    """
     active = [d for d in range(len(dims)) if dims[d] > 1]
     D = len(active)
     return [(tuple(active[(i + j) % D] for j in range(D)), s) for i in range(D) for s in (+1, -1)]
@@ -90,7 +102,23 @@ def _owner(dims: tuple[int, ...], parts) -> np.ndarray:
 
 
 def bucket(collective: str, p: int, *, dims=None) -> Schedule:
-    """Bucket all-reduce / reduce-scatter / all-gather on a torus of shape `dims` (default (p,))."""
+    """Bucket all-reduce / reduce-scatter / all-gather on a torus of shape `dims` (module doc).
+
+    Parameters
+    ----------
+    collective : str
+        all-reduce, reduce-scatter or all-gather (canonical name).
+    p : int
+        Ranks in the group, >= 2.
+    dims : sequence of int, optional
+        Torus shape, dimension 0 fastest; its product must be `p` (default (p,): a
+        bidirectional ring).
+
+    Returns
+    -------
+    Schedule
+        Unplaced, 2D*p blocks (D active dimensions), one block of lanes per phase.
+    """
     require_collective("bucket", collective, COLLECTIVES)
     require_group("bucket", collective, p)
     p = int(p)

@@ -36,19 +36,52 @@ def _pairs(p: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def direct_reduce_scatter(p: int) -> Step:
-    """Rank i sends block j to rank j (reduce), for all j != i; rank j ends owning block j."""
+    """Rank i sends block j to rank j (reduce), for all j != i; rank j ends owning block j.
+
+    Parameters
+    ----------
+    p : int
+        Ranks.
+
+    Returns
+    -------
+    Step
+        p*(p-1) transfers of one block.
+    """
     i, j = _pairs(p)
     return make_step(i, j, j, True)
 
 
 def direct_all_gather(p: int) -> Step:
-    """Rank j sends its block j to every other rank i (copy)."""
+    """Rank j sends its block j to every other rank i (copy).
+
+    Parameters
+    ----------
+    p : int
+        Ranks.
+
+    Returns
+    -------
+    Step
+        p*(p-1) transfers of one block.
+    """
     i, j = _pairs(p)
     return make_step(j, i, j, False)
 
 
 def direct_all_to_all(p: int) -> Step:
-    """Rank i sends block i*p+j to rank j (copy), for all j != i."""
+    """Rank i sends block i*p+j to rank j (copy), for all j != i.
+
+    Parameters
+    ----------
+    p : int
+        Ranks.
+
+    Returns
+    -------
+    Step
+        p*(p-1) transfers of one block.
+    """
     i, j = _pairs(p)
     return make_step(i, j, i * p + j, False)
 

@@ -41,7 +41,18 @@ DEFAULT_CHUNKS = 8
 
 
 def in_order_tree(p: int) -> np.ndarray:
-    """Parent of each rank (-1 for the root) in tree 1 (see module doc)."""
+    """Parent of each rank in tree 1 (see module doc).
+
+    Parameters
+    ----------
+    p : int
+        Ranks.
+
+    Returns
+    -------
+    int64 array [p]
+        Parent rank of each rank, -1 for the root.
+    """
     parent = np.full(p, -1, dtype=np.int64)
 
     # full(lo, n, par): the full in-order tree on ranks lo..lo+2n-2 whose n leaves are the
@@ -72,7 +83,18 @@ def in_order_tree(p: int) -> np.ndarray:
 
 
 def second_tree_map(p: int) -> tuple[np.ndarray, str]:
-    """Rank relabelling that turns tree 1 into tree 2, and its name."""
+    """Rank relabelling that turns tree 1 into tree 2, and its name.
+
+    Parameters
+    ----------
+    p : int
+        Ranks.
+
+    Returns
+    -------
+    (int64 array [p], str)
+        New rank of each rank, and "mirror" (even p) or "shift" (odd p).
+    """
     r = np.arange(p, dtype=np.int64)
     if p % 2 == 0:
         return p - 1 - r, "mirror"
@@ -97,7 +119,24 @@ def _depth_height(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def double_binary_tree(collective: str, p: int, *, chunks: int | None = None, root: int = 0) -> Schedule:
     """All-reduce over two complementary binary trees, pipelined in `chunks` chunks per tree.
-    `root` is accepted for a uniform signature and ignored."""
+
+    Parameters
+    ----------
+    collective : str
+        all-reduce.
+    p : int
+        Ranks in the group, >= 2.
+    chunks : int, optional
+        Pipeline chunks per tree, >= 1 (default 8).
+    root : int
+        Accepted for a uniform signature and ignored.
+
+    Returns
+    -------
+    Schedule
+        Unplaced, 2*chunks blocks (tree 1's, then tree 2's), 2H + chunks - 1 steps for trees of
+        height H; `meta` has the chunks, the tree height and the relabelling.
+    """
     require_collective("double_binary_tree", collective, COLLECTIVES)
     require_group("double_binary_tree", collective, p)
     p = int(p)

@@ -29,7 +29,18 @@ COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather")
 
 
 def halving_reduce_scatter(p: int) -> list[Step]:
-    """Recursive halving on a power of two p over blocks 0..p-1; rank r ends with block r."""
+    """Recursive-halving reduce-scatter on a power of two p over blocks 0..p-1; rank r ends with block r.
+
+    Parameters
+    ----------
+    p : int
+        Ranks, a power of two.
+
+    Returns
+    -------
+    list of Step
+        log2 p steps, distances p/2, p/4, ..., 1.
+    """
     r = np.arange(p, dtype=np.int64)
     steps = []
     d = p >> 1
@@ -42,7 +53,22 @@ def halving_reduce_scatter(p: int) -> list[Step]:
 
 
 def halving_doubling(collective: str, p: int, *, root: int = 0) -> Schedule:
-    """`root` is accepted for a uniform signature; no collective here has one."""
+    """Rabenseifner's halving-doubling schedule of `collective` on `p` ranks (module doc).
+
+    Parameters
+    ----------
+    collective : str
+        all-reduce (any p), reduce-scatter or all-gather (p a power of two); canonical name.
+    p : int
+        Ranks in the group, >= 2.
+    root : int
+        Accepted for a uniform signature; no collective here has a root.
+
+    Returns
+    -------
+    Schedule
+        Unplaced; for an all-reduce `meta["folded_to"]` is p', the power of two it runs on.
+    """
     require_collective("halving_doubling", collective, COLLECTIVES)
     require_group("halving_doubling", collective, p, pow2=collective != "all-reduce")
     p = int(p)

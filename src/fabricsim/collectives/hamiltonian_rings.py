@@ -53,7 +53,20 @@ CONDITION = ("accepted: a 1-D torus, or a 2-D torus r x c with r = k*c (k >= 1) 
 
 
 def snake_cycles(k0: int, k1: int) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """(row, column) of the X-th node of cycle 0 and of cycle 1 on a k1-row, k0-column torus."""
+    """(row, column) of the X-th node of cycle 0 and of cycle 1 on a k1-row, k0-column torus.
+
+    Parameters
+    ----------
+    k0 : int
+        Columns.
+    k1 : int
+        Rows, a multiple of `k0`.
+
+    Returns
+    -------
+    ((row array, column array), (row array, column array))
+        Cycle 0's and cycle 1's positions, X = 0..k0*k1-1.
+    """
     X = np.arange(k0 * k1, dtype=np.int64)
     x1, x0 = X // k0, X % k0
     snake = x0 + (k0 - 1) * x1
@@ -70,8 +83,19 @@ def _orientation(dims: tuple[int, ...]) -> tuple[int, int] | None:
 
 
 def torus_cycles(dims) -> list[np.ndarray]:
-    """Rank order of each Hamiltonian cycle of the torus `dims`: one (0..p-1) for a 1-D torus,
-    two edge-disjoint ones for a supported 2-D torus. Raises `ConfigError` otherwise."""
+    """Rank order of each Hamiltonian cycle of the torus `dims`.
+
+    Parameters
+    ----------
+    dims : sequence of int
+        Torus shape, dimension 0 fastest.
+
+    Returns
+    -------
+    list of int64 array
+        One (0..p-1) for a 1-D torus, two edge-disjoint ones for a supported 2-D torus;
+        ConfigError otherwise.
+    """
     dims = tuple(int(d) for d in dims)
     active = [d for d in range(len(dims)) if dims[d] > 1]
     p = math.prod(dims)
@@ -87,8 +111,23 @@ def torus_cycles(dims) -> list[np.ndarray]:
 
 
 def hamiltonian_rings(collective: str, p: int, *, dims=None) -> Schedule:
-    """Ring all-reduce / reduce-scatter / all-gather on both directions of each Hamiltonian
-    cycle of the torus `dims` (default (p,)); see the module doc."""
+    """Ring all-reduce / reduce-scatter / all-gather on both directions of each Hamiltonian cycle.
+
+    Parameters
+    ----------
+    collective : str
+        all-reduce, reduce-scatter or all-gather (canonical name).
+    p : int
+        Ranks in the group, >= 2.
+    dims : sequence of int, optional
+        Torus shape, dimension 0 fastest, product `p` (default (p,): a bidirectional ring); a
+        2-D shape must satisfy the module doc's condition.
+
+    Returns
+    -------
+    Schedule
+        Unplaced, (rings x p) blocks; `meta` has the dims and the number of rings.
+    """
     require_collective("hamiltonian_rings", collective, COLLECTIVES)
     require_group("hamiltonian_rings", collective, p)
     p = int(p)

@@ -119,11 +119,30 @@ def _inner_steps(name: str, q: int, part: str, dim: int, collective: str) -> lis
 def lift(step: Step, nodes: np.ndarray, base: np.ndarray, offsets: np.ndarray, width: int) -> list[Step]:
     """Run `step` (on local ranks 0..q-1) on every line at once.
 
-    `nodes[l, i]` is the rank of local rank i on line l. Inner block j on line l becomes the
-    lifted ids `base[l] + j*width + offsets` (offsets: the ids of one inner block relative to
-    its first, e.g. 0..width-1, or those plus multiples of q*width). A rotating inner entry keeps
-    rotating after the lift (shift*width inside aligned ranges of mod*width ids) when its lifted
-    ids sit in such aligned ranges; otherwise the step is expanded into its repetitions."""
+    Inner block j on line l becomes the lifted ids `base[l] + j*width + offsets`. A rotating
+    inner entry keeps rotating after the lift (shift*width inside aligned ranges of mod*width
+    ids) when its lifted ids sit in such aligned ranges; otherwise the step is expanded into
+    its repetitions.
+
+    Parameters
+    ----------
+    step : Step
+        A 1-D step on local ranks 0..q-1.
+    nodes : int64 array [L, q]
+        `nodes[l, i]`: the rank of local rank i on line l.
+    base : int64 array [L]
+        First lifted block id of each line.
+    offsets : int64 array
+        The ids of one inner block relative to its first, e.g. 0..width-1, or those plus
+        multiples of q*width.
+    width : int
+        Id stride between consecutive inner blocks.
+
+    Returns
+    -------
+    list of Step
+        One step (compression kept) or its repetitions, one step each.
+    """
     L = nodes.shape[0]
     K = len(step.blocks)
     n_off = len(offsets)
@@ -180,8 +199,29 @@ def hierarchical(
     inner="ring",
     root: int = 0,
 ) -> Schedule:
-    """Multi-dimensional all-reduce / reduce-scatter / all-gather (see module doc). `root` is
-    accepted for a uniform signature and ignored."""
+    """Multi-dimensional all-reduce / reduce-scatter / all-gather (see module doc).
+
+    Parameters
+    ----------
+    collective : str
+        all-reduce, reduce-scatter or all-gather (canonical name).
+    p : int
+        Ranks in the group, >= 2.
+    dims : sequence of int, optional
+        Group shape, dimension 0 fastest, product `p` (default (p,)).
+    order : str
+        rs-ag (= ASTRA-sim's localBWAware) or baseline (a full all-reduce per dimension).
+    inner : str or sequence of str
+        The 1-D algorithm of every dimension, or one per dimension: ring, direct or
+        halving_doubling (power-of-two dimensions).
+    root : int
+        Accepted for a uniform signature and ignored.
+
+    Returns
+    -------
+    Schedule
+        Unplaced, p blocks; `meta` has the dims, the order and the inner algorithms.
+    """
     require_collective("hierarchical", collective, COLLECTIVES)
     require_group("hierarchical", collective, p)
     p = int(p)

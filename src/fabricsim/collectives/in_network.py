@@ -65,8 +65,26 @@ def _others(p: int) -> np.ndarray:
 
 
 def in_network(collective: str, p: int, *, lockstep: bool = False, chunks: int = 1, root: int = 0) -> Schedule:
-    """One reducing, multicasting switch (schedule node p): a stream through the switch, or
-    with `lockstep=True` lock-step steps in `chunks` pipeline pieces (see module doc)."""
+    """In-network collective through one reducing, multicasting switch (schedule node p; module doc).
+
+    Parameters
+    ----------
+    collective : str
+        all-reduce, reduce-scatter, all-gather, broadcast or reduce (canonical name).
+    p : int
+        Ranks in the group, >= 2.
+    lockstep : bool
+        Time the steps as lock-step steps (up, then down) instead of one stream.
+    chunks : int
+        With `lockstep`: pipeline pieces, >= 1 (a stream takes 1).
+    root : int
+        Root rank of a broadcast or reduce (ignored otherwise).
+
+    Returns
+    -------
+    Schedule
+        Unplaced, one helper node (`n_extra` = 1), `streaming` unless `lockstep`.
+    """
     require_collective("in_network", collective, COLLECTIVES)
     require_group("in_network", collective, p)
     p = int(p)

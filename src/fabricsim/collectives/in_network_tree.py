@@ -32,8 +32,28 @@ COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduc
 
 
 def in_network_tree(collective: str, p: int, *, leaf_of=None, lockstep: bool = False, root: int = 0) -> Schedule:
-    """In-network collective up and down a switch tree: `leaf_of[r]` is rank r's leaf switch
-    (see module doc); a stream unless `lockstep`."""
+    """In-network collective up and down a tree of reducing, multicasting switches (module doc).
+
+    Parameters
+    ----------
+    collective : str
+        all-reduce, reduce-scatter, all-gather, broadcast or reduce (canonical name).
+    p : int
+        Ranks in the group, >= 2.
+    leaf_of : int array-like [p], optional
+        Leaf switch of each rank, any ids >= 0 (ranks with equal ids share a leaf; default: one
+        leaf for all).
+    lockstep : bool
+        Time the steps as lock-step steps (one tree level per step) instead of one stream.
+    root : int
+        Root rank of a broadcast or reduce (ignored otherwise).
+
+    Returns
+    -------
+    Schedule
+        Unplaced; helper nodes p..p+m-1 are the m leaves in order of their id, p+m the root
+        switch when m > 1; `streaming` unless `lockstep`.
+    """
     require_collective("in_network_tree", collective, COLLECTIVES)
     require_group("in_network_tree", collective, p)
     p = int(p)

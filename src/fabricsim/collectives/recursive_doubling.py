@@ -31,12 +31,35 @@ COLLECTIVES = ("all-reduce", "all-gather", "broadcast", "reduce")
 
 
 def pow2_floor(p: int) -> int:
-    """The largest power of two <= p."""
+    """The largest power of two <= p.
+
+    Parameters
+    ----------
+    p : int
+        A positive integer.
+
+    Returns
+    -------
+    int
+    """
     return 1 << (int(p).bit_length() - 1)
 
 
 def fold_step(p: int, nblocks: int) -> Step | None:
-    """Ranks r >= p' send blocks 0..nblocks-1 to r - p' (reduce); None when p is a power of two."""
+    """Ranks r >= p' send blocks 0..nblocks-1 to r - p' (reduce), p' = `pow2_floor(p)`.
+
+    Parameters
+    ----------
+    p : int
+        Ranks.
+    nblocks : int
+        Blocks of the buffer.
+
+    Returns
+    -------
+    Step or None
+        None when p is a power of two.
+    """
     p2 = pow2_floor(p)
     if p2 == p:
         return None
@@ -46,7 +69,20 @@ def fold_step(p: int, nblocks: int) -> Step | None:
 
 
 def unfold_step(p: int, nblocks: int) -> Step | None:
-    """Rank r - p' sends the finished blocks 0..nblocks-1 back to r >= p' (copy)."""
+    """Rank r - p' sends the finished blocks 0..nblocks-1 back to r >= p' (copy).
+
+    Parameters
+    ----------
+    p : int
+        Ranks.
+    nblocks : int
+        Blocks of the buffer.
+
+    Returns
+    -------
+    Step or None
+        None when p is a power of two.
+    """
     p2 = pow2_floor(p)
     if p2 == p:
         return None
@@ -56,8 +92,20 @@ def unfold_step(p: int, nblocks: int) -> Step | None:
 
 
 def doubling_all_gather(p: int) -> list[Step]:
-    """All-gather on a power of two p, rank r owning block r: at step s (distance d = 2^s) rank
-    r sends its d held blocks (r's aligned group of d) to r XOR d."""
+    """Recursive-doubling all-gather on a power of two p, rank r owning block r.
+
+    At step s (distance d = 2^s) rank r sends its d held blocks (r's aligned group of d) to r XOR d.
+
+    Parameters
+    ----------
+    p : int
+        Ranks, a power of two.
+
+    Returns
+    -------
+    list of Step
+        log2 p steps.
+    """
     r = np.arange(p, dtype=np.int64)
     steps = []
     for s in range(p.bit_length() - 1):
@@ -68,14 +116,40 @@ def doubling_all_gather(p: int) -> list[Step]:
 
 
 def doubling_all_reduce(p: int) -> list[Step]:
-    """Whole-buffer (block 0) exchange with r XOR 2^s, reduce, on a power of two p."""
+    """Whole-buffer (block 0) exchange with r XOR 2^s, reduce, on a power of two p.
+
+    Parameters
+    ----------
+    p : int
+        Ranks, a power of two.
+
+    Returns
+    -------
+    list of Step
+        log2 p steps.
+    """
     r = np.arange(p, dtype=np.int64)
     zero = np.zeros(p, dtype=np.int64)
     return [make_step(r, r ^ (1 << s), zero, True) for s in range(p.bit_length() - 1)]
 
 
 def binomial_tree(p: int, root: int, reduce: bool) -> list[Step]:
-    """Binomial broadcast from `root` (reduce=False) or its mirror, a reduce to `root`."""
+    """Binomial broadcast from `root`, or its mirror, a reduce to `root`.
+
+    Parameters
+    ----------
+    p : int
+        Ranks.
+    root : int
+        Root rank.
+    reduce : bool
+        False: broadcast (copies away from the root); True: reduce (sums toward it).
+
+    Returns
+    -------
+    list of Step
+        ceil(log2 p) steps on block 0.
+    """
     steps = []
     for s in range((p - 1).bit_length()):
         d = 1 << s

@@ -36,7 +36,18 @@ def _key(name: str) -> str:
 
 
 def register(alg: Algorithm) -> Algorithm:
-    """Add `alg` (and its aliases) to the registry; returns it."""
+    """Add `alg` (and its aliases) to the registry.
+
+    Parameters
+    ----------
+    alg : Algorithm
+        The descriptor; a registered name is replaced.
+
+    Returns
+    -------
+    Algorithm
+        `alg`.
+    """
     ALGORITHMS[alg.name] = alg
     for alias, preset in alg.aliases.items():
         _ALIASES[_key(alias)] = (alg.name, dict(preset))
@@ -81,7 +92,18 @@ def resolve_algorithm(name: str) -> tuple[Algorithm, dict[str, Any]]:
 
 
 def get_algorithm(name: str) -> Algorithm:
-    """The registered algorithm of a name or alias (ConfigError if none)."""
+    """The registered algorithm of a name or alias.
+
+    Parameters
+    ----------
+    name : str
+        A registry name or alias, any case, `-` or `_`.
+
+    Returns
+    -------
+    Algorithm
+        ConfigError listing the accepted names when there is none.
+    """
     return resolve_algorithm(name)[0]
 
 
@@ -121,7 +143,18 @@ def choose_algorithm(spec: str | AlgorithmChoice, options: Mapping[str, Any] | N
 
 
 def algorithms_for(collective: str) -> list[str]:
-    """Names of the registered algorithms that serve `collective`."""
+    """Names of the registered algorithms that serve `collective`.
+
+    Parameters
+    ----------
+    collective : str
+        Canonical collective name.
+
+    Returns
+    -------
+    list of str
+        Sorted.
+    """
     return sorted(n for n, a in ALGORITHMS.items() if collective in a.collectives)
 
 

@@ -21,8 +21,24 @@ COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduc
 
 
 def ring_phase(p: int, phase: str, direction: int = 1, block_base: int = 0) -> Step:
-    """One ring reduce-scatter ('rs') or all-gather ('ag') on ranks 0..p-1 over blocks
-    block_base..block_base+p-1, where rank r ends owning / starts owning block_base + r."""
+    """One ring reduce-scatter or all-gather on ranks 0..p-1, as one step repeated p-1 times.
+
+    Parameters
+    ----------
+    p : int
+        Ranks.
+    phase : {"rs", "ag"}
+        Reduce-scatter (rank r ends owning block block_base + r) or all-gather (rank r starts
+        owning it).
+    direction : int
+        +1: rank r sends to r+1; -1: to r-1.
+    block_base : int
+        First block id; the phase uses blocks block_base..block_base+p-1.
+
+    Returns
+    -------
+    Step
+    """
     r = np.arange(p)
     dst = (r + direction) % p
     if phase == "rs":
@@ -49,8 +65,26 @@ def _chain(p: int, order: np.ndarray, chunks: int, reduce: bool) -> list[Step]:
 
 
 def ring(collective: str, p: int, *, root: int = 0, bidirectional: bool = False, chunks: int | None = None) -> Schedule:
-    """Ring all-reduce / reduce-scatter / all-gather (one ring or two half rings), or a pipelined
-    chain for broadcast / reduce in `chunks` pieces (default p)."""
+    """Ring all-reduce / reduce-scatter / all-gather, or a pipelined chain for broadcast / reduce.
+
+    Parameters
+    ----------
+    collective : str
+        all-reduce, reduce-scatter, all-gather, broadcast or reduce (canonical name).
+    p : int
+        Ranks in the group, >= 2.
+    root : int
+        Root rank of a broadcast or reduce (ignored otherwise).
+    bidirectional : bool
+        Two half-size rings in opposite directions (all-reduce, reduce-scatter, all-gather).
+    chunks : int, optional
+        Pipeline pieces of a broadcast or reduce, >= 1 (default p).
+
+    Returns
+    -------
+    Schedule
+        Unplaced; p blocks (2p bidirectional, `chunks` for broadcast and reduce).
+    """
     require_collective("ring", collective, COLLECTIVES)
     require_group("ring", collective, p)
     meta = {"bidirectional": bidirectional}

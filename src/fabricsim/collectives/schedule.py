@@ -45,9 +45,32 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Step:
-    """Concurrent transfers; transfer `t` moves blocks `blocks[ptr[t]:ptr[t+1]]` from
-    `src[t]` to `dst[t]`, adding them in if `reduce[t]`, else copying. Repeated `repeat`
-    times with block ids rotating (see module doc)."""
+    """Concurrent transfers of blocks between schedule nodes, repeated `repeat` times.
+
+    Transfer `t` moves blocks `blocks[ptr[t]:ptr[t+1]]` from `src[t]` to `dst[t]`, adding them in
+    if `reduce[t]`, else copying. At each repetition the block ids rotate (see module doc).
+    Build one with `make_step` or `make_range_step`.
+
+    Parameters
+    ----------
+    src, dst : int64 array [T]
+        Source and destination schedule node of each transfer.
+    reduce : bool array [T]
+        Whether each transfer adds its blocks into the destination (else copies them).
+    ptr : int64 array [T+1]
+        CSR offsets of each transfer's entries in `blocks`.
+    blocks : int64 array [K]
+        Block ids at repetition 0; in range form, the first id of each transfer's run.
+    repeat : int
+        Lock-step steps this step stands for, >= 1.
+    shift, mod : int64 arrays [K], optional
+        Per entry: id change per repetition, and the size of the aligned id range it rotates in
+        (both None: the ids do not change).
+    ranges : bool
+        Range form: transfer t moves the contiguous ids `blocks[t] .. blocks[t] + ptr[t+1] - ptr[t] - 1`.
+    lane : (int, int), optional
+        (block, lane) tag: the step belongs to an independent sub-collective (module doc, "lanes").
+    """
 
     src: np.ndarray  # int64[T]
     dst: np.ndarray  # int64[T]
@@ -98,7 +121,18 @@ class Step:
         return Step(self.src, self.dst, self.reduce, self.ptr, ids)
 
     def blocks_at(self, k: int) -> np.ndarray:
-        """Block ids of all entries at repetition k (0-based)."""
+        """Block ids of all entries at one repetition.
+
+        Parameters
+        ----------
+        k : int
+            Repetition, 0-based.
+
+        Returns
+        -------
+        int64 array [K]
+            The rotated ids, aligned with `blocks` (range form: every id listed).
+        """
         if self.ranges:
             return self.explicit().blocks
         if k == 0 or self.shift is None:
@@ -119,18 +153,57 @@ class Step:
         return np.repeat(self.reduce, self.blocks_per_transfer)
 
     def window(self, k0: int, k1: int) -> "Step":
-        """Repetitions k0..k1-1 of this step as a step of its own."""
+        """Repetitions k0..k1-1 of this step as a step of its own.
+
+        Parameters
+        ----------
+        k0, k1 : int
+            First repetition and one past the last, 0 <= k0 < k1 <= `repeat`.
+
+        Returns
+        -------
+        Step
+            `repeat` = k1 - k0, ids as at repetition k0; ValueError out of range.
+        """
         if not 0 <= k0 < k1 <= self.repeat:
             raise ValueError("Step.window out of range")
         return replace(self, blocks=self.blocks_at(k0), repeat=k1 - k0)
 
     def single(self, k: int) -> "Step":
-        """Repetition k alone, without rotation."""
+        """Repetition k alone, without rotation.
+
+        Parameters
+        ----------
+        k : int
+            Repetition, 0-based.
+
+        Returns
+        -------
+        Step
+            `repeat` = 1, the ids of repetition k listed.
+        """
         return Step(self.src, self.dst, self.reduce, self.ptr, self.blocks_at(k))
 
 
 def make_range_step(src, dst, start, count, reduce) -> Step:
-    """Transfer t moves the contiguous blocks start[t] .. start[t]+count[t]-1."""
+    """A step in range form: transfer t moves the contiguous blocks start[t] .. start[t]+count[t]-1.
+
+    Parameters
+    ----------
+    src, dst : int array-like
+        Source and destination schedule node of each transfer.
+    start : int or int array-like
+        First block id of each transfer's run.
+    count : int or int array-like
+        Blocks in each run (broadcast to every transfer).
+    reduce : bool or bool array-like
+        Whether each transfer adds its blocks in (broadcast to every transfer).
+
+    Returns
+    -------
+    Step
+        `ranges=True`, `repeat` = 1.
+    """
     src = np.asarray(src, dtype=np.int64).ravel()
     count = np.broadcast_to(np.asarray(count, dtype=np.int64), src.shape)
     ptr = np.zeros(len(src) + 1, dtype=np.int64)
@@ -152,9 +225,33 @@ def make_step(
 ) -> Step:
     """Build a step from per-transfer arrays.
 
-    `blocks` is a 1-D array (one block per transfer), a 2-D array (the same number of blocks
-    per transfer) or a list of 1-D arrays. `reduce` is a bool or a per-transfer array.
-    `shift`/`mod` are scalars or per-entry arrays (shape like `blocks`).
+    Parameters
+    ----------
+    src, dst : int array-like
+        Source and destination schedule node of each transfer.
+    blocks : array-like
+        A 1-D array (one block per transfer), a 2-D array (the same number of blocks per
+        transfer, one row each) or a list of 1-D arrays (any number per transfer).
+    reduce : bool or bool array-like
+        Whether each transfer adds its blocks into the destination (else copies them).
+    repeat : int
+        Lock-step steps the step stands for.
+    shift, mod : int or int array-like, optional
+        Scalars or per-entry arrays (shape like `blocks`): each id's change per repetition and the
+        size of the aligned id range it rotates in.
+
+    Returns
+    -------
+    Step
+
+    Examples
+    --------
+    One ring step on 4 ranks (rank r sends block r to r+1), repeated 3 times with the block ids
+    moving back by one each time:
+
+    >>> st = make_step([0, 1, 2, 3], [1, 2, 3, 0], [0, 1, 2, 3], False, repeat=3, shift=-1, mod=4)
+    >>> st.n_transfers, st.blocks_at(1).tolist()
+    (4, [3, 0, 1, 2])
     """
     src = np.asarray(src, dtype=np.int64).ravel()
     dst = np.asarray(dst, dtype=np.int64).ravel()
@@ -211,6 +308,18 @@ class Schedule:
         Algorithm options and facts, for reports.
     streaming : bool
         The transfers stream through switches; network models price them as streams.
+
+    Examples
+    --------
+    A two-rank all-reduce by hand: each rank sends its peer the half the peer owns (added in),
+    then sends its own finished half back; `verify` runs it on data.
+
+    >>> from fabricsim.collectives.verify import verify
+    >>> rs = make_step([0, 1], [1, 0], [1, 0], True)
+    >>> ag = make_step([0, 1], [1, 0], [0, 1], False)
+    >>> s = Schedule("all-reduce", "by-hand", 2, 2, (rs, ag))
+    >>> verify(s).steps, s.bytes_sent(1e6).tolist()   # bytes per rank for a 1 MB all-reduce
+    (2, [1000000.0, 1000000.0])
     """
 
     collective: str
@@ -257,7 +366,18 @@ class Schedule:
         return sum(s.n_transfers * s.repeat for s in self.steps)
 
     def transfer_fraction(self, step: Step) -> np.ndarray:
-        """Bytes of each transfer of `step`, as a fraction of `size`."""
+        """Bytes of each transfer of `step`, as a fraction of the collective's size.
+
+        Parameters
+        ----------
+        step : Step
+            One of this schedule's steps.
+
+        Returns
+        -------
+        float array [T]
+            Blocks per transfer x `block_frac`.
+        """
         return step.blocks_per_transfer * self.block_frac
 
     def expanded(self) -> Iterator[tuple[int, Step]]:
@@ -269,7 +389,18 @@ class Schedule:
                 i += 1
 
     def placed(self, nodes: Sequence[int]) -> "Schedule":
-        """The same schedule with schedule nodes mapped to topology nodes."""
+        """The same schedule with schedule nodes mapped to topology nodes.
+
+        Parameters
+        ----------
+        nodes : sequence of int
+            Topology node of each schedule node (`n_nodes` of them: the ranks, then the helpers).
+
+        Returns
+        -------
+        Schedule
+            A copy with `nodes` set; ValueError for the wrong count.
+        """
         nodes = np.asarray(nodes, dtype=np.int64)
         if len(nodes) != self.n_nodes:
             raise ValueError(f"placed: need {self.n_nodes} topology nodes, got {len(nodes)}")
@@ -280,14 +411,36 @@ class Schedule:
         return self.nodes if self.nodes is not None else np.arange(self.n_nodes, dtype=np.int64)
 
     def bytes_sent(self, size: float) -> np.ndarray:
-        """Bytes each schedule node sends in total, for a collective of `size` bytes."""
+        """Bytes each schedule node sends in total.
+
+        Parameters
+        ----------
+        size : float
+            Collective size, bytes.
+
+        Returns
+        -------
+        float array [n_nodes]
+            Bytes, repetitions included.
+        """
         out = np.zeros(self.n_nodes)
         for st in self.steps:
             np.add.at(out, st.src, self.transfer_fraction(st) * size * st.repeat)
         return out
 
     def bytes_received(self, size: float) -> np.ndarray:
-        """Bytes each schedule node receives in total, for a collective of `size` bytes."""
+        """Bytes each schedule node receives in total.
+
+        Parameters
+        ----------
+        size : float
+            Collective size, bytes.
+
+        Returns
+        -------
+        float array [n_nodes]
+            Bytes, repetitions included.
+        """
         out = np.zeros(self.n_nodes)
         for st in self.steps:
             np.add.at(out, st.dst, self.transfer_fraction(st) * size * st.repeat)
@@ -298,8 +451,21 @@ class Schedule:
 
 
 def lane_total(steps: Sequence[Step], cost: np.ndarray) -> np.ndarray:
-    """Sum of per-step costs (first axis of `cost`) along the time line: a block of lanes costs
-    its slowest lane."""
+    """Sum of per-step costs along the time line: a block of lanes costs its slowest lane.
+
+    Parameters
+    ----------
+    steps : sequence of Step
+        The steps, in order (their `lane` tags group them).
+    cost : array
+        Cost of each step on the first axis (any unit, e.g. seconds; further axes, e.g. sizes,
+        are kept).
+
+    Returns
+    -------
+    array
+        `cost` summed over its first axis, lanes of a block counted by their maximum.
+    """
     cost = np.asarray(cost, dtype=float)
     total = np.zeros(cost.shape[1:])
     block = None
@@ -320,17 +486,52 @@ def lane_total(steps: Sequence[Step], cost: np.ndarray) -> np.ndarray:
 
 
 def in_lanes(block: int, lanes: Sequence[Sequence[Step]]) -> tuple[Step, ...]:
-    """Independent step lists that synchronise only at the end (one block of lanes)."""
+    """Independent step lists that synchronise only at the end (one block of lanes).
+
+    Parameters
+    ----------
+    block : int
+        Tag of the block (distinct from neighbouring blocks; e.g. the index of its first step).
+    lanes : sequence of step lists
+        One list per lane.
+
+    Returns
+    -------
+    tuple of Step
+        The steps of every lane, in lane order, tagged `lane=(block, k)`.
+    """
     return tuple(replace(st, lane=(block, k)) for k, lane in enumerate(lanes) for st in lane)
 
 
 def sequence(*parts: Sequence[Step]) -> tuple[Step, ...]:
-    """Steps of several phases, one phase after another."""
+    """Steps of several phases, one phase after another.
+
+    Parameters
+    ----------
+    *parts : sequences of Step
+        The phases, in time order.
+
+    Returns
+    -------
+    tuple of Step
+    """
     return tuple(s for part in parts for s in part)
 
 
 def align(a: Sequence[Step], b: Sequence[Step]) -> tuple[list[Step], list[Step]]:
-    """Split repeated steps so that both lists have the same repetition structure."""
+    """Split repeated steps so that both lists have the same repetition structure.
+
+    Parameters
+    ----------
+    a, b : sequence of Step
+        Two step lists.
+
+    Returns
+    -------
+    (list of Step, list of Step)
+        The same steps, split with `Step.window` so that the i-th steps of both lists have the
+        same `repeat` (over their common length; the longer list's tail is kept).
+    """
     a, b = list(a), list(b)
     out_a: list[Step] = []
     out_b: list[Step] = []
@@ -353,7 +554,18 @@ def align(a: Sequence[Step], b: Sequence[Step]) -> tuple[list[Step], list[Step]]
 
 
 def merge_steps(x: Step, y: Step) -> Step:
-    """Two steps with the same repeat run concurrently as one."""
+    """Two steps with the same repeat, run concurrently as one.
+
+    Parameters
+    ----------
+    x, y : Step
+        Steps with equal `repeat`.
+
+    Returns
+    -------
+    Step
+        The transfers of `x` then those of `y` (range form when both are in range form).
+    """
     assert x.repeat == y.repeat
     if x.ranges and y.ranges:
         return Step(np.concatenate([x.src, y.src]), np.concatenate([x.dst, y.dst]),
@@ -387,7 +599,19 @@ def merge_steps(x: Step, y: Step) -> Step:
 
 def parallel(*step_lists: Sequence[Step]) -> tuple[Step, ...]:
     """Several step lists run side by side: step i of each runs in lock-step step i.
-    Lists may differ in length; the shorter ones simply finish earlier."""
+
+    Lists may differ in length; the shorter ones simply finish earlier.
+
+    Parameters
+    ----------
+    *step_lists : sequences of Step
+        The lists (e.g. the two directions of a bidirectional ring).
+
+    Returns
+    -------
+    tuple of Step
+        Merged steps, compression kept (`align`, `merge_steps`).
+    """
     out: list[Step] = list(step_lists[0])
     for other in step_lists[1:]:
         a, b = align(out, other)
@@ -397,6 +621,19 @@ def parallel(*step_lists: Sequence[Step]) -> tuple[Step, ...]:
 
 
 def offset_nodes(steps: Sequence[Step], node_map: np.ndarray) -> tuple[Step, ...]:
-    """Rename schedule nodes through `node_map` (local index -> new index)."""
+    """Rename schedule nodes through `node_map`.
+
+    Parameters
+    ----------
+    steps : sequence of Step
+        Steps on local node ids.
+    node_map : int array
+        New id of each local id (`node_map[i]`).
+
+    Returns
+    -------
+    tuple of Step
+        The same steps with `src` and `dst` renamed.
+    """
     node_map = np.asarray(node_map, dtype=np.int64)
     return tuple(replace(s, src=node_map[s.src], dst=node_map[s.dst]) for s in steps)

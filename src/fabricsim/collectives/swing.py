@@ -42,7 +42,17 @@ MODES = {"bandwidth": "bandwidth", "b": "bandwidth", "latency": "latency", "l": 
 
 
 def rho(k: int) -> int:
-    """Swing's peer distance at relative step k: sum_{i<=k} (-2)^i = 1, -1, 3, -5, 11, ..."""
+    """Swing's peer distance at relative step k: sum_{i<=k} (-2)^i = 1, -1, 3, -5, 11, ...
+
+    Parameters
+    ----------
+    k : int
+        Relative step in a dimension, >= 0.
+
+    Returns
+    -------
+    int
+    """
     return (1 - (-2) ** (k + 1)) // 3
 
 
@@ -54,7 +64,20 @@ def _ceil_log2(d: int) -> int:
 
 
 def port_schedule(dims: tuple[int, ...], c: int) -> list[tuple[int, int]]:
-    """(dimension, relative step) of every step for port collective c (spec §1.8)."""
+    """(dimension, relative step) of every step for port collective c (spec §1.8).
+
+    Parameters
+    ----------
+    dims : tuple of int
+        Torus shape, dimension 0 fastest.
+    c : int
+        Port collective; its first step is in dimension c mod D.
+
+    Returns
+    -------
+    list of (int, int)
+        ceil(log2 d) steps per dimension of size d, dimensions visited round-robin.
+    """
     D = len(dims)
     steps = [_ceil_log2(d) for d in dims]
     count = [0] * D
@@ -77,7 +100,24 @@ def _coords(dims, ranks):
 
 
 def peers(dims: tuple[int, ...], kind: str, c: int, mirrored: bool) -> list[np.ndarray]:
-    """peer[s][r] for every step of port collective c."""
+    """peer[s][r] for every step of port collective c.
+
+    Parameters
+    ----------
+    dims : tuple of int
+        Torus shape, dimension 0 fastest.
+    kind : {"swing", "rd"}
+        Swing's peers or recursive doubling's (coordinate XOR 2^k).
+    c : int
+        Port collective (`port_schedule`).
+    mirrored : bool
+        Negate the distances (the mirrored collectives of the multiport variant).
+
+    Returns
+    -------
+    list of int array [p]
+        One array per step: the peer of every rank.
+    """
     p = math.prod(dims)
     r = np.arange(p)
     coords, strides = _coords(dims, r)
@@ -328,16 +368,57 @@ def _build(kind: str, collective: str, p: int, dims, mode: str, ports: str, name
 
 
 def swing(collective: str, p: int, *, dims=None, mode: str = "bandwidth", ports: str = "all") -> Schedule:
-    """Swing all-reduce (and reduce-scatter / all-gather in bandwidth mode)."""
+    """Swing all-reduce (and reduce-scatter / all-gather in bandwidth mode) on a torus (module doc).
+
+    Parameters
+    ----------
+    collective : str
+        all-reduce; reduce-scatter or all-gather with mode=bandwidth (canonical name).
+    p : int
+        Ranks in the group, >= 2.
+    dims : sequence of int, optional
+        Torus shape, dimension 0 fastest, product `p` (default (p,)).
+    mode : str
+        bandwidth (Swing-B: reduce-scatter + all-gather) or latency (Swing-L: whole-vector
+        exchanges); B and L are accepted.
+    ports : {"all", "single"}
+        all: 2D port collectives at once on 1/(2D) of the vector each; single: one collective.
+
+    Returns
+    -------
+    Schedule
+        Unplaced; `meta` has the mode, the ports and the dims. UnsupportedGroupSize for an odd
+        dimension in several dimensions.
+    """
     require_collective("swing", collective, ("all-reduce", "reduce-scatter", "all-gather"))
     return _build("swing", collective, p, dims, mode, ports, "swing")
 
 
 def torus_recursive_doubling(collective: str, p: int, *, dims=None, mode: str = "bandwidth",
                              mirrored: bool = False) -> Schedule:
-    """Recursive doubling on a torus (dimensions alternate): mode=latency is recursive
-    doubling-L, mode=bandwidth Rabenseifner's halving-doubling (B); single port, or with
-    `mirrored=True` the paper's multiport variant (D plain and D mirrored collectives)."""
+    """Recursive doubling on a torus, dimensions alternating (the Swing paper's baseline).
+
+    mode=latency is recursive doubling-L, mode=bandwidth Rabenseifner's halving-doubling (B).
+
+    Parameters
+    ----------
+    collective : str
+        all-reduce; reduce-scatter or all-gather with mode=bandwidth (canonical name).
+    p : int
+        Ranks in the group, >= 2.
+    dims : sequence of int, optional
+        Torus shape, dimension 0 fastest, product `p` (default (p,)); bandwidth mode needs
+        power-of-two dimensions.
+    mode : str
+        bandwidth or latency (B and L are accepted).
+    mirrored : bool
+        The paper's multiport variant (D plain and D mirrored collectives) instead of one port.
+
+    Returns
+    -------
+    Schedule
+        Unplaced; `meta` has the mode, the ports and the dims.
+    """
     require_collective("torus_recursive_doubling", collective, ("all-reduce", "reduce-scatter", "all-gather"))
     dims_t = tuple(int(d) for d in (dims or (p,)))
     if MODES.get(str(mode).lower()) == "bandwidth" and not all(is_pow2(d) for d in dims_t if d > 1):

@@ -44,11 +44,19 @@ def simulate_on_flows(graph: WorkloadGraph, system: System, pricer: CommPricer, 
 
     Parameters
     ----------
-    graph, system, pricer, progress : as `engine.simulate`.
+    graph : WorkloadGraph
+        The tasks and their dependencies.
+    system : System
+        NPU roofline, endpoint policy, collective scheduling (its priorities become flow priorities).
+    pricer : CommPricer
+        The topology, a network model whose traffic shares links, and the algorithms.
+    progress : callable, optional
+        `progress(done_tasks, total_tasks)`, called once at the end.
 
     Returns
     -------
     TrainResult
+        Start and end of every task (s), each communication task as one piece, the breakdown.
     """
     fg = _FlowGraph(graph, system, pricer)
     for t in range(len(graph)):

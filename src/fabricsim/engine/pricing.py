@@ -63,10 +63,33 @@ def normalize_algorithms(algorithms: Mapping[str, object] | None, where: str = "
 
 def io_flows(topo: Topology, direction: int, members: tuple[int, ...], shards: int, size: float,
              priority: int = 0) -> Flows:
-    """An io task as flows, one per (controller, shard) it serves: controller c serves shard
-    c mod `shards` (with more shards than controllers, shard j comes from controller j mod the
-    count) with an equal part of that shard's bytes, multicast down the union of its routes to the
-    shard's members (a load) or reduced up the reverse routes (a store), streaming at one rate."""
+    """An io task as flows, one per (controller, shard) it serves.
+
+    Controller c serves shard c mod `shards` (with more shards than controllers, shard j comes
+    from controller j mod the count) with an equal part of that shard's bytes, multicast down the
+    union of its routes to the shard's members (a load) or reduced up the reverse routes (a
+    store), streaming at one rate.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network; its I/O controllers are `topo.io_nodes`.
+    direction : int
+        `IODirection.LOAD` or `IODirection.STORE`.
+    members : tuple of int
+        NPU ids, listed shard by shard (equal shards).
+    shards : int
+        Shards the data is split into, >= 1.
+    size : float
+        Bytes of the whole task.
+    priority : int
+        Strict priority class of the flows (0 = highest).
+
+    Returns
+    -------
+    Flows
+        Explicit link sets and latencies (s); ConfigError when the topology has no I/O controllers.
+    """
     ctrl = topo.io_nodes
     if len(ctrl) == 0:
         raise ConfigError("topology", topo.name, "has no I/O controllers; accepted for I/O (weight streaming, input "
@@ -98,6 +121,7 @@ class CommPricer:
     Parameters
     ----------
     topo : Topology
+        The network.
     model : str or NetworkModel
         A registered network model (`network.model.get_network_model`).
     algorithms : mapping, optional
@@ -106,6 +130,15 @@ class CommPricer:
         What the NPU's endpoint allows communication (its injection limit); default: none.
     npu : NPU, optional
         The NPU the endpoint serves.
+
+    Examples
+    --------
+    A ring all-reduce of 8 GB on 8 NPUs with 100 GB/s links takes 2 x 7/8 x 8e9 / 100e9 s:
+
+    >>> from fabricsim.topology import parse_topology
+    >>> pricer = CommPricer(parse_topology("ring:8", "100GB/s", "0ns"), "congestion-aware")
+    >>> pricer.collective("all-reduce", tuple(range(8)), 8e9), pricer.p2p(0, 4, 1e9)
+    (0.14, 0.01)
     """
 
     def __init__(self, topo: Topology, model: str | NetworkModel = "congestion-aware",
@@ -121,8 +154,22 @@ class CommPricer:
         self._times: dict = {}
 
     def for_system(self, endpoint: EndpointModel, npu: NPU) -> "CommPricer":
-        """This pricer with the endpoint of a system (the engines call this, so the system is the one
-        place the endpoint is chosen); shares the placed schedules already built."""
+        """This pricer with the endpoint of a system; shares the placed schedules already built.
+
+        The engines call this, so the system is the one place the endpoint is chosen.
+
+        Parameters
+        ----------
+        endpoint : EndpointModel
+            The system's endpoint policy.
+        npu : NPU
+            The NPU it serves.
+
+        Returns
+        -------
+        CommPricer
+            `self` when nothing changes, else a new pricer.
+        """
         if endpoint == self.endpoint and npu == self.npu:
             return self
         other = CommPricer(self.topo, self.model, self.algorithms, endpoint, npu)
@@ -130,7 +177,19 @@ class CommPricer:
         return other
 
     def schedule(self, coll: str, group: tuple[int, ...]) -> Schedule:
-        """The placed schedule of `coll` for `group` with the configured algorithm."""
+        """The placed schedule of `coll` for `group` with the configured algorithm (cached).
+
+        Parameters
+        ----------
+        coll : str
+            Canonical collective name.
+        group : tuple of int
+            NPU ids.
+
+        Returns
+        -------
+        Schedule
+        """
         key = (coll, group)
         s = self._schedules.get(key)
         if s is None:
@@ -138,7 +197,18 @@ class CommPricer:
         return s
 
     def injection(self, schedule: Schedule | None) -> float:
-        """Bytes/s each NPU's endpoint can inject for this collective (inf: the links decide)."""
+        """Bytes/s each NPU's endpoint can inject for this collective.
+
+        Parameters
+        ----------
+        schedule : Schedule or None
+            The collective's placed schedule.
+
+        Returns
+        -------
+        float
+            Bytes/s (inf: the links decide).
+        """
         return float(self.endpoint.injection_rate(self.npu, schedule))
 
     def _cost(self, coll: str, group: tuple[int, ...]):
@@ -151,7 +221,22 @@ class CommPricer:
         return got
 
     def phase_times(self, coll: int | str, group: tuple[int, ...], size: float) -> np.ndarray:
-        """Time of each phase of the collective, s (one phase on a flow model or for a stream)."""
+        """Time of each phase of the collective alone (one phase on a flow model or for a stream).
+
+        Parameters
+        ----------
+        coll : int or str
+            Canonical collective name, or its index in `COLLECTIVES`.
+        group : tuple of int
+            NPU ids.
+        size : float
+            Collective size, bytes.
+
+        Returns
+        -------
+        float array
+            Seconds per phase; [0] for fewer than two members or no bytes.
+        """
         coll = COLLECTIVES[coll] if isinstance(coll, (int, np.integer)) else coll
         if len(group) < 2 or size <= 0:
             return np.zeros(1)
@@ -162,7 +247,22 @@ class CommPricer:
         return t
 
     def collective(self, coll: int | str, group: tuple[int, ...], size: float) -> float:
-        """Time of the whole collective alone, s."""
+        """Time of the whole collective alone.
+
+        Parameters
+        ----------
+        coll : int or str
+            Canonical collective name, or its index in `COLLECTIVES`.
+        group : tuple of int
+            NPU ids.
+        size : float
+            Collective size, bytes.
+
+        Returns
+        -------
+        float
+            Seconds; 0 for fewer than two members or no bytes.
+        """
         coll = COLLECTIVES[coll] if isinstance(coll, (int, np.integer)) else coll
         if len(group) < 2 or size <= 0:
             return 0.0
@@ -173,8 +273,26 @@ class CommPricer:
         return t
 
     def io(self, direction: int, members: tuple[int, ...], shards: int, size: float) -> float:
-        """Time of an io task alone: every controller's flow at once, so a hotspot (many
-        controllers' trees on one link, the wafer mesh's) sets the rate."""
+        """Time of an io task alone: every controller's flow at once.
+
+        A hotspot (many controllers' trees on one link, the wafer mesh's) sets the rate.
+
+        Parameters
+        ----------
+        direction : int
+            `IODirection.LOAD` or `IODirection.STORE`.
+        members : tuple of int
+            NPU ids, listed shard by shard.
+        shards : int
+            Shards the data is split into.
+        size : float
+            Bytes of the whole task.
+
+        Returns
+        -------
+        float
+            Seconds; 0 for no bytes.
+        """
         if size <= 0:
             return 0.0
         key = ("io", direction, members, shards, float(size))
@@ -184,7 +302,20 @@ class CommPricer:
         return t
 
     def p2p(self, src: int, dst: int, size: float) -> float:
-        """A point-to-point transfer alone, s."""
+        """A point-to-point transfer alone.
+
+        Parameters
+        ----------
+        src, dst : int
+            Topology node ids.
+        size : float
+            Bytes.
+
+        Returns
+        -------
+        float
+            Seconds; 0 for src == dst or no bytes.
+        """
         if src == dst or size <= 0:
             return 0.0
         key = ("p2p", src, dst, float(size))

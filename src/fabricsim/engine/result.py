@@ -73,21 +73,44 @@ class TrainResult:
 
     @property
     def iteration_time(self) -> float:
-        """Mean time per iteration (= makespan / iterations)."""
+        """Mean time per iteration (= makespan / iterations), s."""
         n = self.graph.n_iterations
         return self.makespan / n if n else 0.0
 
     def mean_breakdown(self) -> dict[str, float]:
-        """Average over NPUs of each component; the components sum to the makespan."""
+        """Average over NPUs of each component; the components sum to the makespan.
+
+        Returns
+        -------
+        dict
+            Component name (`BREAKDOWN`) -> seconds.
+        """
         return {k: float(v.mean()) for k, v in self.breakdown.items()}
 
     def stage_breakdown(self) -> dict[int, dict[str, float]]:
-        """Pipeline stage -> the mean over its NPUs of each component, s."""
+        """Pipeline stage -> the mean over its NPUs of each component.
+
+        Returns
+        -------
+        dict
+            Stage -> {component name -> seconds}.
+        """
         st = self.graph.stage
         return {int(s): {k: float(v[st == s].mean()) for k, v in self.breakdown.items()} for s in np.unique(st)}
 
     def compute_total(self, npu: int) -> float:
-        """Sum of the durations of the compute tasks of NPU `npu`, s."""
+        """Sum of the durations of the compute tasks of one NPU.
+
+        Parameters
+        ----------
+        npu : int
+            NPU id.
+
+        Returns
+        -------
+        float
+            Seconds.
+        """
         g = self.graph
         m = (g.kind == TaskKind.COMPUTE) & (g.npu == npu)
         return float((self.end[m] - self.start[m]).sum())
@@ -111,7 +134,25 @@ class TrainResult:
 
 
 def breakdown(g: WorkloadGraph, start, end, piece_task, piece_start, piece_end, priorities) -> dict[str, np.ndarray]:
-    """Per NPU: compute time, exposed communication per category, idle; they sum to the makespan."""
+    """Per NPU: compute time, exposed communication per category, idle; they sum to the makespan.
+
+    Parameters
+    ----------
+    g : WorkloadGraph
+        The tasks.
+    start, end : float arrays
+        Start and end of every task, s.
+    piece_task, piece_start, piece_end : arrays
+        Communication pieces: task id, start and end (s).
+    priorities : sequence of str
+        Every communication category, highest priority first (`Scheduling.priorities`); time
+        with several categories active counts for the highest.
+
+    Returns
+    -------
+    dict
+        Component name (`BREAKDOWN`) -> float array of seconds per NPU.
+    """
     makespan = float(np.nanmax(end)) if len(end) else 0.0
     comp = np.flatnonzero(g.kind == TaskKind.COMPUTE)
     # interval lists: (npu, t0, t1, class) with class 0 = compute, 1 + priority rank = comm category

@@ -41,7 +41,19 @@ MODEL_ALIASES = {"analytical": "congestion-aware", "aware": "congestion-aware", 
 
 
 def normalize_model(name: str) -> str:
-    """The canonical name of an analytical model (`analytical` = congestion-aware)."""
+    """The canonical name of an analytical model.
+
+    Parameters
+    ----------
+    name : str
+        congestion-aware, congestion-unaware or an alias (analytical = aware, unaware,
+        analytical-unaware); any case, `_` or `-`.
+
+    Returns
+    -------
+    str
+        congestion-aware or congestion-unaware; ConfigError for anything else.
+    """
     key = str(name).strip().lower().replace("_", "-")
     key = MODEL_ALIASES.get(key, key)
     if key not in MODELS:
@@ -51,7 +63,23 @@ def normalize_model(name: str) -> str:
 
 @dataclass(frozen=True, eq=False)
 class RoutedStep:
-    """One step shape on a topology."""
+    """One step shape of a placed schedule, routed on a topology (`route_step`).
+
+    Parameters
+    ----------
+    repeat : int
+        Repetitions of the step.
+    incidence : scipy.sparse.csr_matrix
+        [links, transfers]: 1 where the transfer crosses the link.
+    frac : float array
+        Size of each transfer per byte of collective size.
+    path_latency : float array
+        Sum of the link latencies on each transfer's path, s.
+    path_bw : float array
+        Slowest link bandwidth on each transfer's path, bytes/s (inf: no hop).
+    src_npu : int array, optional
+        Topology NPU sending each transfer (-1: a switch), for injection limits.
+    """
 
     repeat: int
     incidence: sp.csr_matrix  # links x transfers, 1 where the transfer crosses the link
@@ -67,7 +95,22 @@ class RoutedStep:
 
 
 def route_step(topo: Topology, schedule: Schedule, step: Step) -> RoutedStep:
-    """Route one step shape of a placed schedule: its incidence, sizes, latencies, bandwidths."""
+    """Route one step shape of a placed schedule.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    schedule : Schedule
+        The schedule the step belongs to (placed, or on NPUs 0..p-1).
+    step : Step
+        One of its steps.
+
+    Returns
+    -------
+    RoutedStep
+        Incidence, transfer sizes per byte, path latencies (s) and path bandwidths (bytes/s).
+    """
     nodes = schedule.topology_nodes()
     src, dst = nodes[step.src], nodes[step.dst]
     ptr, links = topo.route(src, dst)
@@ -84,7 +127,20 @@ def route_step(topo: Topology, schedule: Schedule, step: Step) -> RoutedStep:
 
 
 def route_schedule(topo: Topology, schedule: Schedule) -> list[RoutedStep]:
-    """Every step shape of a placed schedule, routed (`route_step`)."""
+    """Every step shape of a placed schedule, routed (`route_step`).
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    schedule : Schedule
+        Placed on `topo` (unplaced is accepted when it has no helper nodes).
+
+    Returns
+    -------
+    list of RoutedStep
+        One per `Schedule.steps` entry; ValueError for an unplaced schedule with helpers.
+    """
     if schedule.nodes is None and schedule.n_nodes > topo.n_npus:
         raise ValueError("schedule with helper nodes must be placed on the topology first")
     return [route_step(topo, schedule, st) for st in schedule.steps]
@@ -92,16 +148,25 @@ def route_schedule(topo: Topology, schedule: Schedule) -> list[RoutedStep]:
 
 def step_times(topo: Topology, routed: RoutedStep, sizes: np.ndarray, model: str,
                injection: float | None = None) -> np.ndarray:
-    """Time of one repetition of a step for each size (s).
+    """Time of one repetition of a step for each size.
 
     Parameters
     ----------
-    topo, routed : the topology and the routed step shape.
+    topo : Topology
+        The network.
+    routed : RoutedStep
+        The routed step shape.
     sizes : array
         Collective sizes, bytes.
     model : {"congestion-aware", "congestion-unaware"}
+        The analytical model.
     injection : float, optional
         Bytes/s each NPU can inject for this collective (None or inf: no limit), see the module doc.
+
+    Returns
+    -------
+    float array
+        Seconds, one per size.
     """
     sizes = np.asarray(sizes, dtype=float)
     if routed.frac.size == 0:
@@ -155,14 +220,42 @@ class CollectiveTiming:
     link_frac: np.ndarray  # [n_links] bytes carried per byte of size, whole collective
 
     def link_bytes(self, size: float) -> np.ndarray:
-        """Bytes each link carries for a collective of `size` bytes."""
+        """Bytes each link carries for a collective of `size` bytes.
+
+        Parameters
+        ----------
+        size : float
+            Collective size, bytes.
+
+        Returns
+        -------
+        float array [links]
+            Bytes per link, whole collective.
+        """
         return self.link_frac * size
 
 
 def phases_of(topo: Topology, steps, routed) -> list[np.ndarray]:
-    """Indices of the step shapes of each phase: a run of steps on the same set of network
-    dimensions (a block of lanes counts as one step), e.g. a hierarchical all-reduce on a 2-D
-    network: reduce-scatter on dimension 0, on dimension 1, then all-gather back."""
+    """Indices of the step shapes of each phase.
+
+    A phase is a run of steps on the same set of network dimensions (a block of lanes counts as
+    one step), e.g. a hierarchical all-reduce on a 2-D network: reduce-scatter on dimension 0, on
+    dimension 1, then all-gather back.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network (`link_dim` names each link's dimension).
+    steps : sequence of Step
+        The schedule's steps.
+    routed : sequence of RoutedStep
+        The same steps, routed.
+
+    Returns
+    -------
+    list of int64 array
+        Step indices of each phase, in order.
+    """
     keys = []
     for st, r in zip(steps, routed):
         if st.lane is not None:
@@ -186,9 +279,11 @@ class AnalyticalCollective:
     Parameters
     ----------
     topo : Topology
+        The network.
     schedule : Schedule
         Placed on `topo`.
     model : {"congestion-aware", "congestion-unaware"}
+        The analytical model (aliases accepted).
     step_overhead : float
         Fixed cost per lock-step step (per flow of a stream), s.
     injection : float, optional
@@ -237,19 +332,52 @@ class AnalyticalCollective:
         return np.array([r.repeat for r in self.routed], dtype=int)
 
     def step_costs(self, sizes) -> np.ndarray:
-        """[step shapes (stream flows), sizes]: each shape's time, all its repetitions, s."""
+        """Each step shape's time, all its repetitions (stream: each flow's time).
+
+        Parameters
+        ----------
+        sizes : float or array
+            Collective sizes, bytes.
+
+        Returns
+        -------
+        float array [step shapes, sizes]
+            Seconds.
+        """
         sizes = np.atleast_1d(np.asarray(sizes, dtype=float))
         return self._per_repetition(sizes) * self._repeats()[:, None]
 
     def times(self, sizes) -> np.ndarray:
-        """Completion time for each size, s."""
+        """Completion time for each size.
+
+        Parameters
+        ----------
+        sizes : float or array
+            Collective sizes, bytes.
+
+        Returns
+        -------
+        float array
+            Seconds, one per size.
+        """
         cost = self.step_costs(sizes)
         if self.routed is None:
             return cost.sum(axis=0)  # serial flows
         return lane_total(self.schedule.steps, cost)
 
     def phase_times(self, size: float) -> np.ndarray:
-        """Time of each phase for one size (they add up to `times`), s."""
+        """Time of each phase for one size (they add up to `times`).
+
+        Parameters
+        ----------
+        size : float
+            Collective size, bytes.
+
+        Returns
+        -------
+        float array
+            Seconds, one per phase (`phases_of`; one for a stream).
+        """
         cost = self.step_costs([size])
         if self.routed is None:
             return np.array([float(cost.sum())])
@@ -263,7 +391,17 @@ class AnalyticalCollective:
         return np.asarray(sum((r.link_frac * r.repeat for r in self.routed), np.zeros(self.topo.n_links)), float)
 
     def timing(self, sizes) -> CollectiveTiming:
-        """Everything `time_schedule` reports."""
+        """Everything `time_schedule` reports.
+
+        Parameters
+        ----------
+        sizes : float or array
+            Collective sizes, bytes.
+
+        Returns
+        -------
+        CollectiveTiming
+        """
         sizes = np.atleast_1d(np.asarray(sizes, dtype=float))
         return CollectiveTiming(self.schedule, self.model, sizes, self.times(sizes), self._per_repetition(sizes),
                                 self._repeats(), self.link_frac)
@@ -276,6 +414,7 @@ def time_schedule(topo: Topology, schedule: Schedule, sizes, model: str = "conge
     Parameters
     ----------
     topo : Topology
+        The network.
     schedule : Schedule
         Placed on `topo` (`build_schedule`).
     sizes : float or array
@@ -330,11 +469,40 @@ class AnalyticalModel:
         return "congestion-aware" if self.congestion_aware else "congestion-unaware"
 
     def collective(self, topo: Topology, schedule: Schedule, injection: float | None = None) -> AnalyticalCollective:
-        """`schedule` prepared for pricing at any size (see `AnalyticalCollective`)."""
+        """`schedule` prepared for pricing at any size (see `AnalyticalCollective`).
+
+        Parameters
+        ----------
+        topo : Topology
+            The network.
+        schedule : Schedule
+            Placed on `topo`.
+        injection : float, optional
+            Bytes/s each NPU's endpoint can inject (None: no limit).
+
+        Returns
+        -------
+        AnalyticalCollective
+        """
         return AnalyticalCollective(topo, schedule, self.name, self.step_overhead, injection)
 
     def p2p(self, topo: Topology, src: int, dst: int, size: float) -> float:
-        """A transfer alone: its path latency plus `size` over the slowest link of its route, s."""
+        """A transfer alone: its path latency plus `size` over the slowest link of its route.
+
+        Parameters
+        ----------
+        topo : Topology
+            The network.
+        src, dst : int
+            Topology node ids.
+        size : float
+            Bytes.
+
+        Returns
+        -------
+        float
+            Seconds (plus `step_overhead`); 0 for src == dst or no bytes.
+        """
         if src == dst or size <= 0:
             return 0.0
         _, links = topo.route([src], [dst])
@@ -342,11 +510,27 @@ class AnalyticalModel:
         return float(topo.link_lat[links].sum()) + size / bw + self.step_overhead
 
     def flows(self, topo: Topology, flows: Flows, record_timeline: bool = False) -> FlowResult:
-        """A set of flows in lock-step levels (no timeline is recorded): a flow's level is one more than its deepest
-        predecessor's; a level starts when the previous one has ended (and not before its
-        flows' start times) and lasts like one step of this model (congestion-aware: the most
-        loaded link's bytes over its bandwidth plus the longest latency; unaware: its slowest
-        flow alone)."""
+        """A set of flows in lock-step levels.
+
+        A flow's level is one more than its deepest predecessor's; a level starts when the previous
+        one has ended (and not before its flows' start times) and lasts like one step of this model
+        (congestion-aware: the most loaded link's bytes over its bandwidth plus the longest latency;
+        unaware: its slowest flow alone). Caps and priorities are not used.
+
+        Parameters
+        ----------
+        topo : Topology
+            The network.
+        flows : Flows
+            The flows (routes, weights and latencies used when given).
+        record_timeline : bool
+            Accepted for the interface; no timeline is recorded.
+
+        Returns
+        -------
+        FlowResult
+            `events` is the number of levels; ConfigError when dependencies form a cycle.
+        """
         return _flow_levels(topo, flows, self.congestion_aware, self.step_overhead)
 
 
@@ -411,8 +595,19 @@ def _levels(flows: Flows) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Deficiency:
-    """The Swing paper's deficiencies of an all-reduce schedule on a network (spec swing.md §3):
-    T = alpha log2(p) Lambda + (n/D) beta Psi Xi."""
+    """The Swing paper's deficiencies of an all-reduce schedule on a network (spec swing.md §3).
+
+    T = alpha log2(p) Lambda + (n/D) beta Psi Xi.
+
+    Parameters
+    ----------
+    latency : float
+        Lambda: lock-step steps / log2 p.
+    bandwidth : float
+        Psi: sum over steps of the largest message, in units of n/D (n: the vector's bytes).
+    congestion : float
+        Xi: sum over steps of the busiest link's bytes / sum of the largest messages.
+    """
 
     latency: float  # Lambda: lock-step steps / log2 p
     bandwidth: float  # Psi: sum over steps of the largest message, in units of n/D
@@ -421,10 +616,26 @@ class Deficiency:
 
 def deficiencies(topo: Topology, schedule: Schedule, dims: int | None = None,
                  routed: list[RoutedStep] | None = None) -> Deficiency:
-    """Lambda, Psi and Xi from the schedule and its routing (`routed`, if the caller has it).
+    """Lambda, Psi and Xi of a schedule on a network, from its routing.
+
     Psi is what the messages alone cost (one message per link per step), Xi how much more the
-    busiest link carries because messages share it. `dims` is D (default: the topology's
-    dimensions larger than 1)."""
+    busiest link carries because messages share it.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    schedule : Schedule
+        Placed on `topo`.
+    dims : int, optional
+        D (default: the topology's dimensions larger than 1).
+    routed : list of RoutedStep, optional
+        `route_schedule(topo, schedule)`, if the caller has it.
+
+    Returns
+    -------
+    Deficiency
+    """
     D = dims or max(1, sum(1 for d in topo.dims if d > 1))
     routed = route_schedule(topo, schedule) if routed is None else routed
     per = np.array([[r.repeat * float(r.frac.max()), r.repeat * float(r.link_frac.max())] if r.frac.size else [0.0, 0.0]

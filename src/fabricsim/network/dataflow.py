@@ -50,9 +50,29 @@ def schedule_flows(topo: Topology, schedule: Schedule, size: float, *, start: fl
 
 def collective_flows(schedule: Schedule, size: float, *, start: float = 0.0, priority: int = 0,
                      cap: float = np.inf) -> Flows:
-    """The transfers of a placed schedule as flows with dataflow dependencies: a transfer waits
-    for every earlier transfer that wrote, into its source, one of the blocks it sends (lock-step
-    order defines "earlier"; writes in the same step are not visible to its reads)."""
+    """The transfers of a placed schedule as flows with dataflow dependencies.
+
+    A transfer waits for every earlier transfer that wrote, into its source, one of the blocks it
+    sends (lock-step order defines "earlier"; writes in the same step are not visible to its reads).
+
+    Parameters
+    ----------
+    schedule : Schedule
+        Placed (or on NPUs 0..p-1); repeated steps are expanded.
+    size : float
+        Collective size, bytes.
+    start : float
+        When the flows may start, s.
+    priority : int
+        Strict priority class of every flow (0 = highest).
+    cap : float
+        Rate cap of every flow, bytes/s (inf: none).
+
+    Returns
+    -------
+    Flows
+        One flow per transfer, in step order, routed by the topology when simulated.
+    """
     nodes = schedule.topology_nodes()
     nb = schedule.nblocks
     srcs, dsts, sizes, e_t, e_src, e_dst, e_blk, e_step = [], [], [], [], [], [], [], []
@@ -92,15 +112,36 @@ def collective_flows(schedule: Schedule, size: float, *, start: float = 0.0, pri
 
 
 def streaming_flows(topo: Topology, schedule: Schedule, size: float, *, start: float = 0.0, priority: int = 0) -> Flows:
-    """An in-network collective as FRED's flows: one flow reduces everything entering from its
-    inputs on the way up and multicasts the result down, streaming through the switches, so it
-    occupies every link of its tree at once at one rate and moves `size` bytes on each (explicit
-    link sets; the flow's src/dst are its first input and the top switch).
+    """An in-network collective as FRED's flows: each reduced on the way up, multicast down.
+
+    A flow streams through the switches, so it occupies every link of its tree at once at one
+    rate and moves its bytes on each (explicit link sets; the flow's src/dst are its first input
+    and the top switch).
 
     all-reduce: one flow over the up paths of every rank and the down paths to every rank;
     reduce: up paths of every rank, down to the root; broadcast: up from the root, down to the
     others; reduce-scatter: p serial flows of size/p (flow j: every up path, down to rank j);
-    all-gather: p serial flows of size/p (flow j: up from rank j, down to the others)."""
+    all-gather: p serial flows of size/p (flow j: up from rank j, down to the others).
+
+    Parameters
+    ----------
+    topo : Topology
+        The network the schedule is placed on.
+    schedule : Schedule
+        A placed streaming schedule; its last node is the top switch.
+    size : float
+        Collective size, bytes.
+    start : float
+        When the flows may start, s.
+    priority : int
+        Strict priority class (0 = highest).
+
+    Returns
+    -------
+    Flows
+        With explicit link sets and latencies (the deepest input to the deepest output, s);
+        serial flows depend each on the one before.
+    """
     nodes = schedule.topology_nodes()
     p = schedule.p
     ranks, top = nodes[:p], int(nodes[-1])
@@ -135,8 +176,21 @@ def streaming_flows(topo: Topology, schedule: Schedule, size: float, *, start: f
 
 
 def merge_flows(*parts: Flows, topo: Topology | None = None) -> Flows:
-    """Several independent flow sets in one simulation (dependencies stay inside each set). When
-    some parts carry explicit link sets (`streaming_flows`), the others are routed on `topo`."""
+    """Several independent flow sets in one simulation (dependencies stay inside each set).
+
+    Parameters
+    ----------
+    *parts : Flows
+        The flow sets, in order; flow ids are offset by the flows before.
+    topo : Topology, optional
+        Needed when some parts carry explicit link sets (`streaming_flows`): the others are
+        routed on it.
+
+    Returns
+    -------
+    Flows
+        The concatenation (route weights, gates and marks are not carried over).
+    """
     offs = np.cumsum([0] + [len(p) for p in parts])
     routes = None
     if any(p.route_ptr is not None for p in parts):

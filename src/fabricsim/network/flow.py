@@ -51,8 +51,7 @@ class Flows:
     """Point-to-point flows between topology nodes (numpy arrays, one entry per flow).
 
     Only `src`, `dst` and `size` are required; scalars are broadcast for `start`, `cap` and
-    `priority`. The other fields (explicit routes, gates, marks) are described beside them
-    and in the module doc.
+    `priority`. See the module doc for routes, weights, gates and marks.
 
     Parameters
     ----------
@@ -69,6 +68,20 @@ class Flows:
     dep_ptr, dep_idx : int arrays, optional
         Predecessors in CSR form: flow i starts only after flows `dep_idx[dep_ptr[i]:dep_ptr[i+1]]`
         have arrived.
+    route_ptr, route_links : int arrays, optional
+        Explicit link sets in CSR form over link ids (e.g. a whole reduction tree); None: the
+        topology routes every flow.
+    latency : float array, optional
+        Seconds per flow, overriding the sum of its links' latencies (NaN: that sum).
+    route_weight : float array, optional
+        Per `route_links` entry: bytes of link capacity used per byte of the flow (default 1).
+    gate : int array, optional
+        Activity counter that gates each flow (-1: none); goes with `gated_cap`.
+    gated_cap : float array, optional
+        Rate cap of each flow while its gate counter is positive, bytes/s.
+    mark_ptr, mark_idx, mark_delta : arrays, optional
+        At flow i's arrival, counters `mark_idx[mark_ptr[i]:mark_ptr[i+1]]` change by the matching
+        `mark_delta` entries.
     """
 
     src: np.ndarray
@@ -165,14 +178,35 @@ class FlowResult:
         return float(self.finish.max()) if len(self.finish) else 0.0
 
     def utilization(self, topo: Topology) -> np.ndarray:
-        """Mean utilization of each link over the makespan."""
+        """Mean utilization of each link over the makespan.
+
+        Parameters
+        ----------
+        topo : Topology
+            The network the flows ran on (its link bandwidths).
+
+        Returns
+        -------
+        float array [links]
+            Link bytes / (bandwidth x makespan), 0..1; zeros for a zero makespan.
+        """
         span = self.makespan
         return self.link_bytes / (topo.link_bw * span) if span > 0 else np.zeros(topo.n_links)
 
 
 def successors(dep_ptr: np.ndarray, dep_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Reverse a predecessor CSR (item i waits for dep_idx[dep_ptr[i]:dep_ptr[i+1]]) into a
-    successor CSR: (succ_ptr, succ), item j's dependents are succ[succ_ptr[j]:succ_ptr[j+1]]."""
+    """Reverse a predecessor CSR into a successor CSR.
+
+    Parameters
+    ----------
+    dep_ptr, dep_idx : int64 arrays
+        Item i waits for `dep_idx[dep_ptr[i]:dep_ptr[i+1]]`.
+
+    Returns
+    -------
+    (int64 array, int64 array)
+        (succ_ptr, succ): item j's dependents are `succ[succ_ptr[j]:succ_ptr[j+1]]`.
+    """
     n = len(dep_ptr) - 1
     order = np.argsort(dep_idx, kind="stable")
     succ = np.repeat(np.arange(n), np.diff(dep_ptr))[order]
@@ -185,10 +219,27 @@ def successors(dep_ptr: np.ndarray, dep_idx: np.ndarray) -> tuple[np.ndarray, np
 
 def water_fill(link_cap: np.ndarray, cls_ptr: np.ndarray, cls_links: np.ndarray, mult: np.ndarray,
                cap: np.ndarray, prio: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
-    """Max-min fair rate of every class (all its `mult` flows get this rate each).
+    """Max-min fair rate of every class of flows, by strict priority.
 
-    cls_links[cls_ptr[c]:cls_ptr[c+1]] are the links of class c (each at least one); `weight`
-    (per entry, default 1) is how much of a link one byte/s of the class uses.
+    Parameters
+    ----------
+    link_cap : float array [links]
+        Capacity of each link, bytes/s.
+    cls_ptr, cls_links : int arrays
+        CSR: `cls_links[cls_ptr[c]:cls_ptr[c+1]]` are the links of class c (each at least one).
+    mult : float array [classes]
+        Flows in each class; they all get the class's rate.
+    cap : float array [classes]
+        Rate cap per flow of each class, bytes/s (inf: none).
+    prio : int array [classes]
+        Strict priority class (0 first, on the full capacity; then 1 on what is left; ...).
+    weight : float array, optional
+        Per `cls_links` entry: link capacity one byte/s of the class uses (default 1).
+
+    Returns
+    -------
+    float array [classes]
+        Rate of each flow of each class, bytes/s.
     """
     n_c = len(mult)
     rate = np.zeros(n_c)

@@ -20,8 +20,22 @@ from .flow import MODES, FlowResult, Flows, simulate_flows
 
 
 def endpoint_topology(topo: Topology, extra_links: int, capacity) -> Topology:
-    """`topo` with `extra_links` private links appended (node i -> node i for the first n NPUs,
-    each of `capacity`, no latency): resources that only some flows use (compute, endpoints)."""
+    """`topo` with private links appended: resources that only some flows use (compute, endpoints).
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    extra_links : int
+        Links to append; link `n_links + i` goes from node i mod n_npus to itself, no latency.
+    capacity : float or float array
+        Capacity of each new link (bytes/s, or any unit the flows' weights are in).
+
+    Returns
+    -------
+    Topology
+        A copy with the extra links (dimension -1).
+    """
     k = int(extra_links)
     own = np.arange(k) % max(topo.n_npus, 1)
     return replace(topo, link_src=np.concatenate([topo.link_src, own]),
@@ -32,10 +46,29 @@ def endpoint_topology(topo: Topology, extra_links: int, capacity) -> Topology:
 
 
 def with_injection(topo: Topology, flows: Flows, rate: np.ndarray, link_base: int | None = None) -> Flows:
-    """`flows` with explicit routes where every flow with a finite `rate[flow]` (bytes/s) also
-    crosses the endpoint link (`link_base + npu`, capacity 1) of every NPU whose links it leaves,
-    at weight 1/rate: an NPU's outgoing traffic of a collective together moves at most `rate`
-    bytes/s. Streams (explicit link sets) are charged at every NPU that feeds them."""
+    """`flows` charged to an endpoint link per NPU, so each NPU's outgoing traffic is rate-limited.
+
+    Every flow with a finite `rate[flow]` also crosses the endpoint link (`link_base + npu`,
+    capacity 1) of every NPU whose links it leaves, at weight 1/rate: an NPU's outgoing traffic of
+    a collective together moves at most `rate` bytes/s. Streams (explicit link sets) are charged at
+    every NPU that feeds them.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network the flows run on (without the endpoint links).
+    flows : Flows
+        The flows (routed by `topo` unless they carry explicit link sets).
+    rate : float array
+        Injection limit of each flow's NPUs, bytes/s (inf: none).
+    link_base : int, optional
+        Id of NPU 0's endpoint link (default `topo.n_links`; see `endpoint_topology`).
+
+    Returns
+    -------
+    Flows
+        The same flows with explicit routes and weights.
+    """
     base = topo.n_links if link_base is None else int(link_base)
     if flows.route_ptr is not None:
         ptr, links = np.asarray(flows.route_ptr, np.int64), np.asarray(flows.route_links, np.int64)
@@ -59,7 +92,19 @@ def with_injection(topo: Topology, flows: Flows, rate: np.ndarray, link_base: in
 
 
 class FlowCollective:
-    """A placed schedule prepared for the flow model: its flows built once, simulated per size."""
+    """A placed schedule prepared for the flow model: its flows built once, simulated per size.
+
+    Parameters
+    ----------
+    model : FlowModel
+        The model that simulates it.
+    topo : Topology
+        The network.
+    schedule : Schedule
+        Placed on `topo`.
+    injection : float, optional
+        Bytes/s each NPU's endpoint can inject (None or inf: no limit).
+    """
 
     def __init__(self, model: "FlowModel", topo: Topology, schedule: Schedule, injection: float | None = None):
         self.model, self.schedule = model, schedule
@@ -70,12 +115,34 @@ class FlowCollective:
         self.topo, self.unit = topo, unit
 
     def times(self, sizes) -> np.ndarray:
-        """Completion time for each size, s."""
+        """Completion time for each size: one flow simulation per size.
+
+        Parameters
+        ----------
+        sizes : float or array
+            Collective sizes, bytes.
+
+        Returns
+        -------
+        float array
+            Seconds, one per size.
+        """
         return np.array([self.model.flows(self.topo, replace(self.unit, size=self.unit.size * s)).makespan
                          for s in np.atleast_1d(np.asarray(sizes, dtype=float))])
 
     def phase_times(self, size: float) -> np.ndarray:
-        """One phase: the whole collective, s."""
+        """One phase: the whole collective.
+
+        Parameters
+        ----------
+        size : float
+            Collective size, bytes.
+
+        Returns
+        -------
+        float array [1]
+            Seconds.
+        """
         return self.times([size])
 
 
@@ -113,21 +180,83 @@ class FlowModel:
         return "flow" if self.mode == "pipelined" else "flow-store-and-forward"
 
     def collective(self, topo: Topology, schedule: Schedule, injection: float | None = None) -> FlowCollective:
-        """`schedule` prepared for pricing at any size (see `FlowCollective`)."""
+        """`schedule` prepared for pricing at any size (see `FlowCollective`).
+
+        Parameters
+        ----------
+        topo : Topology
+            The network.
+        schedule : Schedule
+            Placed on `topo`.
+        injection : float, optional
+            Bytes/s each NPU's endpoint can inject (None: no limit).
+
+        Returns
+        -------
+        FlowCollective
+        """
         return FlowCollective(self, topo, schedule, injection)
 
     def p2p(self, topo: Topology, src: int, dst: int, size: float) -> float:
-        """A transfer alone, s."""
+        """A transfer alone, simulated as one flow.
+
+        Parameters
+        ----------
+        topo : Topology
+            The network.
+        src, dst : int
+            Topology node ids.
+        size : float
+            Bytes.
+
+        Returns
+        -------
+        float
+            Seconds; 0 for src == dst or no bytes.
+        """
         if src == dst or size <= 0:
             return 0.0
         return self.flows(topo, Flows([src], [dst], [size])).makespan
 
     def flows(self, topo: Topology, flows: Flows, record_timeline: bool = False) -> FlowResult:
-        """Simulate `flows` together (max-min fair, dependencies, priorities)."""
+        """Simulate `flows` together (max-min fair, dependencies, priorities).
+
+        Parameters
+        ----------
+        topo : Topology
+            The network.
+        flows : Flows
+            What to run.
+        record_timeline : bool
+            Keep every interval's per-link rates.
+
+        Returns
+        -------
+        FlowResult
+        """
         return simulate_flows(topo, flows, mode=self.mode, chunk=self.chunk, record_timeline=record_timeline)
 
 
 def time_collective_flow(topo: Topology, schedule: Schedule, sizes, *, mode: str = "pipelined",
                          chunk: float = 0.0) -> np.ndarray:
-    """Completion time of one collective alone on the flow model, for each size (s)."""
+    """Completion time of one collective alone on the flow model, for each size.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    schedule : Schedule
+        Placed on `topo`.
+    sizes : float or array
+        Collective sizes, bytes.
+    mode : {"pipelined", "store-and-forward"}
+        How a flow crosses its path.
+    chunk : float
+        Packet size for the pipeline fill of multi-hop flows, bytes (0: fluid).
+
+    Returns
+    -------
+    float array
+        Seconds, one per size.
+    """
     return FlowModel(mode, chunk).collective(topo, schedule).times(sizes)

@@ -42,37 +42,125 @@ class CollectiveCost(Protocol):
     """A schedule prepared by a network model: price it at any size."""
 
     def times(self, sizes) -> np.ndarray:
-        """Completion time for each size (bytes), s."""
+        """Completion time for each size.
+
+        Parameters
+        ----------
+        sizes : float or array
+            Collective sizes, bytes.
+
+        Returns
+        -------
+        float array
+            Seconds, one per size.
+        """
         ...
 
     def phase_times(self, size: float) -> np.ndarray:
-        """Time of each phase of the collective for one size (bytes), s."""
+        """Time of each phase of the collective for one size.
+
+        Parameters
+        ----------
+        size : float
+            Collective size, bytes.
+
+        Returns
+        -------
+        float array
+            Seconds, one per phase.
+        """
         ...
 
 
 class NetworkModel(Protocol):
-    """What every network model provides (see the module doc)."""
+    """What every network model provides (see the module doc).
+
+    Attributes
+    ----------
+    name : str
+        The registered name.
+    shares_links : bool
+        Concurrent traffic shares links: the training engine then runs a whole workload as one
+        flow simulation.
+    streams : bool
+        Data may stream through switches (a streaming schedule is priced as streams).
+    """
 
     name: str
     shares_links: bool
     streams: bool
 
     def collective(self, topo: Topology, schedule: Schedule, injection: float | None = None) -> CollectiveCost:
-        """A placed `schedule` prepared for pricing; `injection`: bytes/s per NPU endpoint (None: no limit)."""
+        """A placed `schedule` prepared for pricing.
+
+        Parameters
+        ----------
+        topo : Topology
+            The network.
+        schedule : Schedule
+            Placed on `topo`.
+        injection : float, optional
+            Bytes/s each NPU's endpoint can inject for the collective (None: no limit).
+
+        Returns
+        -------
+        CollectiveCost
+        """
         ...
 
     def p2p(self, topo: Topology, src: int, dst: int, size: float) -> float:
-        """Time of one transfer of `size` bytes from node `src` to node `dst` alone, s."""
+        """Time of one transfer alone.
+
+        Parameters
+        ----------
+        topo : Topology
+            The network.
+        src, dst : int
+            Topology node ids.
+        size : float
+            Bytes.
+
+        Returns
+        -------
+        float
+            Seconds.
+        """
         ...
 
     def flows(self, topo: Topology, flows: Flows, record_timeline: bool = False) -> FlowResult:
-        """Run `flows` together (start times, priorities, dependencies) to completion."""
+        """Run `flows` together (start times, priorities, dependencies) to completion.
+
+        Parameters
+        ----------
+        topo : Topology
+            The network.
+        flows : Flows
+            What to run.
+        record_timeline : bool
+            Keep per-interval link rates, where the model records them.
+
+        Returns
+        -------
+        FlowResult
+        """
         ...
 
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """A registered network model: its name, how to make it, its aliases, one line about it."""
+    """A registered network model.
+
+    Parameters
+    ----------
+    name : str
+        Registry name (`congestion-aware`).
+    make : callable
+        `make(**params) -> NetworkModel`.
+    summary : str
+        One line for `fabricsim models`.
+    aliases : tuple of str
+        Other names accepted for it.
+    """
 
     name: str
     make: Callable[..., NetworkModel]
@@ -85,7 +173,18 @@ _ALIASES: dict[str, str] = {}
 
 
 def register(entry: ModelEntry) -> ModelEntry:
-    """Add a network model (and its aliases) to the registry."""
+    """Add a network model (and its aliases) to the registry.
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        The model; a registered name is replaced.
+
+    Returns
+    -------
+    ModelEntry
+        `entry`.
+    """
     NETWORK_MODELS[entry.name] = entry
     for a in (entry.name,) + entry.aliases:
         _ALIASES[a] = entry.name
@@ -107,7 +206,18 @@ register(ModelEntry("flow-store-and-forward", lambda **kw: FlowModel("store-and-
 
 
 def canonical_model_name(name: str) -> str:
-    """The registered name of a model name or alias (ConfigError listing them if none)."""
+    """The registered name of a model name or alias.
+
+    Parameters
+    ----------
+    name : str
+        A name or alias, any case, `_` or `-`.
+
+    Returns
+    -------
+    str
+        The registry name; ConfigError listing the accepted names if none.
+    """
     key = str(name).strip().lower().replace("_", "-")
     if key not in _ALIASES:
         accepted = ", ".join(f"{e.name} ({', '.join(e.aliases)})" if e.aliases else e.name
@@ -148,6 +258,7 @@ def time_collective(topo: Topology, schedule: Schedule, sizes, model: str | Netw
     Parameters
     ----------
     topo : Topology
+        The network.
     schedule : Schedule
         Placed on `topo` (`collectives.api.build_schedule`).
     sizes : float or array

@@ -184,7 +184,12 @@ class TrafficFile(BaseModel):
         return self
 
     def network_model(self):
-        """The file's network model (with its pipeline `chunk` for the flow models)."""
+        """The file's network model (with its pipeline `chunk` for the flow models).
+
+        Returns
+        -------
+        NetworkModel
+        """
         return get_network_model(self.model, **({"chunk": self.chunk} if self.model.startswith("flow") else {}))
 
 
@@ -250,7 +255,18 @@ class TrafficResult:
 
 
 def load_traffic(path: str) -> TrafficFile:
-    """Read and validate a traffic file (one-line ConfigError on any bad field)."""
+    """Read and validate a traffic file (module doc).
+
+    Parameters
+    ----------
+    path : str or Path
+        The YAML file.
+
+    Returns
+    -------
+    TrafficFile
+        Sizes in bytes, times in s, rates in bytes/s; a one-line ConfigError on any bad field.
+    """
     from ..config import load_yaml
 
     return load_yaml(TrafficFile, path, "topology, flows, collectives")
@@ -262,13 +278,15 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False) -> TrafficR
     Parameters
     ----------
     spec : TrafficFile
+        A validated traffic file (`load_traffic`).
     record_timeline : bool
         Keep per-interval link rates (flow models).
 
     Returns
     -------
     TrafficResult
-        Start and finish of every item, makespan, link utilization.
+        Start and finish of every item (s), makespan (s), link utilization; ConfigError for a
+        node outside the topology or a file with no flows and no collectives.
     """
     from ..collectives.api import build_schedule
     from ..topology.spec import topology_from_config

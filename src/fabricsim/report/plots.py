@@ -11,8 +11,26 @@ COLORS = {"compute": "#4C72B0", "MP": "#DD8452", "PP": "#55A868", "DP": "#C44E52
 
 
 def plot_breakdown(res: TrainResult, path: str | Path, title: str = "") -> Path:
-    """Stacked bars of the iteration: one bar per pipeline stage (mean over its NPUs) and one for
-    all NPUs; segments compute, exposed MP/PP/DP/IO/other communication, idle."""
+    """Stacked bars of the time per iteration, written as an image.
+
+    One bar for all NPUs (the mean) and, with several pipeline stages, one per stage (mean over
+    its NPUs); segments compute, exposed MP/PP/DP/IO/other communication, idle; in ms below a 10 s
+    makespan, else s.
+
+    Parameters
+    ----------
+    res : TrainResult
+        The run.
+    path : str or Path
+        The image file (its folder is created; the suffix picks the format, e.g. `.png`).
+    title : str
+        Plot title (default "iteration time breakdown").
+
+    Returns
+    -------
+    Path
+        `path`.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

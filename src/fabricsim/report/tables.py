@@ -29,6 +29,19 @@ BUSBW_FACTOR = {
 def busbw_factor(collective: str, n: int) -> float:
     """nccl-tests' bus-bandwidth factor of `collective` on `n` ranks (busbw = algbw x factor).
 
+    Parameters
+    ----------
+    collective : str
+        Canonical collective name.
+    n : int
+        Ranks in the group.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
     >>> busbw_factor("all-reduce", 8)
     1.75
     """
@@ -77,13 +90,35 @@ def collective_rows(collective: str, n: int, sizes, times) -> list[dict]:
 
 
 def avg_busbw(rows: list[dict]) -> float:
-    """Mean `busbw_GBps` of the rows with a finite value (nccl-tests' "Avg bus bandwidth"), GB/s."""
+    """Mean `busbw_GBps` of the rows with a finite value (nccl-tests' "Avg bus bandwidth").
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of `collective_rows`.
+
+    Returns
+    -------
+    float
+        GB/s (GB = 1e9 bytes); 0 when no row has a finite value.
+    """
     vals = [r["busbw_GBps"] for r in rows if np.isfinite(r["busbw_GBps"])]
     return float(np.mean(vals)) if vals else 0.0
 
 
 def rows_to_csv(rows: list[dict]) -> str:
-    """The rows as CSV text with a header line (empty text for no rows)."""
+    """The rows as CSV text with a header line.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of `collective_rows` (the first row's keys are the columns).
+
+    Returns
+    -------
+    str
+        Empty text for no rows.
+    """
     buf = io.StringIO()
     if rows:
         w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
@@ -93,5 +128,18 @@ def rows_to_csv(rows: list[dict]) -> str:
 
 
 def rows_to_json(header: dict, rows: list[dict]) -> str:
-    """JSON text of `header`'s keys, the `rows` and their `avg_busbw_GBps`."""
+    """JSON text of `header`'s keys, the `rows` and their `avg_busbw_GBps`.
+
+    Parameters
+    ----------
+    header : dict
+        Keys written first (topology, collective, algorithm, ...).
+    rows : list of dict
+        Rows of `collective_rows`.
+
+    Returns
+    -------
+    str
+        Indented JSON.
+    """
     return json.dumps({**header, "rows": rows, "avg_busbw_GBps": avg_busbw(rows)}, indent=2)

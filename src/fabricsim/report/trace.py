@@ -26,7 +26,20 @@ DEFAULT_TRACE_NPUS = 64
 
 
 def trace_events(res: TrainResult, npus: Sequence[int] | None = None) -> dict:
-    """The trace as a JSON-ready dict: {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}."""
+    """The Perfetto trace of a training run as a JSON-ready dict (module doc for the layout).
+
+    Parameters
+    ----------
+    res : TrainResult
+        The run.
+    npus : sequence of int, optional
+        NPUs to include (default: the first `DEFAULT_TRACE_NPUS`).
+
+    Returns
+    -------
+    dict
+        {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}; event times in us.
+    """
     g = res.graph
     if npus is None:
         npus = range(min(g.n_npus, DEFAULT_TRACE_NPUS))
@@ -82,6 +95,7 @@ def write_trace(res: TrainResult, path: str | Path, npus: Sequence[int] | None =
     Parameters
     ----------
     res : TrainResult
+        The run.
     path : str or Path
         The JSON file to write.
     npus : sequence of int, optional

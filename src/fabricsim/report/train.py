@@ -13,8 +13,22 @@ from ..units import format_time
 
 
 def summary_json(res: TrainResult, title: str, extra: dict | None = None) -> dict:
-    """`TrainResult.summary()` with the title, model and strategy names, the per-stage breakdown
-    (s) and the keys of `extra` (e.g. the config)."""
+    """`TrainResult.summary()` with the title, the model and strategy names and the per-stage breakdown.
+
+    Parameters
+    ----------
+    res : TrainResult
+        The run.
+    title : str
+        Title of the run.
+    extra : dict, optional
+        More keys to add (e.g. the config).
+
+    Returns
+    -------
+    dict
+        JSON-ready; times in s.
+    """
     s = res.summary()
     s.update(title=title, model=str(res.graph.meta.get("model", "")), strategy=str(res.graph.meta.get("strategy", "")))
     s["stages"] = {str(k): v for k, v in res.stage_breakdown().items()}
@@ -24,7 +38,20 @@ def summary_json(res: TrainResult, title: str, extra: dict | None = None) -> dic
 
 
 def write_breakdown_csv(res: TrainResult, path: str | Path) -> Path:
-    """One row per NPU: its stage and each component of its time (s); components sum to the makespan."""
+    """One row per NPU: its stage and each component of its time; components sum to the makespan.
+
+    Parameters
+    ----------
+    res : TrainResult
+        The run.
+    path : str or Path
+        The CSV file (its folder is created).
+
+    Returns
+    -------
+    Path
+        `path`; columns `npu`, `stage` and `<component>_s` (seconds).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as fh:
@@ -36,8 +63,22 @@ def write_breakdown_csv(res: TrainResult, path: str | Path) -> Path:
 
 
 def breakdown_table(res: TrainResult, title: str) -> Table:
-    """A rich table of the time per iteration: compute, exposed communication per category,
-    idle and total, for the mean NPU and (with several pipeline stages) each stage."""
+    """A rich table of the time per iteration.
+
+    Columns compute, exposed communication per category, idle and total; rows the mean NPU and
+    (with several pipeline stages) each stage; times formatted with units.
+
+    Parameters
+    ----------
+    res : TrainResult
+        The run.
+    title : str
+        Table title.
+
+    Returns
+    -------
+    rich.table.Table
+    """
     n_it = max(res.graph.n_iterations, 1)
     t = Table(box=None, header_style="bold", title=title)
     t.add_column("NPUs")
@@ -56,7 +97,30 @@ def breakdown_table(res: TrainResult, title: str) -> Table:
 
 def write_outputs(res: TrainResult, out_dir: str | Path, title: str, *, trace: bool = True, trace_npus=None,
                   plot: bool = True, extra: dict | None = None) -> dict[str, Path]:
-    """summary.json (with `extra`, e.g. the config), breakdown.csv, trace.json, breakdown.png."""
+    """Write the files of a training run: summary.json, breakdown.csv, trace.json, breakdown.png.
+
+    Parameters
+    ----------
+    res : TrainResult
+        The run.
+    out_dir : str or Path
+        Folder to write into (created).
+    title : str
+        Title of the run.
+    trace : bool
+        Write trace.json (`write_trace`).
+    trace_npus : sequence of int, optional
+        NPUs in the trace (default: the first `DEFAULT_TRACE_NPUS`).
+    plot : bool
+        Write breakdown.png (`plot_breakdown`).
+    extra : dict, optional
+        More keys for summary.json (e.g. the config).
+
+    Returns
+    -------
+    dict
+        File kind (summary, breakdown_csv, trace, plot) -> path written.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {}

@@ -62,23 +62,73 @@ class Held:
 
 
 class EndpointModel(Protocol):
-    """What every endpoint policy provides (see the module doc)."""
+    """What every endpoint policy provides (see the module doc).
+
+    Attributes
+    ----------
+    name : str
+        The policy's registered name (`npu`, `ideal`, `offload`).
+    """
 
     name: str
 
     def held(self, npu: NPU) -> Held:
-        """The shares of `npu` that communication holds while it runs."""
+        """The shares of `npu` that communication holds while it runs.
+
+        Parameters
+        ----------
+        npu : NPU
+            The NPU communication runs on.
+
+        Returns
+        -------
+        Held
+            Fractions of the compute units and of the memory bandwidth.
+        """
         ...
 
     def injection_rate(self, npu: NPU, schedule: Schedule | None) -> float:
-        """Bytes/s each NPU's endpoint can inject for `schedule` (inf: the links decide)."""
+        """Bytes/s each NPU's endpoint can inject for `schedule`.
+
+        Parameters
+        ----------
+        npu : NPU
+            The NPU whose endpoint injects.
+        schedule : Schedule or None
+            The collective's placed schedule (None: a p2p or io transfer).
+
+        Returns
+        -------
+        float
+            Bytes/s (inf: the links decide).
+        """
         ...
 
 
 def slowed_task_times(npu: NPU, duration, flops, mem_bytes, held: Held) -> np.ndarray:
-    """Per task: its time while communication holds `held` of the NPU (s): the roofline with the
-    resources left, max(F / (peak eff (1 - units)), M / (mem_bw (1 - memory))); a fixed `duration`
-    (not NaN) stretches by 1 / (1 - units)."""
+    """Per task: its time while communication holds `held` of the NPU.
+
+    The roofline with the resources left, max(F / (peak eff (1 - units)), M / (mem_bw (1 - memory)));
+    a fixed `duration` (not NaN) stretches by 1 / (1 - units).
+
+    Parameters
+    ----------
+    npu : NPU
+        The roofline.
+    duration : float array
+        Fixed time of each task, s (NaN: use the roofline).
+    flops : float array
+        FLOPs of each task.
+    mem_bytes : float array
+        Memory traffic of each task, bytes.
+    held : Held
+        What communication holds.
+
+    Returns
+    -------
+    float array
+        Seconds per task.
+    """
     duration = np.asarray(duration, float)
     roof = np.maximum(np.asarray(flops, float) / (npu.peak_flops * npu.efficiency * (1.0 - held.units)),
                       np.asarray(mem_bytes, float) / (npu.memory_bandwidth * (1.0 - held.memory)))
@@ -113,11 +163,35 @@ class Endpoint:
         return self.comm_compute_fraction > 0 or self.comm_memory_fraction > 0
 
     def held(self, npu: NPU) -> Held:
-        """The shares communication holds on `npu` while it runs."""
+        """The shares communication holds on `npu` while it runs.
+
+        Parameters
+        ----------
+        npu : NPU
+            The NPU communication runs on.
+
+        Returns
+        -------
+        Held
+            `comm_compute_fraction` and `comm_memory_fraction`.
+        """
         return Held(self.comm_compute_fraction, self.comm_memory_fraction)
 
     def injection_rate(self, npu: NPU, schedule: Schedule | None) -> float:
-        """No limit of its own: the links decide."""
+        """No limit of its own: the links decide.
+
+        Parameters
+        ----------
+        npu : NPU
+            The NPU whose endpoint injects.
+        schedule : Schedule or None
+            The collective's placed schedule (None: a p2p or io transfer).
+
+        Returns
+        -------
+        float
+            inf.
+        """
         return np.inf
 
 
@@ -128,11 +202,35 @@ class Ideal:
     name = "ideal"
 
     def held(self, npu: NPU) -> Held:
-        """Nothing held."""
+        """Nothing held.
+
+        Parameters
+        ----------
+        npu : NPU
+            The NPU communication runs on.
+
+        Returns
+        -------
+        Held
+            Zero shares.
+        """
         return Held()
 
     def injection_rate(self, npu: NPU, schedule: Schedule | None) -> float:
-        """No limit of its own: the links decide."""
+        """No limit of its own: the links decide.
+
+        Parameters
+        ----------
+        npu : NPU
+            The NPU whose endpoint injects.
+        schedule : Schedule or None
+            The collective's placed schedule (None: a p2p or io transfer).
+
+        Returns
+        -------
+        float
+            inf.
+        """
         return np.inf
 
 
@@ -155,11 +253,35 @@ class OffloadEngine:
             raise ConfigError("endpoint.rate", self.rate, "accepted: a bandwidth > 0, e.g. 200GB/s")
 
     def held(self, npu: NPU) -> Held:
-        """Nothing held: the engine, not the NPU, runs the collective."""
+        """Nothing held: the engine, not the NPU, runs the collective.
+
+        Parameters
+        ----------
+        npu : NPU
+            The NPU communication runs on.
+
+        Returns
+        -------
+        Held
+            Zero shares.
+        """
         return Held()
 
     def injection_rate(self, npu: NPU, schedule: Schedule | None) -> float:
-        """The engine's `rate`, bytes/s per NPU."""
+        """The engine's `rate`, bytes/s per NPU.
+
+        Parameters
+        ----------
+        npu : NPU
+            The NPU whose endpoint injects.
+        schedule : Schedule or None
+            The collective's placed schedule (None: a p2p or io transfer).
+
+        Returns
+        -------
+        float
+            `rate`, bytes/s.
+        """
         return float(self.rate)
 
 
@@ -168,7 +290,15 @@ class _Fields(BaseModel):
 
 
 class NpuFields(_Fields):
-    """Config fields of policy `npu`."""
+    """Config fields of policy `npu`.
+
+    Parameters
+    ----------
+    comm_compute_fraction : float
+        Share of the NPU's compute units communication holds, in [0, 1).
+    comm_memory_fraction : float
+        Share of its memory bandwidth communication holds, in [0, 1).
+    """
 
     comm_compute_fraction: float = 0.0
     comm_memory_fraction: float = 0.0
@@ -179,7 +309,13 @@ class IdealFields(_Fields):
 
 
 class OffloadFields(_Fields):
-    """Config fields of policy `offload`: `rate` with units (200GB/s)."""
+    """Config fields of policy `offload`.
+
+    Parameters
+    ----------
+    rate : float
+        Bytes/s the engine can inject per NPU; units accepted (`200GB/s`).
+    """
 
     rate: float
 
@@ -188,8 +324,19 @@ class OffloadFields(_Fields):
 
 @dataclass(frozen=True)
 class PolicyEntry:
-    """A registered endpoint policy: its config fields (a pydantic model), how to make it from
-    them, and one line about it."""
+    """A registered endpoint policy.
+
+    Parameters
+    ----------
+    name : str
+        Registry name (`offload`), the value of `system.endpoint.policy`.
+    make : callable
+        `make(**fields) -> EndpointModel`.
+    fields : pydantic model class
+        Its config fields (units accepted where they apply).
+    summary : str
+        One line for `fabricsim models`.
+    """
 
     name: str
     make: Callable[..., EndpointModel]
@@ -201,7 +348,18 @@ ENDPOINT_POLICIES: dict[str, PolicyEntry] = {}
 
 
 def register_policy(entry: PolicyEntry) -> PolicyEntry:
-    """Add an endpoint policy to the registry."""
+    """Add an endpoint policy to the registry.
+
+    Parameters
+    ----------
+    entry : PolicyEntry
+        The policy; a registered name is replaced.
+
+    Returns
+    -------
+    PolicyEntry
+        `entry`.
+    """
     ENDPOINT_POLICIES[entry.name] = entry
     return entry
 
@@ -214,8 +372,25 @@ register_policy(PolicyEntry("offload", OffloadEngine, OffloadFields,
 
 
 def make_endpoint(policy: str = "npu", **params: Any) -> EndpointModel:
-    """The endpoint policy `policy` made from its config fields `params` (units accepted);
-    ConfigError naming the field for an unknown policy, an unknown field or a bad value."""
+    """The endpoint policy `policy`, made from its config fields.
+
+    Parameters
+    ----------
+    policy : str
+        A registered policy: npu, ideal or offload.
+    **params
+        Its config fields (units accepted: `rate="200GB/s"`).
+
+    Returns
+    -------
+    EndpointModel
+        ConfigError naming the field for an unknown policy, an unknown field or a bad value.
+
+    Examples
+    --------
+    >>> make_endpoint("offload", rate="200GB/s")
+    OffloadEngine(rate=200000000000.0)
+    """
     from ..config import validate
 
     entry = ENDPOINT_POLICIES.get(str(policy))
@@ -226,5 +401,17 @@ def make_endpoint(policy: str = "npu", **params: Any) -> EndpointModel:
 
 
 def interferes(endpoint: EndpointModel, npu: NPU) -> bool:
-    """Whether running communication slows compute on `npu` under this policy."""
+    """Whether running communication slows compute on `npu` under this policy.
+
+    Parameters
+    ----------
+    endpoint : EndpointModel
+        The policy.
+    npu : NPU
+        The NPU.
+
+    Returns
+    -------
+    bool
+    """
     return endpoint.held(npu).any

@@ -11,9 +11,18 @@ from .scheduling import Scheduling
 
 @dataclass(frozen=True)
 class System:
-    """What the training engine needs to know about the machines: `npu` (roofline), `endpoint`
-    (what communication costs the NPU, `system.endpoint`), `scheduling` (streams, priorities,
-    chunks)."""
+    """What the training engine needs to know about the machines.
+
+    Parameters
+    ----------
+    npu : NPU
+        The roofline (peak FLOP/s, memory bytes/s, efficiency).
+    endpoint : EndpointModel
+        What communication costs the NPU and how fast its endpoint injects (`system.endpoint`;
+        default: policy `npu` with no interference).
+    scheduling : Scheduling
+        Communication streams, category priorities and chunks.
+    """
 
     npu: NPU = field(default_factory=NPU)
     endpoint: EndpointModel = field(default_factory=Endpoint)

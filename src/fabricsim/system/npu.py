@@ -43,11 +43,39 @@ class NPU:
             raise ConfigError("npu.efficiency", self.efficiency, "accepted: a fraction in (0, 1]")
 
     def compute_time(self, flops, mem_bytes):
-        """Roofline time (s); works elementwise on numpy arrays."""
+        """Roofline time: max(F / (peak x efficiency), M / memory bandwidth).
+
+        Parameters
+        ----------
+        flops : float or array
+            FLOPs.
+        mem_bytes : float or array
+            Memory traffic, bytes.
+
+        Returns
+        -------
+        float or array
+            Seconds, elementwise.
+        """
         return np.maximum(np.asarray(flops, float) / (self.peak_flops * self.efficiency),
                           np.asarray(mem_bytes, float) / self.memory_bandwidth)
 
     def task_times(self, duration, flops, mem_bytes):
-        """Per task: its fixed `duration` where given (not NaN), else the roofline time."""
+        """Per task: its fixed `duration` where given (not NaN), else the roofline time.
+
+        Parameters
+        ----------
+        duration : float array
+            Fixed time of each task, s (NaN: use the roofline).
+        flops : float array
+            FLOPs of each task.
+        mem_bytes : float array
+            Memory traffic of each task, bytes.
+
+        Returns
+        -------
+        float array
+            Seconds per task.
+        """
         duration = np.asarray(duration, float)
         return np.where(np.isnan(duration), self.compute_time(flops, mem_bytes), duration)

@@ -63,5 +63,15 @@ class Scheduling:
                 raise ConfigError(f"scheduling.{name}", v, "accepted: an integer >= 1")
 
     def rank(self, category: str) -> int:
-        """Priority rank of a communication category: 0 = served first."""
+        """Priority rank of a communication category: 0 = served first.
+
+        Parameters
+        ----------
+        category : str
+            MP, PP, DP, IO or other.
+
+        Returns
+        -------
+        int
+        """
         return self.priorities.index(category)

@@ -49,7 +49,15 @@ _COMM_FIELDS = ("fwd_comm", "ig_comm", "wg_comm")
 
 @dataclass(frozen=True)
 class TextComm:
-    """A communication of a layer phase: `type` one of COMM_TYPES, `bytes` its size."""
+    """A communication of a layer phase.
+
+    Parameters
+    ----------
+    type : str
+        One of `COMM_TYPES` (NONE, ALLREDUCE, ALLGATHER, ALLTOALL, REDUCESCATTER).
+    bytes : int
+        Its size as written, bytes.
+    """
 
     type: str
     bytes: int
@@ -90,9 +98,22 @@ class TextLayer:
 
 @dataclass(frozen=True)
 class TextWorkload:
-    """A parsed text workload. `params` holds line 1's extra fields: `last_bottom_layer` for HYBRID_DLRM*,
-    `key: value` pairs otherwise (e.g. {"model_parallel_NPU_group": 4}). `source` is the file text (newlines
-    normalised, as the converter embeds it in GlobalMetadata) and `path` where it came from."""
+    """A parsed text workload.
+
+    Parameters
+    ----------
+    parallelism : str
+        One of `PARALLELISMS` (line 1).
+    params : dict
+        Line 1's extra fields: `last_bottom_layer` for HYBRID_DLRM*, `key: value` pairs otherwise
+        (e.g. {"model_parallel_NPU_group": 4}).
+    layers : tuple of TextLayer
+        The layer lines, in order.
+    source : str
+        The file text (newlines normalised, as the converter embeds it in GlobalMetadata).
+    path : str
+        Where it came from (named in errors).
+    """
 
     parallelism: str
     params: dict[str, Any]
@@ -158,7 +179,20 @@ def _parse_params(parallelism: str, toks: list[str], where: str) -> dict[str, An
 
 
 def parse_astra_text(text: str, path: str = "<text>") -> TextWorkload:
-    """Parse the text of a legacy workload; `path` names it in errors (`<path>:<line>: <field>: ...`)."""
+    """Parse the text of a legacy ASTRA-sim 1.0 workload (module doc for the layout).
+
+    Parameters
+    ----------
+    text : str
+        The file's text.
+    path : str
+        Names it in errors (`<path>:<line>: <field>: ...`).
+
+    Returns
+    -------
+    TextWorkload
+        A one-line ConfigError naming the path, the line and the field otherwise.
+    """
     lines = text.splitlines()
     numbered = [(i + 1, ln.split()) for i, ln in enumerate(lines)]
     numbered = [(no, toks) for no, toks in numbered if toks]
@@ -367,24 +401,44 @@ def _drop(nodes: list[EtNode], drop: set[int]) -> list[EtNode]:
 
 def text_to_traces(workload: TextWorkload, npus: int, passes: int = 1, *, duration_unit: str = "converter",
                    none_comms: str = "converter", global_ids: bool = True) -> list[EtTrace]:
-    """Per-NPU Chakra traces for a text workload, as `chakra_converter Text --num-npus npus --num-passes passes`
-    writes them (every NPU gets the same graph). Node names are `COMP_NODE_<layer>_<FWD|BWD_WG|BWD_IG>` and
-    `COMM_COLL_NODE_<layer>_<TYPE>`; collective nodes carry `comm_type`/`comm_size` (int64) and no `is_cpu_op`;
-    every dependency is a data dependency. For DATA (per pass, layers 0..n-1):
+    """Per-NPU Chakra traces for a text workload, as Chakra's converter writes them.
+
+    That is, as `chakra_converter Text --num-npus npus --num-passes passes` writes them (every NPU
+    gets the same graph). Node names are `COMP_NODE_<layer>_<FWD|BWD_WG|BWD_IG>` and
+    `COMM_COLL_NODE_<layer>_<TYPE>`; collective nodes carry `comm_type`/`comm_size` (int64) and no
+    `is_cpu_op`; every dependency is a data dependency. For DATA (per pass, layers 0..n-1):
 
         FWD_0 -> FWD_1 -> ... -> FWD_{n-1} -> WG_{n-1} -> IG_{n-1} -> WG_{n-2} -> IG_{n-2} -> ... -> WG_0
         WG_i -> ALLREDUCE_i (a leaf in a single pass; in pass p+1, FWD_i also waits for pass p's ALLREDUCE_i)
 
-    so the backward critical path is compute-only and every all-reduce overlaps the rest of the backward pass.
+    so the backward critical path is compute-only and every all-reduce overlaps the rest of the
+    backward pass.
 
-    duration_unit: "converter" stores the text's compute numbers (ns) in duration_micros unchanged, as the
-      converter does (ASTRA-sim then runs them 1000x too long); "ns" stores ns/1000, the original meaning
-      (float µs: fine in memory, `write_et` rejects non-whole µs).
-    none_comms: "converter" keeps the converter's collective for a NONE comm (ALL_REDUCE of the given bytes,
-      usually 0, named `..._NONE`); "drop" removes those nodes and makes their dependents wait for their
-      dependencies (then node ids are renumbered densely).
-    global_ids: the converter numbers nodes with one counter across NPUs (NPU r's ids start at r * nodes per
-      NPU); False starts every NPU at 0.
+    Parameters
+    ----------
+    workload : TextWorkload
+        A parsed workload whose parallelism is one of `CONVERTIBLE`.
+    npus : int
+        NPUs, >= 1: one trace each.
+    passes : int
+        Training passes, >= 1.
+    duration_unit : {"converter", "ns"}
+        "converter" stores the text's compute numbers (ns) in duration_micros unchanged, as the
+        converter does (ASTRA-sim then runs them 1000x too long); "ns" stores ns/1000, the
+        original meaning (float µs: fine in memory, `write_et` rejects non-whole µs).
+    none_comms : {"converter", "drop"}
+        "converter" keeps the converter's collective for a NONE comm (ALL_REDUCE of the given
+        bytes, usually 0, named `..._NONE`); "drop" removes those nodes and makes their dependents
+        wait for their dependencies (then node ids are renumbered densely).
+    global_ids : bool
+        Number nodes with one counter across NPUs as the converter does (NPU r's ids start at
+        r x nodes per NPU); False starts every NPU at 0.
+
+    Returns
+    -------
+    list of EtTrace
+        One per NPU, rank order; ConfigError for a parallelism the converter does not handle or a
+        bad argument.
     """
     if workload.parallelism not in _CONVERTERS:
         raise ConfigError(f"{workload.path}: parallelism", workload.parallelism,

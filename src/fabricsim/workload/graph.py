@@ -31,7 +31,17 @@ IO_LOAD, IO_STORE = IODirection.LOAD, IODirection.STORE  # io task direction (ke
 
 
 def category_index(name: str) -> int:
-    """Index of a communication category in `CATEGORIES` (MP, PP, DP, IO, other)."""
+    """Index of a communication category in `CATEGORIES`.
+
+    Parameters
+    ----------
+    name : str
+        MP, PP, DP, IO or other.
+
+    Returns
+    -------
+    int
+    """
     return CATEGORIES.index(name)
 
 
@@ -115,15 +125,45 @@ class WorkloadGraph:
         return int(self.iteration.max()) + 1 if len(self) else 0
 
     def name(self, t: int) -> str:
-        """The label of task `t`."""
+        """The label of task `t`.
+
+        Parameters
+        ----------
+        t : int
+            Task id.
+
+        Returns
+        -------
+        str
+        """
         return self.labels[self.label[t]]
 
     def deps(self, t: int) -> np.ndarray:
-        """Ids of the tasks task `t` waits for."""
+        """Ids of the tasks task `t` waits for.
+
+        Parameters
+        ----------
+        t : int
+            Task id.
+
+        Returns
+        -------
+        int64 array
+        """
         return self.dep_idx[self.dep_ptr[t]: self.dep_ptr[t + 1]]
 
     def members(self, t: int) -> tuple[int, ...]:
-        """NPUs a task involves: its NPU, its group, or (src, dst)."""
+        """NPUs a task involves: its NPU, its group, or (src, dst).
+
+        Parameters
+        ----------
+        t : int
+            Task id.
+
+        Returns
+        -------
+        tuple of int
+        """
         k = self.kind[t]
         if k == COMPUTE:
             return (int(self.npu[t]),)
@@ -142,7 +182,32 @@ class WorkloadGraph:
 
 
 class GraphBuilder:
-    """Append tasks; `build()` freezes them. Every method returns the new task's id."""
+    """Append tasks; `build()` freezes them. Every method that adds a task returns its id.
+
+    Parameters
+    ----------
+    n_npus : int
+        NPUs of the workload.
+
+    Attributes
+    ----------
+    iteration : int
+        Training iteration stamped on the tasks added next (set it between iterations).
+    stage : int64 array
+        Pipeline stage of each NPU (for reports).
+    meta : dict
+        Model, strategy and other facts, copied into the graph.
+
+    Examples
+    --------
+    >>> b = GraphBuilder(2)
+    >>> f = b.compute(0, "fwd", flops=1e12)
+    >>> b.p2p(0, 1, 64e6, "PP", "activations", deps=(f,))
+    1
+    >>> g = b.build()
+    >>> len(g), g.deps(1).tolist(), g.members(1)
+    (2, [0], (0, 1))
+    """
 
     def __init__(self, n_npus: int):
         self.n_npus = int(n_npus)
@@ -166,7 +231,17 @@ class GraphBuilder:
         return i
 
     def group_id(self, members) -> int:
-        """Index of the group `members` (NPU ids, in order) in `groups`, added if new."""
+        """Index of a group in `groups`, added if new.
+
+        Parameters
+        ----------
+        members : iterable of int
+            NPU ids, in order (the order is part of the group).
+
+        Returns
+        -------
+        int
+        """
         g = tuple(int(m) for m in members)
         i = self._groups.get(g)
         if i is None:
@@ -182,29 +257,111 @@ class GraphBuilder:
 
     def compute(self, npu: int, name: str, *, flops: float = 0.0, mem_bytes: float = 0.0,
                 duration: float | None = None, phase: str = "fwd", deps=()) -> int:
-        """A compute task on `npu`: `flops` FLOPs touching `mem_bytes` bytes, or a fixed
-        `duration` in s; `phase` one of `PHASES`; `deps` task ids (None entries are skipped)."""
+        """Add a compute task on one NPU: a roofline task, or one of fixed duration.
+
+        Parameters
+        ----------
+        npu : int
+            NPU id.
+        name : str
+            Task label.
+        flops : float
+            FLOPs.
+        mem_bytes : float
+            Memory traffic, bytes.
+        duration : float, optional
+            Fixed time, s (None: the roofline on `flops` and `mem_bytes`).
+        phase : str
+            One of `PHASES` (fwd, bwd, bwd_ig, bwd_wg, update, comm).
+        deps : iterable of int
+            Ids of the tasks it waits for, all earlier (None entries are skipped).
+
+        Returns
+        -------
+        int
+            The task's id.
+        """
         return self._add(deps, kind=COMPUTE, npu=int(npu), peer=-1,
                          duration=np.nan if duration is None else float(duration), flops=float(flops),
                          mem_bytes=float(mem_bytes), coll=-1, size=0.0, group=-1, category=-1,
                          phase=PHASES.index(phase), iteration=self.iteration, label=self._label(name))
 
     def collective(self, collective: str, size: float, members, category: str, name: str, deps=()) -> int:
-        """A `collective` (canonical name) of `size` bytes over `members` (NPU ids), in a
-        communication `category` (MP, PP, DP, IO, other)."""
+        """Add a collective: one task shared by every member of its group.
+
+        Parameters
+        ----------
+        collective : str
+            Canonical collective name.
+        size : float
+            Collective size, bytes (nccl-tests' convention).
+        members : iterable of int
+            NPU ids of the group, in rank order.
+        category : str
+            Communication category: MP, PP, DP, IO or other.
+        name : str
+            Task label.
+        deps : iterable of int
+            Ids of the tasks it waits for, all earlier (None entries are skipped).
+
+        Returns
+        -------
+        int
+            The task's id.
+        """
         return self._add(deps, kind=COLLECTIVE, npu=-1, peer=-1, duration=np.nan, flops=0.0, mem_bytes=0.0,
                          coll=COLLECTIVES.index(collective), size=float(size), group=self.group_id(members),
                          category=category_index(category), phase=PHASES.index("comm"),
                          iteration=self.iteration, label=self._label(name))
 
     def p2p(self, src: int, dst: int, size: float, category: str, name: str, deps=()) -> int:
-        """A transfer of `size` bytes from NPU `src` to NPU `dst`, in a communication `category`."""
+        """Add a transfer of `size` bytes from NPU `src` to NPU `dst`.
+
+        Parameters
+        ----------
+        src, dst : int
+            NPU ids.
+        size : float
+            Bytes.
+        category : str
+            Communication category: MP, PP, DP, IO or other.
+        name : str
+            Task label.
+        deps : iterable of int
+            Ids of the tasks it waits for, all earlier (None entries are skipped).
+
+        Returns
+        -------
+        int
+            The task's id.
+        """
         return self._add(deps, kind=P2P, npu=int(src), peer=int(dst), duration=np.nan, flops=0.0, mem_bytes=0.0,
                          coll=-1, size=float(size), group=-1, category=category_index(category),
                          phase=PHASES.index("comm"), iteration=self.iteration, label=self._label(name))
 
     def io(self, direction: int, size: float, members, shards: int, name: str, deps=()) -> int:
-        """Load (IO_LOAD) into or store (IO_STORE) from `members` (listed shard by shard)."""
+        """Add a load (IO_LOAD) into or a store (IO_STORE) from `members` through the I/O controllers.
+
+        Parameters
+        ----------
+        direction : int
+            `IODirection.LOAD` or `IODirection.STORE`.
+        size : float
+            Bytes, the total over all shards.
+        members : sequence of int
+            NPU ids, listed shard by shard (equal counts).
+        shards : int
+            Shards, >= 1, dividing the number of members.
+        name : str
+            Task label.
+        deps : iterable of int
+            Ids of the tasks it waits for, all earlier (None entries are skipped).
+
+        Returns
+        -------
+        int
+            The task's id; ValueError when the members do not split into equal shards.
+        """
         if shards < 1 or len(members) % shards:
             raise ValueError("io task: members must split into equal shards")
         return self._add(deps, kind=IO, npu=-1, peer=int(direction), duration=np.nan, flops=0.0, mem_bytes=0.0,
@@ -213,7 +370,12 @@ class GraphBuilder:
                          label=self._label(name))
 
     def build(self) -> WorkloadGraph:
-        """The frozen graph; ValueError if a task depends on itself or on a later task."""
+        """The frozen graph; ValueError if a task depends on itself or on a later task.
+
+        Returns
+        -------
+        WorkloadGraph
+        """
         c = self._cols
         ints = {"kind": np.int8, "npu": np.int64, "peer": np.int64, "coll": np.int32, "group": np.int64,
                 "category": np.int8, "phase": np.int8, "iteration": np.int32, "label": np.int64}

@@ -37,7 +37,18 @@ _DTYPE_ACCEPTED = "accepted: " + ", ".join(DTYPES)
 
 
 def dtype_bytes(dtype: str) -> int:
-    """Bytes per element of `dtype`; ConfigError for an unknown name."""
+    """Bytes per element of `dtype`.
+
+    Parameters
+    ----------
+    dtype : str
+        fp16, bf16 or fp32.
+
+    Returns
+    -------
+    int
+        2 or 4; ConfigError for an unknown name.
+    """
     if dtype not in DTYPES:
         raise ConfigError("dtype", dtype, _DTYPE_ACCEPTED)
     return DTYPES[dtype]
@@ -82,7 +93,17 @@ class Layer:
         return self.bwd_input_flops + self.bwd_weight_flops
 
     def scaled(self, b: int) -> Layer:
-        """This layer for a batch of `b` samples: FLOPs and activations x b, weights unchanged."""
+        """This layer for a batch of `b` samples: FLOPs and activations x b, weights unchanged.
+
+        Parameters
+        ----------
+        b : int
+            Samples (sequences).
+
+        Returns
+        -------
+        Layer
+        """
         return replace(
             self,
             fwd_flops=self.fwd_flops * b,
@@ -159,18 +180,50 @@ class Model:
         return sum(layer.activation_elems for layer in self.layers)
 
     def blocks(self, kind: str = "transformer_block") -> tuple[Layer, ...]:
-        """The layers of one `kind`, in order (default: the transformer blocks)."""
+        """The layers of one `kind`, in order.
+
+        Parameters
+        ----------
+        kind : str
+            A `Layer.kind` (default: the transformer blocks).
+
+        Returns
+        -------
+        tuple of Layer
+        """
         return tuple(layer for layer in self.layers if layer.kind == kind)
 
     def batch(self, b: int) -> tuple[Layer, ...]:
-        """The layers for a batch of `b` samples (sequences): FLOPs and activation elements
-        scale linearly with `b`; params and weight elements do not. `self` is unchanged."""
+        """The layers for a batch of `b` samples (sequences); `self` is unchanged.
+
+        FLOPs and activation elements scale linearly with `b`; params and weight elements do not.
+
+        Parameters
+        ----------
+        b : int
+            Samples (sequences), >= 1.
+
+        Returns
+        -------
+        tuple of Layer
+            ConfigError for a bad `b`.
+        """
         if isinstance(b, bool) or not isinstance(b, int) or b < 1:
             raise ConfigError("batch", b, "accepted: an integer >= 1")
         return tuple(layer.scaled(b) for layer in self.layers)
 
     def with_dtype(self, dtype: str) -> Model:
-        """The same model with another element type (fp16, bf16, fp32)."""
+        """The same model with another element type.
+
+        Parameters
+        ----------
+        dtype : str
+            fp16, bf16 or fp32.
+
+        Returns
+        -------
+        Model
+        """
         return replace(self, dtype=dtype)
 
 
@@ -225,12 +278,34 @@ def _resnet(name: str, blocks: tuple[int, int, int, int], dtype: str) -> Model:
 
 
 def resnet50(dtype: str = "fp16") -> Model:
-    """ResNet-50: blocks [3, 4, 6, 3]; 25,557,032 params (published 25.6M)."""
+    """ResNet-50: blocks [3, 4, 6, 3]; 25,557,032 params (published 25.6M).
+
+    Parameters
+    ----------
+    dtype : str
+        Element type: fp16, bf16 or fp32.
+
+    Returns
+    -------
+    Model
+        Per-sample costs.
+    """
     return _resnet("resnet50", (3, 4, 6, 3), dtype)
 
 
 def resnet152(dtype: str = "fp16") -> Model:
-    """ResNet-152: blocks [3, 8, 36, 3]; 60,192,808 params (published 60.2M)."""
+    """ResNet-152: blocks [3, 8, 36, 3]; 60,192,808 params (published 60.2M).
+
+    Parameters
+    ----------
+    dtype : str
+        Element type: fp16, bf16 or fp32.
+
+    Returns
+    -------
+    Model
+        Per-sample costs.
+    """
     return _resnet("resnet152", (3, 8, 36, 3), dtype)
 
 
@@ -264,7 +339,35 @@ def transformer(
     2*2*seq^2*h; head 2*seq*h*vocab; embedding lookup 0. Backward: input-grad = weight-grad =
     forward for blocks and head (the attention-score part has no weights, but this common
     approximation keeps backward = 2x forward); the embedding has no backward FLOPs.
-    Activation elements: seq*h per block output (seq*vocab for the logits)."""
+    Activation elements: seq*h per block output (seq*vocab for the logits).
+
+    Parameters
+    ----------
+    name : str
+        Model name.
+    layers : int
+        Transformer blocks.
+    hidden : int
+        Hidden size h.
+    heads : int
+        Attention heads, a divisor of `hidden`.
+    seq : int
+        Sequence length, tokens.
+    vocab : int
+        Vocabulary size, tokens.
+    ffn : int, optional
+        MLP inner size (default 4h).
+    dtype : str
+        Element type: fp16, bf16 or fp32.
+    notes : str
+        Added to the shape note in `Model.notes`.
+
+    Returns
+    -------
+    Model
+        Per-sequence costs; `input_bytes` = 4 x seq (int32 token ids). ConfigError for a
+        non-positive size or heads not dividing hidden.
+    """
     layers = _positive("layers", layers)
     hidden = _positive("hidden", hidden)
     heads = _positive("heads", heads)
@@ -290,13 +393,37 @@ def transformer(
 
 
 def gpt3_175b(dtype: str = "fp16") -> Model:
-    """GPT-3 175B (Brown et al. 2020): 96 layers, h 12288, 96 heads, seq 2048, vocab 50257."""
+    """GPT-3 175B (Brown et al. 2020): 96 layers, h 12288, 96 heads, seq 2048, vocab 50257.
+
+    Parameters
+    ----------
+    dtype : str
+        Element type: fp16, bf16 or fp32.
+
+    Returns
+    -------
+    Model
+        Per-sample costs.
+    """
     return transformer("gpt3-175b", 96, 12288, 96, 2048, 50257, dtype=dtype)
 
 
 def transformer_17b(dtype: str = "fp16") -> Model:
-    """Transformer-17B. ASSUMPTION: the FRED paper gives no shape; we use Turing-NLG 17B
-    (78 layers, h 4256, 28 heads, seq 1024, vocab 50257), about 17.2B parameters."""
+    """Transformer-17B, with the shape of Turing-NLG 17B (an assumption).
+
+    ASSUMPTION: the FRED paper gives no shape; we use Turing-NLG 17B (78 layers, h 4256, 28 heads,
+    seq 1024, vocab 50257), about 17.2B parameters.
+
+    Parameters
+    ----------
+    dtype : str
+        Element type: fp16, bf16 or fp32.
+
+    Returns
+    -------
+    Model
+        Per-sample costs.
+    """
     return transformer(
         "transformer-17b", 78, 4256, 28, 1024, 50257, dtype=dtype,
         notes="ASSUMPTION: shape of Turing-NLG 17B (FRED gives none)",
@@ -304,9 +431,22 @@ def transformer_17b(dtype: str = "fp16") -> Model:
 
 
 def transformer_1t(dtype: str = "fp16") -> Model:
-    """Transformer-1T. ASSUMPTION: the FRED paper gives no shape; we use the Megatron-LM 1T
-    configuration (Narayanan et al. 2021: 128 layers, h 25600, 160 heads, seq 2048,
-    vocab 51200), about 1.008T parameters."""
+    """Transformer-1T, with the Megatron-LM 1T configuration (an assumption).
+
+    ASSUMPTION: the FRED paper gives no shape; we use the Megatron-LM 1T configuration
+    (Narayanan et al. 2021: 128 layers, h 25600, 160 heads, seq 2048, vocab 51200), about 1.008T
+    parameters.
+
+    Parameters
+    ----------
+    dtype : str
+        Element type: fp16, bf16 or fp32.
+
+    Returns
+    -------
+    Model
+        Per-sample costs.
+    """
     return transformer(
         "transformer-1t", 128, 25600, 160, 2048, 51200, dtype=dtype,
         notes="ASSUMPTION: Megatron-LM 1T configuration (FRED gives none)",
@@ -337,9 +477,28 @@ def gnmt(
     layers, the first bidirectional (two LSTMs of h units, output 2h), the second takes 2h,
     the rest h; additive attention (query and key projections h x h, score vector h); decoder
     of `layers` LSTM layers, each fed its input (h) concatenated with the attention context
-    (h); softmax projection h x vocab + bias. Sentence lengths src_len/tgt_len (default 50).
+    (h); softmax projection h x vocab + bias.
     About 281M parameters with the defaults; published GNMT sizes range ~160-280M with the
-    vocabulary and variant, so only the shape sum is checked."""
+    vocabulary and variant, so only the shape sum is checked.
+
+    Parameters
+    ----------
+    dtype : str
+        Element type: fp16, bf16 or fp32.
+    layers : int
+        LSTM layers of the encoder and of the decoder.
+    hidden : int
+        LSTM units h.
+    vocab : int
+        Vocabulary size, tokens.
+    src_len, tgt_len : int
+        Source and target sentence lengths, tokens.
+
+    Returns
+    -------
+    Model
+        Per-sentence-pair costs.
+    """
     h = hidden
     out: list[Layer] = []
     for side, steps in (("src", src_len), ("tgt", tgt_len)):
@@ -379,13 +538,33 @@ def dlrm(
     bottom: tuple[int, ...] = (13, 512, 256, 64, 16),
     top: tuple[int, ...] = (512, 256, 1),
 ) -> Model:
-    """DLRM (Naumov et al. 2019), the reference Criteo Kaggle configuration:
-    bottom MLP 13-512-256-64-16, 26 embedding tables of dimension 16 (rows above, one
-    lookup per table per sample), pairwise dot interaction of the 27 vectors
-    (27*26/2 = 351 dots) concatenated with the dense vector -> 367 inputs, top MLP
-    367-512-256-1. About 540.2M parameters (embeddings 540.2M, MLPs ~0.6M).
-    Embedding layers have kind "embedding", ~0 FLOPs; in a model-parallel layout their
-    outputs are exchanged with an all-to-all (hint in `notes`)."""
+    """DLRM (Naumov et al. 2019), by default the reference Criteo Kaggle configuration.
+
+    Bottom MLP 13-512-256-64-16, 26 embedding tables of dimension 16 (`CRITEO_KAGGLE_ROWS`, one
+    lookup per table per sample), pairwise dot interaction of the 27 vectors (27*26/2 = 351
+    dots) concatenated with the dense vector -> 367 inputs, top MLP 367-512-256-1. About 540.2M
+    parameters (embeddings 540.2M, MLPs ~0.6M). Embedding layers have kind "embedding", ~0
+    FLOPs; in a model-parallel layout their outputs are exchanged with an all-to-all (hint in
+    `notes`).
+
+    Parameters
+    ----------
+    dtype : str
+        Element type: fp16, bf16 or fp32.
+    rows : tuple of int
+        Rows of each embedding table.
+    dim : int
+        Embedding dimension.
+    bottom : tuple of int
+        Widths of the bottom MLP, input first; the last must equal `dim`.
+    top : tuple of int
+        Widths of the top MLP after the interaction.
+
+    Returns
+    -------
+    Model
+        Per-sample costs.
+    """
     if bottom[-1] != dim:
         raise ConfigError("bottom", bottom, f"accepted: an MLP whose last width equals dim={dim}")
     out: list[Layer] = []
@@ -447,10 +626,28 @@ def get_model(name: str, dtype: str = "fp16") -> Model:
 
 
 def megatron_mp_allreduce_bytes(model: Model, batch: int, mp: int, dtype_bytes: int | None = None):
-    """Megatron tensor-parallel traffic: each transformer block does 2 all-reduces in the
-    forward pass and 2 in the backward pass over the MP group, each of batch*seq*hidden
-    elements. Returns (per-block forward bytes, per-block backward bytes, total per
-    iteration over all blocks) as all-reduce buffer sizes; all zero when mp == 1."""
+    """Megatron tensor-parallel traffic of a transformer.
+
+    Each transformer block does 2 all-reduces in the forward pass and 2 in the backward pass over
+    the MP group, each of batch*seq*hidden elements.
+
+    Parameters
+    ----------
+    model : Model
+        A transformer (with `hidden` and `seq`).
+    batch : int
+        Samples (sequences) the all-reduces carry.
+    mp : int
+        Model-parallel group size.
+    dtype_bytes : int, optional
+        Bytes per element (default: the model's).
+
+    Returns
+    -------
+    (int, int, int)
+        Per-block forward bytes, per-block backward bytes, and the total per iteration over all
+        blocks, as all-reduce buffer sizes; all zero when mp == 1.
+    """
     if model.hidden is None or model.seq is None:
         raise ConfigError("model", model.name, "accepted: a transformer model (with hidden and seq)")
     batch = _positive("batch", batch)
@@ -464,10 +661,24 @@ def megatron_mp_allreduce_bytes(model: Model, batch: int, mp: int, dtype_bytes: 
 
 
 def zero2_bytes(model: Model, dp: int):
-    """ZeRO stage 2 data-parallel traffic per iteration: a reduce-scatter of the gradients and
-    an all-gather of the updated parameters, each of `param_bytes`. Returns
-    (reduce-scatter bytes, all-gather bytes, bytes each rank sends with ring algorithms =
-    2*(dp-1)/dp*param_bytes)."""
+    """ZeRO stage 2 data-parallel traffic per iteration.
+
+    A reduce-scatter of the gradients and an all-gather of the updated parameters, each of
+    `param_bytes`.
+
+    Parameters
+    ----------
+    model : Model
+        The model.
+    dp : int
+        Data-parallel group size.
+
+    Returns
+    -------
+    (int, int, float)
+        Reduce-scatter bytes, all-gather bytes, and the bytes each rank sends with ring
+        algorithms = 2*(dp-1)/dp*param_bytes.
+    """
     dp = _positive("dp", dp)
     p = model.param_bytes
     return p, p, 2.0 * (dp - 1) / dp * p

@@ -150,7 +150,21 @@ class Strategy:
         return f"MP({self.mp})-DP({self.dp})-PP({self.pp})"
 
     def rank(self, mp_i: int, pp_i: int, dp_i: int) -> int:
-        """NPU id of the worker at MP index `mp_i`, stage `pp_i` and DP replica `dp_i` (`placement`)."""
+        """NPU id of one worker, from the rank numbering `placement` sets.
+
+        Parameters
+        ----------
+        mp_i : int
+            Index in the model-parallel group, 0..mp-1.
+        pp_i : int
+            Pipeline stage, 0..pp-1.
+        dp_i : int
+            Data-parallel replica, 0..dp-1.
+
+        Returns
+        -------
+        int
+        """
         idx = {"mp": mp_i, "pp": pp_i, "dp": dp_i}
         size = {"mp": self.mp, "pp": self.pp, "dp": self.dp}
         r, stride = 0, 1
@@ -263,6 +277,7 @@ def build_training(model: Model, st: Strategy, n_npus: int | None = None) -> Wor
     model : Model
         A zoo model (`workload.models.get_model`).
     st : Strategy
+        The parallelization and how it runs.
     n_npus : int, optional
         The network's NPUs; when given, mp x dp x pp must equal it (ConfigError otherwise).
 
