@@ -13,6 +13,10 @@ file path and name the key, everything ASTRA-sim rejects and also what it would 
 misread (a missing `preferred-dataset-splits` divides by zero; a missing `scheduling-policy` is an
 uninitialised enum; an implementation list shorter than the network leaves dimensions out).
 Unknown keys do not fail (ASTRA-sim ignores them); they are listed in `unknown` so a caller can warn.
+
+This module reads the network, communicator groups and remote memory; the system JSON is in
+`config_system`, the shared vocabulary, errors and value checks in `config_common`. Every public name is
+importable from here.
 """
 
 from __future__ import annotations
@@ -23,12 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
-from .config_common import (
+from .config_common import (  # noqa: F401  (the public surface)
     BLOCKS,
+    COLLECTIVE_OPTIMIZATIONS,
     COLLECTIVES,
     GIB,
+    IGNORED_KEYS,
     MEMORY_TYPES,
+    SCHEDULING_POLICIES,
     AstraConfigError,
     _choice,
     _integer,
@@ -38,12 +44,23 @@ from .config_common import (
     _missing,
     _number,
 )
-from .config_system import AstraSystem, Impl, parse_impl, read_per_node_custom_implementation, read_system
+from .config_system import (  # noqa: F401  (the public surface)
+    IMPL_ACCEPTED,
+    AstraSystem,
+    Impl,
+    parse_impl,
+    read_per_node_custom_implementation,
+    read_system,
+)
 
 __all__ = [
     "BLOCKS",
+    "COLLECTIVE_OPTIMIZATIONS",
     "COLLECTIVES",
+    "IGNORED_KEYS",
+    "IMPL_ACCEPTED",
     "MEMORY_TYPES",
+    "SCHEDULING_POLICIES",
     "AstraConfigError",
     "AstraNetwork",
     "AstraRemoteMemory",
@@ -64,7 +81,23 @@ __all__ = [
 
 @dataclass(frozen=True)
 class AstraNetwork:
-    """An analytical-backend network: one entry per dimension, dimension 0 innermost (fastest)."""
+    """An analytical-backend network: one entry per dimension, dimension 0 innermost (fastest).
+
+    Attributes
+    ----------
+    topology : tuple of str
+        "Ring", "FullyConnected" or "Switch" per dimension.
+    npus_count : tuple of int
+        NPUs per dimension (> 1 each).
+    bandwidth_gbps : tuple of float
+        As written: ASTRA-sim "GB/s" (GiB/s) per link per direction.
+    latency_ns : tuple of float
+        Per link traversal, ns (a Switch path is 2 links).
+    path : str
+        The file it was read from.
+    unknown : tuple of str
+        Keys ASTRA-sim's parser does not read.
+    """
 
     topology: tuple[str, ...]  # "Ring" / "FullyConnected" / "Switch"
     npus_count: tuple[int, ...]  # NPUs per dimension (> 1 each)
@@ -75,23 +108,28 @@ class AstraNetwork:
 
     @property
     def ndims(self) -> int:
+        """Number of dimensions."""
         return len(self.topology)
 
     @property
     def npus(self) -> int:
+        """NPUs in the network (the product of `npus_count`)."""
         return math.prod(self.npus_count)
 
     @property
     def bandwidth_bytes_per_ns(self) -> tuple[float, ...]:
-        """ASTRA-sim's conversion: bw * 2^30 / 1e9 bytes per ns (its "GB/s" is GiB/s)."""
+        """Link bandwidth per dimension, bytes per ns: ASTRA-sim's conversion bw * 2^30 / 1e9 (its
+        "GB/s" is GiB/s)."""
         return tuple(b * GIB / 1e9 for b in self.bandwidth_gbps)
 
     @property
     def bandwidth_bytes_per_s(self) -> tuple[float, ...]:
+        """Link bandwidth per dimension, bytes/s (bw * 2^30)."""
         return tuple(b * GIB for b in self.bandwidth_gbps)
 
     @property
     def latency_s(self) -> tuple[float, ...]:
+        """Link latency per dimension, s."""
         return tuple(lat / 1e9 for lat in self.latency_ns)
 
 
@@ -101,7 +139,18 @@ _NETWORK_KEYS = ("topology", "npus_count", "bandwidth", "latency")
 def read_network(path: str | Path) -> AstraNetwork:
     """Read an analytical network YAML with the checks of ASTRA-sim's `NetworkParser` (lists present
     and of equal length, known building blocks, npus_count > 1, bandwidth > 0, latency >= 0), plus
-    type checks it leaves to yaml-cpp exceptions or asserts (non-numeric values, empty lists)."""
+    type checks it leaves to yaml-cpp exceptions or asserts (non-numeric values, empty lists).
+
+    Parameters
+    ----------
+    path : str or Path
+        The network YAML (`topology`, `npus_count`, `bandwidth` in GB/s, `latency` in ns).
+
+    Returns
+    -------
+    AstraNetwork
+        Values as written; an `AstraConfigError` (one line naming file and key) on bad input.
+    """
     data = _mapping(path, _load_yaml(path), "a mapping with keys topology, npus_count, bandwidth, latency")
     lists: dict[str, list] = {}
     for key in _NETWORK_KEYS:
@@ -134,7 +183,19 @@ def read_network(path: str | Path) -> AstraNetwork:
 
 def to_topology(net: AstraNetwork, *, name: str | None = None):
     """The same network as a fabricsim `Topology` (a `stack`): Ring -> "ring", FullyConnected -> "fc",
-    Switch -> "switch"; link bandwidth bw*2^30 bytes/s (ASTRA-sim's GB/s), latency ns/1e9 s."""
+    Switch -> "switch"; link bandwidth bw*2^30 bytes/s (ASTRA-sim's GB/s), latency ns/1e9 s.
+
+    Parameters
+    ----------
+    net : AstraNetwork
+        The network.
+    name : str, optional
+        The topology's name (default: "astra:" and the blocks, e.g. "astra:Ring8xSwitch4").
+
+    Returns
+    -------
+    Topology
+    """
     from ..topology.builders.stack import stack
 
     label = name or "astra:" + "x".join(f"{b}{k}" for b, k in zip(net.topology, net.npus_count, strict=True))
@@ -148,7 +209,20 @@ def to_topology(net: AstraNetwork, *, name: str | None = None):
 def read_comm_groups(path: str | Path, npus: int | AstraNetwork | None = None) -> dict[int, tuple[int, ...]]:
     """Communicator groups `{"1": [0, 1, 2, 3], ...}` -> {1: (0, 1, 2, 3), ...}. Keys are integer
     strings > 0 (0 is the world), members distinct ranks >= 0 (and < npus when given). A path that
-    contains "empty" means no groups, as in ASTRA-sim (its default is the literal `empty`)."""
+    contains "empty" means no groups, as in ASTRA-sim (its default is the literal `empty`).
+
+    Parameters
+    ----------
+    path : str or Path
+        The communicator-groups JSON.
+    npus : int or AstraNetwork, optional
+        NPUs in the system, to check ranks against (None: not checked).
+
+    Returns
+    -------
+    dict of int to tuple of int
+        Group id -> member ranks, in the file's order.
+    """
     if "empty" in str(path):
         return {}
     n = npus.npus if isinstance(npus, AstraNetwork) else npus
@@ -183,7 +257,23 @@ def read_comm_groups(path: str | Path, npus: int | AstraNetwork | None = None) -
 class AstraRemoteMemory:
     """Analytical remote memory (§1.6, §2.8). A load/store of S bytes takes
     `remote_mem_latency + S / remote_mem_bw` ns (GB/s = bytes/ns); PER_NODE serialises per node of
-    `num_npus_per_node` NPUs, MEMORY_POOL globally, PER_NPU not at all; NO_MEMORY_EXPANSION aborts."""
+    `num_npus_per_node` NPUs, MEMORY_POOL globally, PER_NPU not at all; NO_MEMORY_EXPANSION aborts.
+
+    Attributes
+    ----------
+    memory_type : str
+        One of `MEMORY_TYPES`.
+    remote_mem_latency : int
+        ns per access.
+    remote_mem_bw : float
+        GB/s (1e9 bytes/s, i.e. bytes per ns).
+    num_nodes, num_npus_per_node : int
+        PER_NODE_MEMORY_EXPANSION only.
+    path : str
+        The file it was read from.
+    unknown : tuple of str
+        Keys ASTRA-sim does not read.
+    """
 
     memory_type: str = "NO_MEMORY_EXPANSION"
     remote_mem_latency: int = 0  # ns
@@ -194,7 +284,18 @@ class AstraRemoteMemory:
     unknown: tuple[str, ...] = ()
 
     def runtime_ns(self, tensor_bytes: int) -> int:
-        """ASTRA-sim's time of one remote access: latency + floor(bytes / bw), in ns."""
+        """ASTRA-sim's time of one remote access: latency + floor(bytes / bw), in ns.
+
+        Parameters
+        ----------
+        tensor_bytes : int
+            Bytes loaded or stored.
+
+        Returns
+        -------
+        int
+            ns; an `AstraConfigError` with NO_MEMORY_EXPANSION (ASTRA-sim aborts).
+        """
         if self.memory_type == "NO_MEMORY_EXPANSION":
             raise AstraConfigError(self.path, "memory-type", self.memory_type,
                                    "accepted: a memory expansion type for remote loads/stores "
@@ -207,7 +308,19 @@ _MEMORY_KEYS = ("memory-type", "remote-mem-latency", "remote-mem-bw", "num-nodes
 
 def read_remote_memory(path: str | Path, npus: int | AstraNetwork | None = None) -> AstraRemoteMemory:
     """Read a remote-memory JSON. Expansion types need `remote-mem-bw` > 0 (ASTRA-sim divides by it);
-    PER_NODE needs `num-nodes` and `num-npus-per-node` > 0 (covering all NPUs when `npus` is given)."""
+    PER_NODE needs `num-nodes` and `num-npus-per-node` > 0 (covering all NPUs when `npus` is given).
+
+    Parameters
+    ----------
+    path : str or Path
+        The remote-memory JSON.
+    npus : int or AstraNetwork, optional
+        NPUs in the system (None: PER_NODE coverage not checked).
+
+    Returns
+    -------
+    AstraRemoteMemory
+    """
     data = _mapping(path, _load_json(path), "a JSON object")
     mt = _choice(path, "memory-type", data["memory-type"], MEMORY_TYPES) if "memory-type" in data \
         else "NO_MEMORY_EXPANSION"

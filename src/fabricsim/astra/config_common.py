@@ -42,7 +42,21 @@ def _short_repr(value: object) -> str:
 class AstraConfigError(ConfigError):
     """A bad ASTRA-sim input file. One line: `<file>: <key>: <problem>; <what is accepted>`.
 
-    `path` and `key` are kept as attributes; `field` is `"<file>: <key>"` as in `ConfigError`."""
+    `path` and `key` are kept as attributes; `field` is `"<file>: <key>"` as in `ConfigError`.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    key : str or None
+        The key (None: the file as a whole).
+    value : object
+        The offending value (shown, shortened, unless `problem` is given).
+    accepted : str
+        What is accepted, e.g. "accepted: a number > 0 (GB/s)".
+    problem : str, optional
+        What is wrong, instead of "invalid value <value>" (e.g. "missing").
+    """
 
     def __init__(self, path: str | Path, key: str | None, value: object, accepted: str, *,
                  problem: str | None = None):

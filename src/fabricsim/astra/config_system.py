@@ -10,8 +10,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-
-
 from .config_common import (
     COLLECTIVE_OPTIMIZATIONS,
     COLLECTIVES,
@@ -47,7 +45,17 @@ IMPL_ACCEPTED = ("accepted: ring, direct, directN (window N >= 1), halvingDoubli
 class Impl:
     """One native collective implementation: `name` in ring / direct / halvingDoubling / doubleBinaryTree,
     `window` the directN window (None: unlimited, ASTRA-sim's -1), `flat` for the one* variants that
-    run one logical ring over all NPUs instead of one phase per dimension."""
+    run one logical ring over all NPUs instead of one phase per dimension.
+
+    Attributes
+    ----------
+    name : str
+        "ring", "direct", "halvingDoubling" or "doubleBinaryTree".
+    window : int or None
+        directN's window: messages in flight at once (None: all).
+    flat : bool
+        A one* variant.
+    """
 
     name: str
     window: int | None = None
@@ -61,7 +69,17 @@ class Impl:
 def parse_impl(text: object) -> Impl:
     """`"direct4"` -> Impl("direct", 4, False); `"oneRing"` -> Impl("ring", None, True).
     Raises ValueError (TypeError for a non-string) on anything ASTRA-sim would not accept or would
-    crash on (e.g. `directX`)."""
+    crash on (e.g. `directX`).
+
+    Parameters
+    ----------
+    text : str
+        An implementation as ASTRA-sim spells it (`ring`, `direct4`, `oneHalvingDoubling`, ...).
+
+    Returns
+    -------
+    Impl
+    """
     if not isinstance(text, str):
         raise TypeError(f"not a string: {text!r}")
     m = _IMPL_RE.fullmatch(text)
@@ -91,7 +109,9 @@ def _ck(collective: str) -> str:
 @dataclass(frozen=True)
 class AstraSystem:
     """An ASTRA-sim system JSON, one field per key (key with '-' -> '_'), ASTRA-sim's default where the
-    key is absent. Units as ASTRA-sim reads them: ns, GB/s (decimal, 1e9), TFLOPS."""
+    key is absent. Units as ASTRA-sim reads them: ns, GB/s (decimal, 1e9), TFLOPS. The fields'
+    comments give each key's unit; `path`, `ignored` (keys ASTRA-sim does not read), `unknown`
+    (keys nobody reads) and `raw` (the file as read) describe the file."""
 
     scheduling_policy: str  # LIFO / FIFO / EXPLICIT (required)
     preferred_dataset_splits: int  # chunks per collective (required, >= 1)
@@ -130,17 +150,31 @@ class AstraSystem:
 
     @property
     def local_mem_bw_bytes_per_s(self) -> float:
+        """`local-mem-bw` in bytes/s (x 1e9)."""
         return self.local_mem_bw * 1e9
 
     @property
     def peak_perf_flops(self) -> float:
+        """`peak-perf` in FLOP/s (x 1e12)."""
         return self.peak_perf * 1e12
 
     def implementation(self, collective: str) -> tuple[Impl, ...]:
-        """Native per-dimension list for "all-reduce" / "all_reduce" / ... (empty if not given)."""
+        """The native per-dimension implementation list of a collective (empty if not given).
+
+        Parameters
+        ----------
+        collective : str
+            "all-reduce" / "all_reduce" / "reduce-scatter" / ... (KeyError for anything else).
+
+        Returns
+        -------
+        tuple of Impl
+        """
         return getattr(self, _ck(collective).replace("-", "_") + "_implementation")
 
     def custom_implementation(self, collective: str) -> str | None:
+        """The Chakra ET prefix of a collective's `*-implementation-custom` (None if not given);
+        `collective` as in `implementation`."""
         return getattr(self, _ck(collective).replace("-", "_") + "_implementation_custom")
 
 
@@ -173,10 +207,35 @@ def _impl_list(path, key: str, v, network: AstraNetwork | None) -> tuple[Impl, .
 
 def read_system(path: str | Path, network: AstraNetwork | None = None) -> AstraSystem:
     """Read a system JSON. With `network`, also check that every native implementation list has one
-    entry per network dimension (ASTRA-sim leaves dimensions out, or reads past the list, otherwise)."""
+    entry per network dimension (ASTRA-sim leaves dimensions out, or reads past the list, otherwise).
+
+    Parameters
+    ----------
+    path : str or Path
+        The system JSON.
+    network : AstraNetwork, optional
+        The network it runs on (None: implementation lists are not checked against it).
+
+    Returns
+    -------
+    AstraSystem
+        Every key ASTRA-sim reads, its default where absent, in its units (ns, GB/s, TFLOPS); an
+        `AstraConfigError` (one line naming file and key) on what ASTRA-sim rejects or crashes on.
+    """
     data = _mapping(path, _load_json(path), "a JSON object")
     kw: dict[str, Any] = {}
+    _read_required(path, data, kw)
+    _read_implementations(path, data, network, kw)
+    _read_settings(path, data, kw)
+    _check_roofline(path, data, kw)
+    ignored = tuple(k for k in data if k in IGNORED_KEYS)
+    for k in ignored:
+        kw[k.replace("-", "_")] = data[k]
+    unknown = tuple(k for k in data if k not in _SYSTEM_KEYS)
+    return AstraSystem(**kw, path=str(path), ignored=ignored, unknown=unknown, raw=MappingProxyType(dict(data)))
 
+
+def _read_required(path, data: dict, kw: dict[str, Any]) -> None:
     if "scheduling-policy" not in data:
         raise _missing(path, "scheduling-policy",
                        "required (ASTRA-sim leaves it uninitialised): LIFO / FIFO / EXPLICIT")
@@ -188,6 +247,9 @@ def read_system(path: str | Path, network: AstraNetwork | None = None) -> AstraS
     kw["preferred_dataset_splits"] = _integer(path, "preferred-dataset-splits", data["preferred-dataset-splits"],
                                               minimum=1, why="(chunks per collective)")
 
+
+def _read_implementations(path, data: dict, network: AstraNetwork | None, kw: dict[str, Any]) -> None:
+    """The `*-implementation` and `*-implementation-custom` keys, and `collective-optimization`."""
     for c in COLLECTIVES:
         key = f"{c}-implementation"
         if key in data:
@@ -209,6 +271,9 @@ def read_system(path: str | Path, network: AstraNetwork | None = None) -> AstraS
                        "required with native implementations (ASTRA-sim leaves it uninitialised): "
                        "baseline / localBWAware")
 
+
+def _read_settings(path, data: dict, kw: dict[str, Any]) -> None:
+    """The optional scalar keys: chunks in flight, delays, bandwidths, LogGP, flags, file names."""
     if "active-chunks-per-dimension" in data:
         kw["active_chunks_per_dimension"] = _integer(path, "active-chunks-per-dimension",
                                                      data["active-chunks-per-dimension"], minimum=1,
@@ -232,6 +297,8 @@ def read_system(path: str | Path, network: AstraNetwork | None = None) -> AstraS
             path, "per-node-custom-implementation", data["per-node-custom-implementation"],
             "accepted: the path of a YAML map {et_node_id: et_prefix}")
 
+
+def _check_roofline(path, data: dict, kw: dict[str, Any]) -> None:
     if kw.get("roofline_enabled"):
         # roofline time = ops / min(local_mem_bw * intensity, peak_perf): a zero divides by zero
         if kw.get("peak_perf", 0.0) <= 0:
@@ -243,15 +310,19 @@ def read_system(path: str | Path, network: AstraNetwork | None = None) -> AstraS
                                    "accepted: a number > 0 (GB/s) when roofline-enabled is 1",
                                    problem="missing" if "local-mem-bw" not in data else None)
 
-    ignored = tuple(k for k in data if k in IGNORED_KEYS)
-    for k in ignored:
-        kw[k.replace("-", "_")] = data[k]
-    unknown = tuple(k for k in data if k not in _SYSTEM_KEYS)
-    return AstraSystem(**kw, path=str(path), ignored=ignored, unknown=unknown, raw=MappingProxyType(dict(data)))
-
 
 def read_per_node_custom_implementation(path: str | Path) -> dict[int, str]:
-    """The YAML map of `per-node-custom-implementation`: ET node id (int) -> custom ET prefix."""
+    """The YAML map of `per-node-custom-implementation`: ET node id (int) -> custom ET prefix.
+
+    Parameters
+    ----------
+    path : str or Path
+        The YAML file.
+
+    Returns
+    -------
+    dict of int to str
+    """
     data = _mapping(path, _load_yaml(path), "a mapping {et_node_id: et_prefix}")
     out: dict[int, str] = {}
     for k, v in data.items():

@@ -18,6 +18,20 @@ from .config import Impl
 
 @dataclass(frozen=True)
 class NetSpec:
+    """The network as the emulator sees it: one entry per dimension, dimension 0 fastest.
+
+    Attributes
+    ----------
+    kinds : tuple of str
+        "Ring", "FullyConnected" or "Switch" per dimension.
+    dims : tuple of int
+        NPUs per dimension.
+    bw : tuple of float
+        Link bandwidth per dimension, bytes per ns (ASTRA-sim: GB/s x 2^30 / 1e9).
+    lat : tuple of float
+        Latency of one link traversal per dimension, ns.
+    """
+
     kinds: tuple[str, ...]  # "Ring" | "FullyConnected" | "Switch" per dimension
     dims: tuple[int, ...]
     bw: tuple[float, ...]  # bytes per ns (ASTRA-sim: GB/s * 2^30 / 1e9)
@@ -25,11 +39,34 @@ class NetSpec:
 
     @property
     def npus(self) -> int:
+        """NPUs in the network (the product of `dims`)."""
         return math.prod(self.dims)
 
 
 @dataclass(frozen=True)
 class SysSpec:
+    """The system layer's settings, in ASTRA-sim's units (the system JSON's keys).
+
+    Attributes
+    ----------
+    splits : int
+        Chunks ("streams") per collective (`preferred-dataset-splits`).
+    active_chunks : int
+        Streams a dimension's queue runs at once (`active-chunks-per-dimension`).
+    endpoint_delay : int
+        Ticks (ns) a packet bundle takes over the NPU<->memory bus, each way.
+    local_mem_bw : float
+        `local-mem-bw`, GB/s (1e9 bytes/s); 0 makes reductions free.
+    optimization : str
+        "localBWAware" (all-reduce as reduce-scatter up, all-reduce, all-gather down) or "baseline".
+    policy : str
+        "LIFO" or "FIFO": the order streams of different collectives are scheduled in.
+    impls : dict
+        Collective -> tuple of `Impl`, one per dimension (or one flat one).
+    custom : dict
+        Collective -> per-rank node lists of a collective given as Chakra graphs.
+    """
+
     splits: int
     active_chunks: int = 1
     endpoint_delay: int = 10
@@ -56,12 +93,14 @@ class EventQueue:
         self._seq = 0
 
     def schedule(self, t: int, fn: Callable, *args) -> None:
+        """Call `fn(*args)` at tick `t` (ns, not before `now`), after what is already due then."""
         if t < self.now:
             raise RuntimeError("event scheduled in the past")
         self._seq += 1
         heapq.heappush(self._heap, (t, self._seq, fn, args))
 
     def run(self) -> None:
+        """Run events in time order until none is left; `now` follows each event's tick."""
         heap = self._heap
         while heap:
             t, _, fn, args = heapq.heappop(heap)
@@ -81,11 +120,13 @@ class Tracker:
         self.entries: dict = {}
 
     def next_send(self, key) -> tuple:
+        """The id of the next send with `key` = (tag, src, dst, size): `key` + (its sequence number,)."""
         n = self.send_seq.get(key, 0) + 1
         self.send_seq[key] = n
         return key + (n,)
 
     def next_recv(self, key) -> tuple:
+        """The id of the next receive with `key` = (tag, src, dst, size): `key` + (its sequence number,)."""
         n = self.recv_seq.get(key, 0) + 1
         self.recv_seq[key] = n
         return key + (n,)
@@ -101,7 +142,18 @@ class _Entry:
 
 
 class Network:
-    """Common matching logic of both backends; subclasses move the bytes."""
+    """Common matching logic of both backends; subclasses move the bytes (`transmit`).
+
+    A message completes when it has arrived and its receive is posted; whichever comes second
+    runs the receiver's callback (the sender's runs on arrival).
+
+    Parameters
+    ----------
+    eq : EventQueue
+        The event queue the network schedules on.
+    spec : NetSpec
+        The network.
+    """
 
     def __init__(self, eq: EventQueue, spec: NetSpec):
         self.eq = eq
@@ -110,9 +162,23 @@ class Network:
         self.strides = [math.prod(spec.dims[:d]) for d in range(len(spec.dims))]
 
     def coords(self, r: int) -> list[int]:
+        """The coordinates of NPU `r`, one per dimension (dimension 0 fastest)."""
         return [(r // s) % n for s, n in zip(self.strides, self.spec.dims)]
 
     def sim_send(self, src: int, dst: int, tag, size: int, on_sent) -> None:
+        """Inject a message now.
+
+        Parameters
+        ----------
+        src, dst : int
+            Source and destination NPU.
+        tag : hashable
+            Matching tag (a stream id, or ("p2p", comm_tag)).
+        size : int
+            Bytes.
+        on_sent : callable or None
+            Called with no arguments when the message arrives.
+        """
         cid = self.tracker.next_send((tag, src, dst, size))
         e = self.tracker.entries.get(cid)
         if e is None:
@@ -121,6 +187,20 @@ class Network:
         self.transmit(src, dst, size, cid)
 
     def sim_recv(self, dst: int, src: int, tag, size: int, on_recv) -> None:
+        """Post a receive; `on_recv()` runs when the matching message (same tag, src, dst, size and
+        sequence number) has arrived: now (as an event) if it already has, else on arrival.
+
+        Parameters
+        ----------
+        dst, src : int
+            Receiving and sending NPU.
+        tag : hashable
+            Matching tag.
+        size : int
+            Bytes.
+        on_recv : callable
+            Called with no arguments.
+        """
         cid = self.tracker.next_recv((tag, src, dst, size))
         e = self.tracker.entries.get(cid)
         if e is not None:
@@ -134,6 +214,8 @@ class Network:
             e.recv_cb, e.has_recv = on_recv, True
 
     def arrived(self, cid) -> None:
+        """Message `cid` reached its destination: run the sender's callback, and the receiver's if
+        its receive is posted (else mark the message finished for `sim_recv`)."""
         e = self.tracker.entries[cid]
         if e.has_send and e.has_recv:
             if e.send_cb:
@@ -146,6 +228,7 @@ class Network:
             e.finished = True
 
     def transmit(self, src, dst, size, cid) -> None:  # pragma: no cover - abstract
+        """Move message `cid` (`size` bytes) from `src` to `dst`; call `arrived(cid)` when it is there."""
         raise NotImplementedError
 
 
@@ -154,6 +237,9 @@ class UnawareNetwork(Network):
     dimension in which source and destination differ."""
 
     def delay(self, src: int, dst: int, size: int) -> int:
+        """Ticks (ns) a message of `size` bytes takes from `src` to `dst`: floor(hops x latency +
+        size / bandwidth) of the first dimension where they differ (ring: the shorter way round;
+        fully connected: 1 hop; switch: 2)."""
         cs, cd = self.coords(src), self.coords(dst)
         for d, (a, b) in enumerate(zip(cs, cd)):
             if a != b:
@@ -169,6 +255,7 @@ class UnawareNetwork(Network):
         raise ValueError("message to itself")
 
     def transmit(self, src, dst, size, cid) -> None:
+        """Deliver message `cid` after `delay(src, dst, size)` ticks."""
         self.eq.schedule(self.eq.now + self.delay(src, dst, size), self.arrived, cid)
 
 
@@ -185,6 +272,7 @@ class _Link:
         self.on_arrive = on_arrive
 
     def send(self, size: int, chunk) -> None:
+        """Start `chunk` (`size` bytes) now if the link is free, else queue it."""
         if self.busy:
             self.pending.append((size, chunk))
         else:
@@ -203,7 +291,17 @@ class _Link:
 
 
 class AwareNetwork(Network):
-    """Store-and-forward FIFO links on a 1-D Ring, FullyConnected or Switch."""
+    """Store-and-forward FIFO links on a 1-D Ring, FullyConnected or Switch (ConfigError for more
+    dimensions, as ASTRA-sim). A chunk crosses its route link by link; each link carries one chunk
+    at a time, in arrival order.
+
+    Parameters
+    ----------
+    eq : EventQueue
+        The event queue the links schedule on.
+    spec : NetSpec
+        A one-dimensional network.
+    """
 
     def __init__(self, eq: EventQueue, spec: NetSpec):
         super().__init__(eq, spec)
@@ -227,6 +325,8 @@ class AwareNetwork(Network):
             self.links[pair] = _Link(eq, spec.bw[0], spec.lat[0], self._hop_arrived)
 
     def route(self, src: int, dst: int) -> list[int]:
+        """The nodes a message from `src` to `dst` visits, both included: the shorter way round a
+        ring (clockwise on a tie), direct on FullyConnected, through the switch (node n) on Switch."""
         n = self.n
         if self.kind == "Ring":
             cw = (dst - src) % n
@@ -242,6 +342,7 @@ class AwareNetwork(Network):
         return [src, n, dst]
 
     def transmit(self, src, dst, size, cid) -> None:
+        """Put message `cid` on the first link of its route."""
         path = self.route(src, dst)
         self._send((path, 0, size, cid))
 

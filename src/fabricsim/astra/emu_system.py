@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Callable
 
 from ..errors import ConfigError
 from .config import Impl
-
 from .emu_algorithms import Algorithm, make_algorithm
 from .emu_network import ALL_GATHER, ALL_REDUCE, CUSTOM, REDUCE_SCATTER
 
@@ -18,6 +17,16 @@ if TYPE_CHECKING:
 
 
 class Sys:
+    """The system layer of one NPU (ASTRA-sim's `Sys`): its events, memory bus and stream queues.
+
+    Parameters
+    ----------
+    world : World or MirrorWorld
+        What the NPU runs in: `eq` (events), `net` (the network), `net_spec`, `sys_spec`, `trees`.
+    npu : int
+        The NPU's rank.
+    """
+
     def __init__(self, world: "World", npu: int):
         self.world = world
         self.id = npu
@@ -32,6 +41,8 @@ class Sys:
 
     # events grouped per tick, run in registration order
     def register_event(self, fn: Callable, delta: int) -> None:
+        """Call `fn()` `delta` ticks (ns, truncated to an integer) from now, after the functions
+        this NPU already registered for that tick."""
         now = self.world.eq.now
         t = now + int(delta)
         lst = self.events.get(t)
@@ -50,6 +61,8 @@ class Sys:
 
     # memory bus
     def mem_cost(self, size: int) -> int:
+        """Ticks (ns) a reduction of `size` bytes holds the memory bus: 3 x floor(size / local-mem-bw)
+        (one write and two reads); 0 when local-mem-bw is 0."""
         bw = self.world.sys_spec.local_mem_bw
         if bw <= 0:
             return 0
@@ -58,7 +71,17 @@ class Sys:
 
     def bundle(self, stream: "Stream", size: int, processing: bool) -> None:
         """A packet bundle crossing the NPU<->memory bus: endpoint delay, then (if it carries a
-        reduction) the reduction's memory time, then the stream's algorithm hears `General`."""
+        reduction) the reduction's memory time, then the stream's algorithm hears `General`.
+
+        Parameters
+        ----------
+        stream : Stream
+            The stream whose algorithm hears "general" afterwards.
+        size : int
+            Bytes of the bundle.
+        processing : bool
+            Whether it carries a reduction (adds `mem_cost(size)`).
+        """
         d = self.world.sys_spec.endpoint_delay
 
         def after_bus():
@@ -71,6 +94,8 @@ class Sys:
 
     # scheduling
     def insert_stream(self, queue: list, stream: "Stream") -> None:
+        """Insert `stream` into `queue` after every started stream and every stream of at least its
+        priority (so equal priorities keep their arrival order)."""
         i = 0
         while i < len(queue):
             s = queue[i]
@@ -81,12 +106,14 @@ class Sys:
         queue.insert(i, stream)
 
     def schedule(self) -> None:
+        """Move every stream of the ready list into its first phase's queue, in list order."""
         while self.ready_list:
             s = self.ready_list[0]
             self.proceed(s)
             self.ready_list.pop(0)
 
     def notify_added(self, q: int) -> None:
+        """Start waiting streams of queue `q` (dimension) while fewer than `active-chunks-per-dimension` run."""
         lst = self.active_streams[q]
         i = self.running_streams[q]
         thr = self.world.sys_spec.active_chunks
@@ -96,12 +123,20 @@ class Sys:
             i += 1
 
     def notify_removed(self, q: int) -> None:
+        """A stream left queue `q`: schedule the ready list, then refill queue `q`."""
         self.running_streams[q] -= 1
         self.schedule()
         self.notify_added(q)
 
     def proceed(self, stream: "Stream") -> None:
-        """ASTRA-sim's proceed_to_next_vnet_baseline: leave the current phase, enter the next."""
+        """ASTRA-sim's proceed_to_next_vnet_baseline: leave the current phase, enter the next.
+
+        Parameters
+        ----------
+        stream : Stream
+            The stream whose phase ended (or that has not started one); with no phase left, its
+            data set hears that it finished.
+        """
         prev = stream.queue
         if not stream.phases:
             stream.dataset.stream_finished(self.world.eq.now)
@@ -124,16 +159,26 @@ class Sys:
     # collectives
     def generate(self, collective: str, size: int, involved: tuple[bool, ...] | None, dataset: "DataSet",
                  group: tuple[int, ...] | None = None) -> None:
+        """Issue a collective on this NPU now: split it into `splits` streams of per-dimension
+        phases and queue them.
+
+        Parameters
+        ----------
+        collective : str
+            "all-reduce", "reduce-scatter", "all-gather" or "all-to-all".
+        size : int
+            ASTRA-sim's comm_size, bytes; a positive multiple of `splits` (else a ConfigError).
+        involved : tuple of bool or None
+            Per dimension, whether the collective spans it (None: all).
+        dataset : DataSet
+            Hears when each stream finishes.
+        group : tuple of int, optional
+            Communicator group members (a flat ring over them); None for all NPUs.
+        """
         w = self.world
         spec = w.sys_spec
         dims = w.net_spec.dims
-        impls = spec.impls.get(collective)
-        if collective in spec.custom:  # a custom implementation wins over the native list
-            impls = (CUSTOM,)
-        elif group is not None and impls:  # sub-groups run as one flat ring (ASTRA-sim)
-            impls = (Impl("ring", None, True),)
-        if not impls:
-            raise ConfigError("system", f"{collective}-implementation", "accepted: a list of algorithms, one per dimension (missing)")
+        impls = self._implementations(collective, group)
         P = spec.splits
         chunk = size // P
         if chunk <= 0 or size % P:
@@ -154,15 +199,8 @@ class Sys:
             involved = tuple(involved) if involved else (True,) * len(dims)
             involved = (involved + (True,) * len(dims))[: len(dims)]
         active = [d for d in range(len(ldims)) if ldims[d] > 1 and involved[d]]
+        plan = self._plan(collective, active)  # the same for every stream
         for _ in range(P):
-            plan: list[tuple[str, int]] = []
-            if collective != ALL_REDUCE or spec.optimization == "baseline":
-                order = active[::-1] if collective == ALL_GATHER else active
-                plan = [(collective, d) for d in order]
-            elif active:
-                last = active[-1]
-                plan = [(REDUCE_SCATTER, d) for d in active[:-1]] + [(ALL_REDUCE, last)]
-                plan += [(ALL_GATHER, d) for d in active[:-1][::-1]]
             if not plan:
                 dataset.total -= 1
                 continue
@@ -179,8 +217,41 @@ class Sys:
             self.schedule()
         dataset.check_done(self.world.eq.now)
 
+    def _implementations(self, collective: str, group: tuple[int, ...] | None) -> tuple[Impl, ...]:
+        spec = self.world.sys_spec
+        impls = spec.impls.get(collective)
+        if collective in spec.custom:  # a custom implementation wins over the native list
+            impls = (CUSTOM,)
+        elif group is not None and impls:  # sub-groups run as one flat ring (ASTRA-sim)
+            impls = (Impl("ring", None, True),)
+        if not impls:
+            raise ConfigError("system", f"{collective}-implementation", "accepted: a list of algorithms, one per dimension (missing)")
+        return impls
+
+    def _plan(self, collective: str, active: list[int]) -> list[tuple[str, int]]:
+        """(collective, dimension) of each phase of a stream over the `active` dimensions."""
+        plan: list[tuple[str, int]] = []
+        if collective != ALL_REDUCE or self.world.sys_spec.optimization == "baseline":
+            order = active[::-1] if collective == ALL_GATHER else active
+            plan = [(collective, d) for d in order]
+        elif active:
+            last = active[-1]
+            plan = [(REDUCE_SCATTER, d) for d in active[:-1]] + [(ALL_REDUCE, last)]
+            plan += [(ALL_GATHER, d) for d in active[:-1][::-1]]
+        return plan
+
 
 class DataSet:
+    """The streams of one collective on one NPU: calls `on_done(tick)` once all have finished.
+
+    Parameters
+    ----------
+    total : int
+        Streams to wait for (streams with no phase are taken off by `Sys.generate`).
+    on_done : callable
+        Called once with the tick (ns) the last stream finished.
+    """
+
     def __init__(self, total: int, on_done: Callable[[int], None]):
         self.total = total
         self.finished = 0
@@ -188,10 +259,12 @@ class DataSet:
         self.done = False
 
     def stream_finished(self, now: int) -> None:
+        """One stream finished at tick `now` (ns)."""
         self.finished += 1
         self.check_done(now)
 
     def check_done(self, now: int) -> None:
+        """Call `on_done(now)` once, when every stream has finished."""
         if not self.done and self.finished >= self.total:
             self.done = True
             self.on_done(now)
@@ -199,11 +272,30 @@ class DataSet:
 
 @dataclass
 class Phase:
+    """One phase of a stream: the queue (dimension) it waits in and the algorithm that runs it."""
+
     queue: int
     algorithm: "Algorithm"
 
 
 class Stream:
+    """One chunk of a collective on one NPU (ASTRA-sim's `StreamBaseline`): its phases, run one
+    after the other, each in its dimension's queue.
+
+    Parameters
+    ----------
+    sys : Sys
+        The NPU's system layer.
+    dataset : DataSet
+        The collective the chunk belongs to.
+    sid : int
+        Stream id, unique on the NPU (the tag of its messages).
+    phases : list of Phase
+        The phases still to run.
+    priority : int
+        Scheduling priority (higher goes first in a queue).
+    """
+
     def __init__(self, sys: Sys, dataset: DataSet, sid: int, phases: list, priority: int):
         self.sys = sys
         self.dataset = dataset
@@ -215,11 +307,14 @@ class Stream:
         self.initialized = False
 
     def init(self) -> None:
+        """The queue starts the stream's current phase: its algorithm hears "init"."""
         self.initialized = True
         self.algorithm.run("init")
 
     def general(self) -> None:
+        """A bundle came back from the memory bus: the algorithm hears "general"."""
         self.algorithm.run("general")
 
     def received(self) -> None:
+        """A message of the stream arrived: the algorithm hears "recv"."""
         self.algorithm.run("recv")

@@ -20,13 +20,28 @@ behaviour; the code is fabricsim's own):
   dimension where the addresses differ, no sharing; congestion-aware (1-D only): store-and-
   forward FIFO links, arrival after floor(latency + bytes/bw), link busy floor(bytes/bw).
 
-This module knows nothing about files; `astra.run` feeds it parsed configurations.
+This module knows nothing about files; `astra.run` feeds it parsed configurations. It keeps
+mirror mode (`MirrorNetwork`: one NPU stands for all in symmetric systems), `World` and
+`simulate_collective`, and re-exports the parts: `emu_network` (specs, event queue, the two
+networks), `emu_system` (the per-NPU system layer), `emu_algorithms` (the algorithms' state
+machines, in `emu_base`, `emu_ring`, `emu_tree` and `emu_custom`).
 """
 
 from __future__ import annotations
 
 from ..errors import ConfigError
-from .emu_algorithms import DepGraph, make_algorithm  # noqa: F401  (the public surface)
+from .emu_algorithms import (  # noqa: F401  (the public surface)
+    Algorithm,
+    BinaryTree,
+    CustomAlgorithm,
+    DepGraph,
+    Direct,
+    DoubleBinaryTree,
+    HalvingDoubling,
+    Ring,
+    RingLine,
+    make_algorithm,
+)
 from .emu_network import (  # noqa: F401  (the public surface)
     ALL_GATHER,
     ALL_REDUCE,
@@ -38,11 +53,12 @@ from .emu_network import (  # noqa: F401  (the public surface)
     NetSpec,
     Network,
     SysSpec,
+    Tracker,
     UnawareNetwork,
     _Entry,
     _Link,
 )
-from .emu_system import DataSet, Sys  # noqa: F401
+from .emu_system import DataSet, Phase, Stream, Sys  # noqa: F401  (the public surface)
 
 
 class MirrorNetwork(Network):
@@ -53,7 +69,17 @@ class MirrorNetwork(Network):
 
     Congestion-aware links are modelled where the symmetry covers them: NPU 0's own outgoing
     links (single-hop routes: FullyConnected, ring neighbours), and on a Switch the up link plus
-    the shared down link into NPU 0, which carries the mirrored messages of all senders."""
+    the shared down link into NPU 0, which carries the mirrored messages of all senders.
+
+    Parameters
+    ----------
+    eq : EventQueue
+        The event queue.
+    spec : NetSpec
+        The network (1-D for congestion-aware).
+    backend : str
+        "congestion-unaware" or "congestion-aware".
+    """
 
     def __init__(self, eq: EventQueue, spec: NetSpec, backend: str):
         super().__init__(eq, spec)
@@ -63,6 +89,7 @@ class MirrorNetwork(Network):
             self.bw, self.lat = spec.bw[0], spec.lat[0]
 
     def mirror(self, npu: int) -> int:
+        """The NPU at the negated coordinates of `npu` (its mirror image through NPU 0)."""
         return sum(((-c) % n) * st for c, n, st in zip(self.coords(npu), self.spec.dims, self.strides))
 
     def _link(self, key) -> _Link:
@@ -72,6 +99,22 @@ class MirrorNetwork(Network):
         return link
 
     def sim_send(self, src: int, dst: int, tag, size: int, on_sent) -> None:
+        """A send of NPU 0 (the only one simulated): deliver its mirror image, the message NPU
+        `mirror(dst)` sends to NPU 0, in the same time.
+
+        Parameters
+        ----------
+        src : int
+            Must be 0.
+        dst : int
+            Destination NPU.
+        tag : hashable
+            Matching tag (a stream id).
+        size : int
+            Bytes.
+        on_sent : None
+            Must be None (native algorithms do not wait for their sends).
+        """
         if src != 0 or on_sent is not None:
             raise RuntimeError("mirror mode simulates native collectives of NPU 0 only")
         m = self.mirror(dst)
@@ -98,7 +141,24 @@ class MirrorNetwork(Network):
 
 
 def mirror_eligible(net: NetSpec, system: SysSpec, collective: str, backend: str) -> str | None:
-    """None when mirror mode gives exactly the full emulation's answer, else why not."""
+    """Whether mirror mode gives exactly the full emulation's answer for this collective.
+
+    Parameters
+    ----------
+    net : NetSpec
+        The network.
+    system : SysSpec
+        The system layer's settings.
+    collective : str
+        "all-reduce", "reduce-scatter", "all-gather" or "all-to-all".
+    backend : str
+        "congestion-unaware" or "congestion-aware".
+
+    Returns
+    -------
+    str or None
+        None when it does, else why not (one line).
+    """
     impls = system.impls.get(collective) or ()
     if collective in system.custom:
         return "custom collective"
@@ -115,7 +175,7 @@ def mirror_eligible(net: NetSpec, system: SysSpec, collective: str, backend: str
 
 
 class MirrorWorld:
-    """NPU 0 alone on a MirrorNetwork (see MirrorNetwork)."""
+    """NPU 0 alone on a MirrorNetwork (see MirrorNetwork); parameters as `World`."""
 
     def __init__(self, net_spec: NetSpec, sys_spec: SysSpec, backend: str):
         self.net_spec = net_spec
@@ -130,6 +190,18 @@ class MirrorWorld:
 
 
 class World:
+    """All NPUs of a system on one network backend, sharing one event queue.
+
+    Parameters
+    ----------
+    net_spec : NetSpec
+        The network.
+    sys_spec : SysSpec
+        The system layer's settings.
+    backend : str
+        "congestion-unaware" or "congestion-aware" (ConfigError otherwise).
+    """
+
     def __init__(self, net_spec: NetSpec, sys_spec: SysSpec, backend: str):
         self.net_spec = net_spec
         self.sys_spec = sys_spec
@@ -145,7 +217,28 @@ class World:
 
     def collective(self, npu: int, collective: str, size: int, involved=None, on_done=None,
                    group: tuple[int, ...] | None = None) -> DataSet:
-        """Issue a collective on one NPU now; `on_done(tick)` when all its chunks finish there."""
+        """Issue a collective on one NPU now; `on_done(tick)` when all its chunks finish there.
+
+        Parameters
+        ----------
+        npu : int
+            The NPU issuing it.
+        collective : str
+            "all-reduce", "reduce-scatter", "all-gather" or "all-to-all".
+        size : int
+            ASTRA-sim's comm_size, bytes.
+        involved : tuple of bool, optional
+            Per dimension, whether the collective spans it (None: all).
+        on_done : callable, optional
+            Called with the tick (ns) its last chunk finishes on this NPU.
+        group : tuple of int, optional
+            Communicator group members (None: all NPUs).
+
+        Returns
+        -------
+        DataSet
+            The collective's chunks on this NPU.
+        """
         ds = DataSet(self.sys_spec.splits, on_done or (lambda t: None))
         self.sys[npu].generate(collective, size, involved, ds, group)
         return ds
@@ -154,8 +247,30 @@ class World:
 def simulate_collective(net_spec: NetSpec, sys_spec: SysSpec, collective: str, size: int,
                         backend: str = "congestion-unaware", involved=None, mode: str = "auto") -> list[int]:
     """Finish tick (ns) of every NPU for one collective issued on all NPUs at time 0.
-    `mode`: "full" simulates every NPU; "mirror" one NPU standing for all (symmetric systems
-    only); "auto" picks mirror where it is exact."""
+
+    Parameters
+    ----------
+    net_spec : NetSpec
+        The network.
+    sys_spec : SysSpec
+        The system layer's settings.
+    collective : str
+        "all-reduce", "reduce-scatter", "all-gather" or "all-to-all".
+    size : int
+        ASTRA-sim's comm_size, bytes (a multiple of `sys_spec.splits`).
+    backend : str
+        "congestion-unaware" or "congestion-aware".
+    involved : tuple of bool, optional
+        Per dimension, whether the collective spans it (None: all).
+    mode : str
+        "full" simulates every NPU; "mirror" one NPU standing for all (symmetric systems only,
+        ConfigError elsewhere); "auto" picks mirror where it is exact.
+
+    Returns
+    -------
+    list of int
+        Per NPU, the tick (ns) its collective finished. RuntimeError if the emulation deadlocks.
+    """
     if mode not in ("auto", "full", "mirror"):
         raise ConfigError("mode", mode, "accepted: auto, full, mirror")
     if backend not in ("congestion-unaware", "congestion-aware"):

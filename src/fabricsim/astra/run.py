@@ -36,6 +36,18 @@ BACKENDS = ("congestion-unaware", "congestion-aware")
 
 
 def net_spec(net: AstraNetwork) -> NetSpec:
+    """The emulator's view of a network file: bandwidth in bytes per ns (ASTRA-sim's GB/s x 2^30 /
+    1e9), latency in ns.
+
+    Parameters
+    ----------
+    net : AstraNetwork
+        The network as read.
+
+    Returns
+    -------
+    NetSpec
+    """
     return NetSpec(tuple(net.topology), tuple(net.npus_count), tuple(net.bandwidth_bytes_per_ns), tuple(net.latency_ns))
 
 
@@ -53,6 +65,21 @@ def _find_prefix(prefix: str, system_path: Path, npus: int) -> str:
 
 
 def sys_spec(system: AstraSystem, npus: int, injection_scale: float = 1.0) -> SysSpec:
+    """The emulator's view of a system file; custom collectives' traces are read here.
+
+    Parameters
+    ----------
+    system : AstraSystem
+        The system as read.
+    npus : int
+        NPUs in the network (one custom-collective trace each).
+    injection_scale : float
+        Factor on `endpoint-delay` (ASTRA-sim's --injection-scale); the product is truncated to ns.
+
+    Returns
+    -------
+    SysSpec
+    """
     impls = {c: system.implementation(c) for c in ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")}
     custom = {}
     for c in impls:
@@ -74,6 +101,28 @@ def sys_spec(system: AstraSystem, npus: int, injection_scale: float = 1.0) -> Sy
 
 @dataclass(frozen=True)
 class AstraRun:
+    """The result of running ASTRA-sim inputs in compatibility mode.
+
+    Attributes
+    ----------
+    network, system : AstraNetwork, AstraSystem
+        The inputs as read.
+    backend : str
+        "congestion-unaware" or "congestion-aware".
+    workload : str
+        The Chakra trace prefix.
+    results : tuple of NpuResult
+        Per NPU: finish, compute, exposed and busy communication time, ns.
+    wall_s : float
+        Wall-clock time of the emulation, s (reading the files not included).
+    path : str
+        How it ran: "collective (one NPU mirrored)", "collective (all NPUs)" or "workload graph".
+    collectives : tuple
+        The distinct (collective, size in bytes, group or None) of the workload.
+    warnings : tuple of str
+        Keys ASTRA-sim ignores, unknown keys.
+    """
+
     network: AstraNetwork
     system: AstraSystem
     backend: str
@@ -86,10 +135,12 @@ class AstraRun:
 
     @property
     def finish_ns_max(self) -> int:
+        """The last NPU's finish time, ns (ASTRA-sim's run time)."""
         return max(r.finish_ns for r in self.results)
 
     @property
     def finish_ns_min(self) -> int:
+        """The first NPU's finish time, ns."""
         return min(r.finish_ns for r in self.results)
 
 
@@ -112,7 +163,21 @@ def _single_collective(traces) -> tuple[str, int, tuple | None] | None:
 
 
 def check_implementations(system: AstraSystem, net: AstraNetwork, collectives, backend: str, network_path: str) -> None:
-    """Reject, naming the file and key, what ASTRA-sim would exit on for these collectives."""
+    """Reject, naming the file and key, what ASTRA-sim would exit on for these collectives.
+
+    Parameters
+    ----------
+    system : AstraSystem
+        The system as read.
+    net : AstraNetwork
+        The network as read.
+    collectives : iterable of str
+        The collectives the workload runs ("all-reduce", ...).
+    backend : str
+        "congestion-unaware" or "congestion-aware" (which is 1-D only).
+    network_path : str
+        The network file, for the error message.
+    """
     if backend == "congestion-aware" and net.ndims > 1:
         raise ConfigError(f"{network_path}: topology", list(net.topology),
                           "the congestion-aware backend supports 1-D networks only (ASTRA-sim: 'only support 1-dim "
@@ -136,6 +201,31 @@ def check_implementations(system: AstraSystem, net: AstraNetwork, collectives, b
 
 def run_astra(workload: str, system_path: str, network_path: str, comm_groups: str | None = None,
               backend: str = "congestion-unaware", injection_scale: float = 1.0, mode: str = "auto") -> AstraRun:
+    """Run ASTRA-sim's inputs as ASTRA-sim would, with its answers to the nanosecond.
+
+    Parameters
+    ----------
+    workload : str
+        Chakra trace prefix: files `<workload>.<rank>.et`, one per NPU.
+    system_path : str
+        The system JSON.
+    network_path : str
+        The analytical network YAML.
+    comm_groups : str, optional
+        The communicator-groups JSON (None, or a path containing "empty": no groups).
+    backend : str
+        "congestion-unaware" or "congestion-aware" (1-D networks only).
+    injection_scale : float
+        Factor on `endpoint-delay` (ASTRA-sim's --injection-scale).
+    mode : str
+        For a lone collective per NPU: "auto" (mirror mode where it is exact), "full" (every NPU).
+
+    Returns
+    -------
+    AstraRun
+        Per-NPU times in ns; a ConfigError naming file and key for inputs ASTRA-sim would reject,
+        crash on, or that are not emulated (per-node custom collectives, the LogGP shared bus).
+    """
     if backend not in BACKENDS:
         raise ConfigError("backend", backend, f"accepted: {', '.join(BACKENDS)}")
     net = read_network(network_path)
@@ -186,6 +276,26 @@ _ALG = {"ring": "ring", "direct": "direct", "halvingDoubling": "halving_doubling
 
 @dataclass(frozen=True)
 class CollectiveComparison:
+    """One distinct collective of a run, ASTRA-sim compatibility mode beside a fabricsim model.
+
+    Attributes
+    ----------
+    collective : str
+        "all-reduce", "reduce-scatter", "all-gather" or "all-to-all".
+    size : int
+        ASTRA-sim's comm_size, bytes.
+    astra_ns : int
+        ASTRA-sim's answer (the last NPU's finish), ns.
+    fabricsim_ns : float
+        fabricsim's network model on the same network, ns.
+    bound_ns : float
+        Physical lower bound: bytes each NPU must send / its injection bandwidth, ns.
+    fabricsim_algorithm : str
+        The fabricsim algorithm used (the one the system file names, where fabricsim has it).
+    impossible : bool
+        ASTRA-sim's answer beats the bound.
+    """
+
     collective: str
     size: int
     astra_ns: int
@@ -197,7 +307,22 @@ class CollectiveComparison:
 
 def bytes_each_npu_sends(collective: str, size: float, n: int) -> float:
     """The least each NPU must inject (ASTRA-sim sizes: AR/RS/A2A per-NPU buffer, AG per-NPU
-    contribution)."""
+    contribution).
+
+    Parameters
+    ----------
+    collective : str
+        "all-reduce", "reduce-scatter", "all-gather" or "all-to-all".
+    size : float
+        ASTRA-sim's comm_size, bytes.
+    n : int
+        NPUs in the collective.
+
+    Returns
+    -------
+    float
+        Bytes.
+    """
     if collective == "all-reduce":
         return 2 * (n - 1) / n * size
     if collective == "all-gather":
@@ -208,7 +333,20 @@ def bytes_each_npu_sends(collective: str, size: float, n: int) -> float:
 def compare_collectives(run: AstraRun, model: str = "analytical") -> list[CollectiveComparison]:
     """Each distinct collective alone: ASTRA-sim compatibility time vs fabricsim's network model
     (any registered one, `network.model.get_network_model`), with the algorithm ASTRA-sim's
-    system file names."""
+    system file names.
+
+    Parameters
+    ----------
+    run : AstraRun
+        A run of `run_astra` (its network, system, backend and distinct collectives).
+    model : str
+        A registered network model name or alias.
+
+    Returns
+    -------
+    list of CollectiveComparison
+        One per distinct all-NPU collective (sub-group collectives are left out).
+    """
     from ..collectives.api import build_schedule
     from ..network.model import get_network_model
 

@@ -34,10 +34,22 @@ COMM_TYPE_NAMES = {0: "ALL_REDUCE", 1: "REDUCE", 2: "ALL_GATHER", 3: "GATHER", 4
 
 @dataclass(frozen=True)
 class Roofline:
+    """ASTRA-sim's roofline for compute nodes (with `roofline-enabled`).
+
+    Attributes
+    ----------
+    peak_flops : float
+        Peak compute, FLOP/s.
+    mem_bw : float
+        Local memory bandwidth, bytes/s.
+    """
+
     peak_flops: float  # FLOP/s
     mem_bw: float  # bytes/s
 
     def time_ns(self, num_ops: int, tensor_size: int) -> int:
+        """Time of a node of `num_ops` FLOPs on `tensor_size` bytes: ops / min(mem_bw x ops/bytes,
+        peak), truncated to ns."""
         intensity = num_ops / tensor_size
         perf = min(self.mem_bw * intensity, self.peak_flops)
         return int(num_ops / perf * 1e9)
@@ -45,6 +57,8 @@ class Roofline:
 
 @dataclass(frozen=True)
 class NpuResult:
+    """One NPU's times in a run, ns (ASTRA-sim's per-NPU report)."""
+
     npu: int
     finish_ns: int
     compute_ns: int  # GPU compute time (sum of GPU compute node durations)
@@ -53,6 +67,26 @@ class NpuResult:
 
 
 class NpuWorkload:
+    """One NPU executing its Chakra graph on the emulated system (see the module doc).
+
+    Parameters
+    ----------
+    world : World
+        The emulated system.
+    npu : int
+        The NPU's rank.
+    nodes : iterable of EtNode
+        Its trace's nodes.
+    groups : dict
+        Communicator groups, id -> member ranks.
+    roofline : Roofline or None
+        Time GPU compute nodes with the roofline (None: replay `duration_micros`).
+    replay_only : bool
+        Replay collectives' `duration_micros` instead of simulating them.
+    where : str
+        The trace file, for error messages.
+    """
+
     def __init__(self, world: World, npu: int, nodes, groups: dict, roofline: Roofline | None, replay_only: bool,
                  where: str):
         self.world = world
@@ -75,6 +109,8 @@ class NpuWorkload:
 
     # resources
     def resource(self, node) -> str | None:
+        """The resource `node` holds while it runs: "gpu", "cpu", "comm" (collectives and sends),
+        or None (receives, metadata)."""
         if node.type == COMP:
             return "cpu" if node.is_cpu_op else "gpu"
         if node.type in (COMM_COLL, COMM_SEND):
@@ -95,6 +131,16 @@ class NpuWorkload:
         self.graph.free = kept
 
     def issue(self, node, res) -> None:
+        """Start `node` now, holding resource `res`: compute as a delay, a collective on the
+        system layer, a send or receive on the network, metadata at once.
+
+        Parameters
+        ----------
+        node : EtNode
+            The node; remote-memory nodes are a ConfigError (not emulated).
+        res : str or None
+            Its resource (`resource(node)`).
+        """
         self.nodes_issued.add(node.id)
         if res is not None:
             self.in_flight[res] += 1
@@ -142,6 +188,8 @@ class NpuWorkload:
                               "remote memory nodes need a memory model (NO_MEMORY_EXPANSION aborts in ASTRA-sim)")
 
     def group_of(self, node) -> tuple[int, ...] | None:
+        """The members of `node`'s communicator group (`pg_name`), or None for all NPUs; a
+        ConfigError for an unknown group or one this NPU is not in."""
         pg = node.pg_name
         if pg in (None, "", "0"):
             return None
@@ -170,6 +218,8 @@ class NpuWorkload:
             self.comm_ns += self.world.eq.now - self.comm_busy_since
 
     def finished(self, node, res) -> None:
+        """`node` finished now: free its resource `res`, issue what became ready, and note the
+        finish time once nothing is left."""
         if res is not None:
             self.in_flight[res] -= 1
         self.running -= 1
@@ -179,6 +229,7 @@ class NpuWorkload:
             self.finish_ns = self.world.eq.now
 
     def fire(self) -> None:
+        """Start the NPU: issue the nodes that have no dependencies."""
         self.issue_free()
         if not self.graph.free and self.running == 0 and self.finish_ns is None:
             self.finish_ns = self.world.eq.now
@@ -187,7 +238,32 @@ class NpuWorkload:
 def run_workload(net: NetSpec, system: SysSpec, traces: Sequence, backend: str = "congestion-unaware",
                  groups: dict | None = None, roofline: Roofline | None = None, replay_only: bool = False,
                  where: str = "workload") -> list[NpuResult]:
-    """Run one Chakra trace per NPU (`traces[r].nodes`) to completion; per-NPU results."""
+    """Run one Chakra trace per NPU (`traces[r].nodes`) to completion; per-NPU results.
+
+    Parameters
+    ----------
+    net : NetSpec
+        The network.
+    system : SysSpec
+        The system layer's settings.
+    traces : sequence of EtTrace
+        One per NPU, rank order.
+    backend : str
+        "congestion-unaware" or "congestion-aware".
+    groups : dict, optional
+        Communicator groups, id -> member ranks.
+    roofline : Roofline, optional
+        Time GPU compute nodes with the roofline.
+    replay_only : bool
+        Replay collectives' recorded durations.
+    where : str
+        The trace prefix, for error messages.
+
+    Returns
+    -------
+    list of NpuResult
+        Per NPU, rank order; a ConfigError naming the NPU if one never finishes (deadlock).
+    """
     if len(traces) != net.npus:
         raise ConfigError("workload", f"{len(traces)} traces", f"accepted: one per NPU ({net.npus})")
     world = World(net, system, backend)

@@ -29,11 +29,6 @@ from typing import Any
 
 from ..errors import ConfigError
 from . import chakra_schema as pb
-
-COMP_NODE = pb.NODE_TYPES["COMP_NODE"]
-COMM_SEND_NODE = pb.NODE_TYPES["COMM_SEND_NODE"]
-COMM_RECV_NODE = pb.NODE_TYPES["COMM_RECV_NODE"]
-COMM_COLL_NODE = pb.NODE_TYPES["COMM_COLL_NODE"]
 from .chakra_codec import (  # noqa: F401  (ATTR_KINDS is part of the public surface)
     _ALL_KINDS,
     _INT_KINDS,
@@ -49,6 +44,11 @@ from .chakra_codec import (  # noqa: F401  (ATTR_KINDS is part of the public sur
     _split_messages,
     _varint,
 )
+
+COMP_NODE = pb.NODE_TYPES["COMP_NODE"]
+COMM_SEND_NODE = pb.NODE_TYPES["COMM_SEND_NODE"]
+COMM_RECV_NODE = pb.NODE_TYPES["COMM_RECV_NODE"]
+COMM_COLL_NODE = pb.NODE_TYPES["COMM_COLL_NODE"]
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,22 @@ def _from_proto(msg) -> EtNode:
 
 def read_et(path: str | Path, *, rank: int | None = None, validate: bool = True) -> EtTrace:
     """Read one Chakra trace file (plain or gzip). `rank` defaults to the `<r>` of `<prefix>.<r>.et`.
-    With `validate` (default) the graph is checked as `check_trace` does."""
+    With `validate` (default) the graph is checked as `check_trace` does.
+
+    Parameters
+    ----------
+    path : str or Path
+        The `.et` file.
+    rank : int, optional
+        The trace's rank (default: from the file name, 0 if it has none).
+    validate : bool
+        Check node types, unique ids, dependencies and cycles.
+
+    Returns
+    -------
+    EtTrace
+        A one-line ConfigError naming the file and field on anything unreadable or invalid.
+    """
     return _decode_trace(_load_bytes(Path(path)), str(path), rank, validate)
 
 
@@ -184,12 +199,39 @@ def _decode_trace(data: bytes, p: str, rank: int | None, validate: bool) -> EtTr
 
 
 def trace_path(prefix: str | Path, rank: int) -> Path:
-    """`<prefix>.<rank>.et`, the file ASTRA-sim reads for NPU `rank`."""
+    """`<prefix>.<rank>.et`, the file ASTRA-sim reads for NPU `rank`.
+
+    Parameters
+    ----------
+    prefix : str or Path
+        The trace prefix.
+    rank : int
+        The NPU.
+
+    Returns
+    -------
+    Path
+    """
     return Path(f"{prefix}.{rank}.et")
 
 
 def read_traces(prefix: str | Path, npus: int, *, validate: bool = True) -> list[EtTrace]:
-    """The traces `<prefix>.<r>.et` for r = 0..npus-1 (a missing file is an error, as in ASTRA-sim)."""
+    """The traces `<prefix>.<r>.et` for r = 0..npus-1 (a missing file is an error, as in ASTRA-sim).
+
+    Parameters
+    ----------
+    prefix : str or Path
+        The trace prefix.
+    npus : int
+        NPUs, one file each.
+    validate : bool
+        Check each trace as `check_trace` does.
+
+    Returns
+    -------
+    list of EtTrace
+        Rank order; byte-identical files are decoded once.
+    """
     if isinstance(npus, bool) or not isinstance(npus, int) or npus < 1:
         raise ConfigError("npus", npus, "accepted: a positive integer")
     paths = [f"{prefix}.{r}.et" for r in range(npus)]  # plain strings: pathlib costs 30 us a file
@@ -228,7 +270,15 @@ def _read_plain(path: str) -> bytes:
 
 def check_trace(trace: EtTrace, where: str = "trace") -> None:
     """Raise ConfigError unless every node has a known type and a unique id, and every data/ctrl dependency
-    names a node of this trace without forming a cycle (ASTRA-sim would never finish such a graph)."""
+    names a node of this trace without forming a cycle (ASTRA-sim would never finish such a graph).
+
+    Parameters
+    ----------
+    trace : EtTrace
+        The trace.
+    where : str
+        What to call it in error messages (a file name).
+    """
     ids: set[int] = set()
     for n in trace.nodes:
         if n.type not in pb.NODE_TYPE_NAMES:
@@ -313,7 +363,20 @@ def _to_proto(node: EtNode, where: str):
 
 
 def encode_trace(trace: EtTrace, where: str = "trace") -> bytes:
-    """The uncompressed bytes of a trace file (checked first with `check_trace`)."""
+    """The uncompressed bytes of a trace file (checked first with `check_trace`).
+
+    Parameters
+    ----------
+    trace : EtTrace
+        The trace.
+    where : str
+        What to call it in error messages.
+
+    Returns
+    -------
+    bytes
+        GlobalMetadata then the nodes, each preceded by its length as a varint.
+    """
     check_trace(trace, where)
     meta = pb.GlobalMetadata()
     meta.version = trace.version
@@ -328,7 +391,21 @@ def encode_trace(trace: EtTrace, where: str = "trace") -> bytes:
 
 
 def write_et(path: str | Path, trace: EtTrace, *, compress: bool = False) -> Path:
-    """Write one trace file ASTRA-sim can read (gzip-compressed if `compress`); returns the path."""
+    """Write one trace file ASTRA-sim can read (gzip-compressed if `compress`); returns the path.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file (parent folders are made).
+    trace : EtTrace
+        The trace.
+    compress : bool
+        gzip the stream (reproducibly: no timestamp).
+
+    Returns
+    -------
+    Path
+    """
     path = Path(path)
     data = encode_trace(trace, str(path))
     if compress:
@@ -339,7 +416,21 @@ def write_et(path: str | Path, trace: EtTrace, *, compress: bool = False) -> Pat
 
 
 def write_traces(prefix: str | Path, traces: Iterable[EtTrace], *, compress: bool = False) -> list[Path]:
-    """Write `traces[r]` to `<prefix>.<r>.et`; each trace's `rank` must equal its position."""
+    """Write `traces[r]` to `<prefix>.<r>.et`; each trace's `rank` must equal its position.
+
+    Parameters
+    ----------
+    prefix : str or Path
+        The trace prefix.
+    traces : iterable of EtTrace
+        Rank order.
+    compress : bool
+        gzip each file.
+
+    Returns
+    -------
+    list of Path
+    """
     paths = []
     for r, t in enumerate(traces):
         if t.rank != r:
@@ -353,7 +444,22 @@ COMM_TYPE_OF = {"all-reduce": 0, "all-gather": 2, "all-to-all": 6, "reduce-scatt
 
 def collective_traces(collective: str, size: int, npus: int) -> list[EtTrace]:
     """One COMM_COLL_NODE per NPU (ASTRA-sim's microbenchmark shape): `size` is ASTRA-sim's
-    comm_size (per-NPU buffer; for all-gather the per-NPU contribution)."""
+    comm_size (per-NPU buffer; for all-gather the per-NPU contribution).
+
+    Parameters
+    ----------
+    collective : str
+        "all-reduce", "all-gather", "all-to-all" or "reduce-scatter".
+    size : int
+        comm_size, bytes.
+    npus : int
+        NPUs, one trace each.
+
+    Returns
+    -------
+    list of EtTrace
+        Rank order, ready for `write_traces`.
+    """
     if collective not in COMM_TYPE_OF:
         raise ConfigError("collective", collective, f"accepted: {', '.join(COMM_TYPE_OF)}")
     name = f"{collective.replace('-', '_')}_{npus}npus_{int(size)}B"

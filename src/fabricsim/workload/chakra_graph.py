@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import ConfigError
 from .chakra import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, EtNode, EtTrace
 from .chakra_schema import COLLECTIVE_COMM_TYPE_NAMES, NODE_TYPES
-from .graph import CATEGORIES, COLLECTIVE, COMPUTE, GraphBuilder, WorkloadGraph
+from .graph import CATEGORIES, COLLECTIVE, COLLECTIVES, COMPUTE, IO, GraphBuilder, WorkloadGraph
 
 _COLL = {"ALL_REDUCE": "all-reduce", "REDUCE_SCATTER": "reduce-scatter", "ALL_GATHER": "all-gather",
          "ALL_TO_ALL": "all-to-all", "BROADCAST": "broadcast", "REDUCE": "reduce"}
@@ -199,9 +199,20 @@ def graph_to_traces(graph: WorkloadGraph) -> tuple[list[EtTrace], dict[str, list
     no pg_name). Compute nodes carry `num_ops` (FLOPs) and `tensor_size` (bytes) for a roofline, or
     `duration_micros` when the task has a fixed duration (rounded to whole microseconds, as Chakra
     stores them). A p2p task is a send on its source and a receive on its destination, tagged with
-    the task id. Each node depends on the nodes, on its own NPU, of the tasks it depends on."""
-    from ..collectives.schedule import COLLECTIVES
+    the task id. Each node depends on the nodes, on its own NPU, of the tasks it depends on.
 
+    Parameters
+    ----------
+    graph : WorkloadGraph
+        A workload without io tasks (ConfigError otherwise: traces have no I/O controllers).
+
+    Returns
+    -------
+    traces : list of EtTrace
+        One per NPU, rank order.
+    groups : dict of str to list of int
+        Communicator groups other than all NPUs, id -> ranks (the comm-group JSON).
+    """
     g = graph
     world = tuple(range(g.n_npus))
     gid = {}
@@ -210,38 +221,16 @@ def graph_to_traces(graph: WorkloadGraph) -> tuple[list[EtTrace], dict[str, list
             gid[members] = len(gid) + 1
     nodes: list[list[EtNode]] = [[] for _ in range(g.n_npus)]
     local: dict = {}  # (task, npu) -> node id on that NPU
-    from .graph import IO
 
     if np.any(g.kind == IO):
         raise ConfigError("workload", "io tasks", "Chakra traces have no I/O-controller transfers; accepted for export: "
                                                   "workloads without weight streaming or input loading")
     for t in range(len(g)):
         members = g.members(t)
-        kind = g.kind[t]
         for p in members:
             deps = tuple(local[(d, p)] for d in g.deps(t).tolist() if (d, p) in local)
             nid = len(nodes[p])
-            name = g.name(t)
-            if kind == COMPUTE:
-                fixed = not np.isnan(g.duration[t])
-                attrs = {"is_cpu_op": False, "num_ops": int(round(g.flops[t])), "tensor_size": int(round(g.mem_bytes[t]))}
-                nd = EtNode(nid, name, COMP_NODE, data_deps=deps, attrs=attrs,
-                            duration_micros=int(round(g.duration[t] * 1e6)) if fixed else 0)
-            elif kind == COLLECTIVE:
-                coll = COLLECTIVES[g.coll[t]]
-                size = g.size[t] / (len(members) if coll == "all-gather" else 1)  # ASTRA-sim: each NPU's share
-                attrs = {"is_cpu_op": False, "comm_type": _COMM_TYPE[coll], "comm_size": int(round(size)),
-                         "comm_category": CATEGORIES[g.category[t]]}
-                if members in gid:
-                    attrs["pg_name"] = str(gid[members])
-                nd = EtNode(nid, name, COMM_COLL_NODE, data_deps=deps, attrs=attrs)
-            else:
-                send = p == g.npu[t]
-                attrs = {"is_cpu_op": False, "comm_size": int(round(g.size[t])), "comm_tag": int(t),
-                         "comm_category": CATEGORIES[g.category[t]]}
-                attrs["comm_dst" if send else "comm_src"] = int(g.peer[t] if send else g.npu[t])
-                nd = EtNode(nid, name, COMM_SEND_NODE if send else COMM_RECV_NODE, data_deps=deps, attrs=attrs)
-            nodes[p].append(nd)
+            nodes[p].append(_trace_node(g, t, p, nid, deps, members, gid.get(members)))
             local[(t, p)] = nid
         for d in g.deps(t).tolist():
             if not any((d, p) in local for p in members):
@@ -249,3 +238,29 @@ def graph_to_traces(graph: WorkloadGraph) -> tuple[list[EtTrace], dict[str, list
                                  "not expressible as per-NPU traces")
     traces = [EtTrace(p, "0.0.4", {"schema": "fabricsim"}, tuple(nodes[p])) for p in range(g.n_npus)]
     return traces, {str(i): list(m) for m, i in gid.items()}
+
+
+def _trace_node(g: WorkloadGraph, t: int, p: int, nid: int, deps: tuple[int, ...], members: tuple[int, ...],
+                group: int | None) -> EtNode:
+    """Node `nid` on NPU `p` for task `t` (of NPUs `members`); `group` is the task's communicator
+    group id (None: all NPUs)."""
+    kind = g.kind[t]
+    name = g.name(t)
+    if kind == COMPUTE:
+        fixed = not np.isnan(g.duration[t])
+        attrs = {"is_cpu_op": False, "num_ops": int(round(g.flops[t])), "tensor_size": int(round(g.mem_bytes[t]))}
+        return EtNode(nid, name, COMP_NODE, data_deps=deps, attrs=attrs,
+                      duration_micros=int(round(g.duration[t] * 1e6)) if fixed else 0)
+    if kind == COLLECTIVE:
+        coll = COLLECTIVES[g.coll[t]]
+        size = g.size[t] / (len(members) if coll == "all-gather" else 1)  # ASTRA-sim: each NPU's share
+        attrs = {"is_cpu_op": False, "comm_type": _COMM_TYPE[coll], "comm_size": int(round(size)),
+                 "comm_category": CATEGORIES[g.category[t]]}
+        if group is not None:
+            attrs["pg_name"] = str(group)
+        return EtNode(nid, name, COMM_COLL_NODE, data_deps=deps, attrs=attrs)
+    send = p == g.npu[t]
+    attrs = {"is_cpu_op": False, "comm_size": int(round(g.size[t])), "comm_tag": int(t),
+             "comm_category": CATEGORIES[g.category[t]]}
+    attrs["comm_dst" if send else "comm_src"] = int(g.peer[t] if send else g.npu[t])
+    return EtNode(nid, name, COMM_SEND_NODE if send else COMM_RECV_NODE, data_deps=deps, attrs=attrs)

@@ -1,0 +1,264 @@
+"""ASTRA-sim emulation, part 3b: the native algorithms that walk a line of NPUs: ring, direct
+(ASTRA-sim's `AllToAll` class, with a window) and halvingDoubling. Each is a queue of packets: a
+packet is injected on init and after every receive, crosses the NPU<->memory bus as a bundle,
+and is sent when the bundle comes back."""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import ConfigError
+from .emu_base import Algorithm, RingLine
+from .emu_network import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER
+
+
+class Ring(Algorithm):
+    """Ring (and, as `Direct`, ASTRA-sim's AllToAll class): a queue of packets; a packet is
+    injected on init and after every receive, crosses the memory bus, then is sent.
+
+    Parameters
+    ----------
+    coll : str
+        "all-reduce", "reduce-scatter", "all-gather" or "all-to-all".
+    npu : int
+        The NPU running this phase.
+    line : RingLine
+        The NPUs of the phase's dimension, in ring order.
+    data_size : int
+        Bytes the stream holds when the phase starts (one chunk, or the previous phase's output).
+    window : int, optional
+        Direct only: messages in flight at once (ASTRA-sim's directN); None for all n-1.
+    """
+
+    direct = False
+
+    def __init__(self, coll: str, npu: int, line: RingLine, data_size: int, window: int | None = None):
+        self.coll = coll
+        self.id = npu
+        self.line = line
+        n = self.n = line.size
+        self.receiver = line.next(npu, True)
+        self.sender = line.next(npu, False)
+        self.parallel = 1
+        self.packets: list = []  # (dest, src)
+        self.free_packets = 0
+        self.received_count = 0
+        self.zero = 0
+        self.nonzero = 0
+        self.toggle = False
+        if coll == ALL_REDUCE:
+            self.stream_count = 2 * (n - 1)
+        elif coll == ALL_TO_ALL:
+            self.stream_count = (n - 1) * n // 2
+        else:
+            self.stream_count = n - 1
+        if coll == ALL_REDUCE:
+            self.final_data_size, self.msg = data_size, data_size // n
+        elif coll == ALL_GATHER:
+            self.final_data_size, self.msg = data_size * n, data_size
+        elif coll == REDUCE_SCATTER:
+            self.final_data_size, self.msg = data_size // n, data_size // n
+        else:
+            self.final_data_size, self.msg = data_size, data_size // n
+        if self.direct:
+            self.middle = n - 1
+            self.parallel = n - 1 if window is None else min(window, n - 1)
+            if coll == ALL_TO_ALL:
+                self.stream_count = n - 1
+
+    def nonzero_packets(self) -> int:
+        """Packets of a round that wait for received data (ASTRA-sim's non-zero-latency packets):
+        `parallel` for direct, (n-1) x `parallel` for a ring."""
+        if self.direct:
+            return self.parallel
+        return (self.n - 1) * self.parallel
+
+    def run(self, event: str) -> None:
+        """Advance the state machine on `event`: "init", "general" (a bundle is back from the
+        memory bus) or "recv" (a message arrived)."""
+        if event == "general":
+            self.free_packets += 1
+            if self.direct and self.coll == ALL_REDUCE and self.stream_count <= self.middle:
+                if self.received_count < self.middle:
+                    return
+                for _ in range(self.parallel):
+                    self.ready()
+                self.iterate()
+            else:
+                self.ready()
+                self.iterate()
+        elif event == "recv":
+            self.received_count += 1
+            self.insert()
+        else:  # init
+            for _ in range(self.parallel):
+                self.insert()
+
+    def insert(self) -> None:
+        """Queue the next packet (to `receiver`, from `sender`) and push its bundle over the memory
+        bus; a reduce-scatter's, or the first half of an all-reduce's, received packets carry a
+        reduction."""
+        if self.zero == 0 and self.nonzero == 0:
+            self.zero = self.parallel
+            self.nonzero = self.nonzero_packets()
+            self.toggle = not self.toggle
+        if self.zero > 0:
+            self.packets.append((self.receiver, self.sender))
+            self.release(to_memory=True, processed=False)
+            self.zero -= 1
+        elif self.nonzero > 0:
+            self.packets.append((self.receiver, self.sender))
+            processed = self.coll == REDUCE_SCATTER or (self.coll == ALL_REDUCE and self.toggle)
+            self.release(to_memory=False, processed=processed)
+            self.nonzero -= 1
+        else:  # pragma: no cover - ASTRA-sim panics here too
+            raise RuntimeError("ring: should not inject nothing")
+
+    def release(self, to_memory: bool, processed: bool) -> None:
+        """Send the packet's bundle over the memory bus (with a reduction's memory time when
+        `processed` and not `to_memory`); direct then aims at its next peer."""
+        self.stream.sys.bundle(self.stream, self.msg, processed and not to_memory)
+        if self.direct:
+            self.receiver = self.line.next(self.receiver, True)
+            if self.receiver == self.id:
+                self.receiver = self.line.next(self.receiver, True)
+            self.sender = self.line.next(self.sender, False)
+            if self.sender == self.id:
+                self.sender = self.line.next(self.sender, False)
+
+    def ready(self) -> bool:
+        """Send the oldest queued packet (and post its receive) if a bundle is back and messages
+        remain; True when one was sent."""
+        if not self.packets or self.stream_count == 0 or self.free_packets == 0:
+            return False
+        dest, src = self.packets.pop(0)
+        self.send(dest, self.msg)
+        self.recv(src, self.msg)
+        self.stream_count -= 1
+        self.free_packets -= 1
+        return True
+
+    def iterate(self) -> None:
+        """Leave the phase once every message is sent and every bundle is back."""
+        if self.stream_count == 0 and self.free_packets == self.parallel:
+            self.exit()
+
+
+class Direct(Ring):
+    """ASTRA-sim's direct algorithm (its `AllToAll` class): every peer of the line at once, or
+    `window` at a time; the `Ring` state machine with `direct` set."""
+
+    direct = True
+
+
+class HalvingDoubling(Algorithm):
+    """ASTRA-sim's halvingDoubling: log2(n) exchanges with peers at distance 1, 2, 4, ... (halving
+    the message, for reduce-scatter and the first half of an all-reduce) or n/2, n/4, ...
+    (doubling it, for all-gather and the second half).
+
+    Parameters
+    ----------
+    coll : str
+        "all-reduce", "reduce-scatter" or "all-gather" (all-to-all is a ConfigError, as ASTRA-sim
+        exits on it).
+    npu : int
+        The NPU running this phase.
+    line : RingLine
+        The NPUs of the phase's dimension; their number must be a power of two.
+    data_size : int
+        Bytes the stream holds when the phase starts.
+    """
+
+    def __init__(self, coll: str, npu: int, line: RingLine, data_size: int):
+        if coll == ALL_TO_ALL:
+            raise ConfigError("all-to-all-implementation", "halvingDoubling",
+                              "ASTRA-sim's halvingDoubling has no all-to-all (it exits); accepted: ring, direct")
+        n = line.size
+        if n & (n - 1):
+            raise ConfigError("implementation", "halvingDoubling",
+                              f"needs a power-of-two dimension, got {n} NPUs")
+        self.coll = coll
+        self.id = npu
+        self.line = line
+        self.n = n
+        self.log = int(math.log2(n))
+        self.stream_count = 2 * self.log if coll == ALL_REDUCE else self.log
+        self.packets: list = []
+        self.free_packets = 0
+        self.zero = 0
+        self.nonzero = 0
+        self.toggle = False
+        if coll == ALL_REDUCE:
+            self.final_data_size, self.msg, self.offset, self.mult = data_size, data_size // 2, 1, 2.0
+        elif coll == ALL_GATHER:
+            self.final_data_size, self.msg, self.offset, self.mult = data_size * n, data_size, n // 2, 0.5
+        else:
+            self.final_data_size, self.msg, self.offset, self.mult = data_size // n, data_size // 2, 1, 2.0
+        self._aim()
+
+    def _aim(self) -> None:
+        clockwise = self.offset == 0 or (self.line.index // self.offset) % 2 == 0
+        r = self.id
+        for _ in range(self.offset):
+            r = self.line.next(r, clockwise)
+        self.receiver = self.sender = r
+
+    def run(self, event: str) -> None:
+        """Advance the state machine on `event`: "init", "general" (a bundle is back from the
+        memory bus) or "recv" (a message arrived)."""
+        if event == "general":
+            self.free_packets += 1
+            self.ready()
+            self.iterate()
+        elif event == "recv":
+            self.insert()
+        else:
+            self.insert()
+
+    def insert(self) -> None:
+        """Queue the next exchange (peer, message size) and push its bundle over the memory bus;
+        all but the first exchange of a reduce-scatter (or of an all-reduce's first half) reduce."""
+        if self.zero == 0 and self.nonzero == 0:
+            self.zero = 1
+            self.nonzero = self.log - 1
+            self.toggle = not self.toggle
+        if self.zero > 0:
+            self.packets.append((self.receiver, self.sender, self.msg))
+            self.release(False)
+            self.zero -= 1
+        elif self.nonzero > 0:
+            self.packets.append((self.receiver, self.sender, self.msg))
+            processed = self.coll == REDUCE_SCATTER or (self.coll == ALL_REDUCE and self.toggle)
+            self.release(processed)
+            self.nonzero -= 1
+        else:  # pragma: no cover
+            raise RuntimeError("halvingDoubling: should not inject nothing")
+
+    def release(self, processed: bool) -> None:
+        """Send the exchange's bundle over the memory bus (reduction time when `processed`), then
+        move to the next distance and message size (an all-reduce turns back at distance n)."""
+        self.stream.sys.bundle(self.stream, self.msg, processed)
+        self.offset = int(self.offset * self.mult)
+        self.msg = int(self.msg / self.mult)
+        if self.offset == self.n and self.coll == ALL_REDUCE:
+            self.mult = 0.5
+            self.offset = int(self.offset * self.mult)
+            self.msg = int(self.msg / self.mult)
+        self._aim()
+
+    def ready(self) -> bool:
+        """Send the oldest queued exchange (and post its receive) if a bundle is back and
+        exchanges remain; True when one was sent."""
+        if not self.packets or self.stream_count == 0 or self.free_packets == 0:
+            return False
+        dest, src, size = self.packets.pop(0)
+        self.send(dest, size)
+        self.recv(src, size)
+        self.stream_count -= 1
+        self.free_packets -= 1
+        return True
+
+    def iterate(self) -> None:
+        """Leave the phase once every exchange is sent and its bundle is back."""
+        if self.stream_count == 0 and self.free_packets == 1:
+            self.exit()
