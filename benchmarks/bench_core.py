@@ -4,8 +4,9 @@ For each case: generate the schedule, verify it on data (full, and on a sample o
 and time it with the analytical model (both sizes in one pass). Wall times are written to
 benchmarks/results/core.json. Run: `.venv/bin/python benchmarks/bench_core.py`.
 For scale: ASTRA-sim's analytical backend needs about 12 minutes for the 4096-rank ring case.
-Also: building many topologies from typed parameters (what a topology optimizer does): 1000 tori
-and 1000 direct-connect graphs of 64 NPUs of degree 4 (random permutations), per topology.
+Also: building many topologies from typed parameters (what a topology optimizer does): 1000 each of
+tori, fat-trees, stacks and direct-connect graphs of 64 NPUs of degree 4 (a ring plus random chords),
+per topology.
 """
 
 from __future__ import annotations
@@ -33,15 +34,16 @@ def clock(fn):
 def topology_builds(count: int = 1000) -> list[dict]:
     """Time per topology built through `build_topology` (the one build path of spec strings, mappings
     and typed parameters), as a topology optimizer builds them: small tori, fat-trees and stacks, a
-    spec string for comparison, and direct-connect graphs of 64 NPUs of degree 4 (two random
-    permutations, both ways), with the share of the latter spent in the fewest-hop table (scipy)."""
+    spec string for comparison, and direct-connect graphs of 64 NPUs of degree 4 (a ring plus the
+    chords of a random permutation, both ways: connected by construction), with the share of the
+    latter spent in the fewest-hop table (scipy)."""
     import numpy as np
 
     from fabricsim.topology.graph import ShortestPathRouter
 
     rng = np.random.default_rng(0)
-    perms = [[(i, int(p[i])) for p in (rng.permutation(64), rng.permutation(64)) for i in range(64) if p[i] != i]
-             for _ in range(count)]
+    perms = [[(i, (i + 1) % 64) for i in range(64)] + [(i, int(p[i])) for i in range(64) if p[i] != i]
+             for p in (rng.permutation(64) for _ in range(count))]
     cases = [
         ("torus 8x8 (build_topology)", lambda i: build_topology("torus", dims=(8, 8), bandwidth=50e9, latency=1e-7)),
         ("torus:8x8 (parse_topology)", lambda i: parse_topology("torus:8x8", 50e9, 1e-7)),
@@ -85,11 +87,11 @@ def topology_builds(count: int = 1000) -> list[dict]:
 def main() -> dict:
     results = topology_builds()
     for topo_spec, alg in CASES:
-        topo, t_topo = clock(lambda: parse_topology(topo_spec, "400Gbps", "100ns"))
-        sched, t_gen = clock(lambda: build_schedule(topo, "all-reduce", alg))
-        _, t_ver_sample = clock(lambda: verify(sched, sample=SAMPLE))
-        _, t_ver_full = clock(lambda: verify(sched))
-        timing, t_time = clock(lambda: time_schedule(topo, sched, SIZES))
+        topo, t_topo = clock(lambda s=topo_spec: parse_topology(s, "400Gbps", "100ns"))
+        sched, t_gen = clock(lambda t=topo, a=alg: build_schedule(t, "all-reduce", a))
+        _, t_ver_sample = clock(lambda s=sched: verify(s, sample=SAMPLE))
+        _, t_ver_full = clock(lambda s=sched: verify(s))
+        timing, t_time = clock(lambda t=topo, s=sched: time_schedule(t, s, SIZES))
         row = {
             "topology": topo_spec, "algorithm": alg, "ranks": sched.p, "steps": sched.n_steps,
             "transfers": sched.n_transfers, "step_shapes": len(sched.steps),

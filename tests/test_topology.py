@@ -7,6 +7,7 @@ never by asking the code under test for it.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -16,11 +17,11 @@ from hypothesis import strategies as st
 
 from fabricsim.errors import ConfigError
 from fabricsim.topology import (
+    build_topology,
     fat_tree,
     from_edges,
     fully_connected,
     mesh,
-    build_topology,
     parse_topology,
     ring,
     stack,
@@ -89,7 +90,7 @@ def check_walks(topo, src, dst) -> np.ndarray:
             continue
         assert p, f"empty path {s} -> {d}"
         assert ls[p[0]] == s, (s, d, p)
-        for a, b in zip(p, p[1:]):
+        for a, b in itertools.pairwise(p):
             assert ld[a] == ls[b], f"path {s}->{d} not contiguous: {p}"
         assert ld[p[-1]] == d, (s, d, p)
         assert len(set(p)) == len(p), f"link repeated in {s}->{d}: {p}"
@@ -230,7 +231,7 @@ def test_torus_corrects_dimensions_in_order(dims):
     for s, d, p in zip(src.tolist(), dst.tolist(), paths(t, src, dst)):
         nodes = [s] + [int(t.link_dst[x]) for x in p]
         changed = []
-        for a, b in zip(nodes, nodes[1:]):
+        for a, b in itertools.pairwise(nodes):
             ca, cb = coords_of(a, dims), coords_of(b, dims)
             diff = [k for k in range(len(dims)) if ca[k] != cb[k]]
             assert len(diff) == 1, f"a link changes {len(diff)} coordinates"
@@ -943,6 +944,42 @@ def test_build_topology_bad_link_values(kwargs, field, shown):
         build_topology("torus", dims=(4, 4), **kwargs)
     msg = str(ei.value)
     assert "\n" not in msg and msg.startswith(f"{field}: invalid value {shown};"), msg
+
+
+@pytest.mark.parametrize("params,unreachable", [
+    ({"n": 4, "links": [[0, 1], [2, 3]]}, "no path from NPU 0 to NPU 2"),              # two islands
+    ({"n": 4, "switches": 1, "links": [[0, 4], [1, 4], [2, 3]]}, "no path from NPU 0 to NPU 2"),
+])
+def test_direct_with_disconnected_npus_is_one_line(params, unreachable):
+    with pytest.raises(ConfigError) as ei:
+        build_topology("direct", bandwidth=1e9, **params)
+    msg = str(ei.value)
+    assert "\n" not in msg and msg.startswith("topology direct: links: invalid value") and unreachable in msg, msg
+
+
+def test_direct_one_way_links_and_unreachable_switch_are_accepted():
+    """A one-way 3-cycle (3 links, 0 -> 2 two hops); a one-way line builds, and routing 1 -> 0 has no
+    path; a switch nobody reaches is fine."""
+    t = build_topology("direct", n=3, links=[[0, 1], [1, 2], [2, 0]], bidirectional=False, bandwidth=1e9)
+    assert t.n_links == 3 and int(np.diff(t.route([0], [2])[0])[0]) == 2
+    t = build_topology("direct", n=3, links=[[0, 1], [1, 2]], bidirectional=False, bandwidth=1e9)
+    with pytest.raises(ValueError, match="no path from node 1 to node 0"):
+        t.route([1], [0])
+    t = build_topology("direct", n=2, switches=1, links=[[0, 1]], bandwidth=1e9)
+    assert (t.n_npus, t.n_switches, t.n_links) == (2, 1, 2)
+
+
+def test_direct_links_as_an_array():
+    """An optimizer's (E, 2) int array: a ring of 64 plus chords i -> i + 32, both ways: 2 x (64 + 64) links;
+    NPU 0 reaches NPU 32 in one hop and NPU 16 in at most 16 hops."""
+    ring_links = np.stack([np.arange(64), (np.arange(64) + 1) % 64], axis=1)
+    chords = np.stack([np.arange(64), (np.arange(64) + 32) % 64], axis=1)
+    t = build_topology("direct", n=64, links=np.concatenate([ring_links, chords]).astype(np.int32), bandwidth=1e9)
+    assert t.n_links == 2 * 128
+    ptr, _ = t.route([0, 0], [32, 16])
+    assert np.diff(ptr).tolist()[0] == 1 and 1 <= np.diff(ptr).tolist()[1] <= 16
+    src, dst = random_pairs(64, 300)
+    check_walks(t, src, dst)
 
 
 def test_direct_has_no_spec_string():

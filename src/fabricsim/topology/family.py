@@ -21,7 +21,11 @@ from .graph import Topology
 
 
 class Params(BaseModel):
-    """Base of every family's typed parameters: frozen, unknown fields rejected."""
+    """Base of every family's typed parameters: a frozen pydantic model that rejects unknown fields.
+
+    A family's model (`RingParams`, `GridParams`, ...) declares its fields with types, defaults
+    and bounds; validating a mapping against it gives one-line ConfigErrors naming the field.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -66,18 +70,53 @@ class GridParams(Params):
 
 class LinkValues(list):
     """Bandwidths (bytes/s) or latencies (s) as parsed, one or one per dimension, remembering
-    the text they came from and the topology they are for (named in errors)."""
+    the text they came from and the topology they are for (named in errors).
+
+    Parameters
+    ----------
+    values : sequence of float
+        The parsed values, bytes/s or s.
+    field : str
+        `bandwidth` or `latency` (named in errors).
+    text : str
+        What the user wrote (named in errors).
+    where : str
+        The topology they are for (named in errors).
+
+    Examples
+    --------
+    >>> LinkValues([50e9], "bandwidth", "50GB/s", "torus:4x4").per_dim(2)
+    [50000000000.0, 50000000000.0]
+    """
 
     def __init__(self, values, field: str, text: str, where: str):
         super().__init__(values)
         self.field, self.text, self.where = field, text, where
 
     def one(self) -> float:
-        """The single value of a one-dimensional family; ConfigError for several."""
+        """The single value of a family with one bandwidth or latency.
+
+        Returns
+        -------
+        float
+            The value (bytes/s or s); ConfigError when several were given.
+        """
         return self.per_dim(1)[0]
 
     def per_dim(self, ndim: int) -> list[float]:
-        """`ndim` values: one value repeated, or one per dimension; ConfigError for another count."""
+        """One value per dimension.
+
+        Parameters
+        ----------
+        ndim : int
+            Dimensions of the topology.
+
+        Returns
+        -------
+        list of float
+            `ndim` values (bytes/s or s): the one value repeated, or the values given one per
+            dimension; ConfigError for another count.
+        """
         if len(self) == ndim:
             return list(self)
         if len(self) == 1:

@@ -261,8 +261,21 @@ class DimensionOrderRouter:
     - "line": mesh dimension (no wrap-around);
     - "fc": fully connected, one direct link;
     - "switch": up to the dimension's switch and down.
-    Tables: `step_link[node, d, dir]` (dir 0 = +1, 1 = -1) for ring/uniring/line,
-    `fc_link[d][node, coord]` for fc, `up_link[node, d]`/`down_link[node, d]` for switch.
+    Built by `stack` (`builders/stack.py`); link ids index the topology's link arrays.
+
+    Parameters
+    ----------
+    kinds : tuple of str
+        The building block of each dimension (ring, uniring, line, fc, switch).
+    step_link : int64 array [n_npus, D, 2]
+        For ring, uniring and line dimensions: the link of a step from an NPU in dimension d,
+        `[node, d, 0]` in the + direction, `[node, d, 1]` in the - direction; -1 where absent.
+    fc_link : tuple of int64 arrays [n_npus, dims[d]] or None
+        For fc dimensions: `fc_link[d][node, c]`, the link from `node` to the NPU of its line at
+        coordinate c (-1 for itself); None for other kinds.
+    up_link, down_link : int64 arrays [n_npus, D]
+        For switch dimensions: each NPU's link up to its switch of dimension d and the link down
+        from that switch to it; -1 elsewhere.
     """
 
     kinds: tuple[str, ...]
@@ -272,7 +285,23 @@ class DimensionOrderRouter:
     down_link: np.ndarray  # int64[n_npus, D]  (down link *to* this npu from its switch)
 
     def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):
-        """CSR paths (`ptr`, `links`) of NPU -> NPU transfers, and NPU <-> own switch (module doc)."""
+        """Paths of NPU -> NPU transfers (dimension order, class doc), NPU -> its own switch and
+        switch -> an NPU below it.
+
+        Parameters
+        ----------
+        topo : Topology
+            The topology this router belongs to.
+        src, dst : int64 arrays [T]
+            Nodes of each transfer: NPUs, or a switch and an NPU attached to it.
+
+        Returns
+        -------
+        ptr : int64 array [T + 1]
+        links : int64 array
+            Transfer t uses links `links[ptr[t]:ptr[t + 1]]`, in path order (none when src == dst).
+            ValueError for a node outside the topology or a switch the NPU is not attached to.
+        """
         n_t = len(src)
         n = topo.n_npus
         if n_t and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= topo.n_nodes):
@@ -368,6 +397,17 @@ class TreeRouter:
     `leaf[npu]` is the NPU's leaf switch; `up[npu]`/`down[npu]` its links to/from it. Between
     leaves, traffic goes up to one spine and down: spine = dst % n_spines (deterministic
     destination-mod-k routing), `leaf_up[leaf, spine]`, `spine_down[spine, leaf]`.
+
+    Parameters
+    ----------
+    leaf : int64 array [n_npus]
+        Each NPU's leaf switch (a node id).
+    up, down : int64 arrays [n_npus]
+        Each NPU's link up to its leaf and the link down from its leaf to it.
+    leaf_up : int64 array [n_leaves, n_spines], optional
+        The link from leaf l (node n_npus + l) to spine s; None without spines.
+    spine_down : int64 array [n_spines, n_leaves], optional
+        The link from spine s down to leaf l; None without spines.
     """
 
     leaf: np.ndarray
@@ -377,7 +417,23 @@ class TreeRouter:
     spine_down: np.ndarray | None = None
 
     def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):
-        """CSR paths (`ptr`, `links`): NPU -> NPU up/down, NPU <-> its own leaf switch."""
+        """Paths of NPU -> NPU transfers (up/down, class doc), NPU -> its own leaf and leaf -> an
+        NPU below it.
+
+        Parameters
+        ----------
+        topo : Topology
+            The topology this router belongs to.
+        src, dst : int64 arrays [T]
+            Nodes of each transfer: NPUs, or a leaf switch and an NPU below it.
+
+        Returns
+        -------
+        ptr : int64 array [T + 1]
+        links : int64 array
+            Transfer t uses links `links[ptr[t]:ptr[t + 1]]`, in path order (none when src == dst).
+            ValueError for a switch-to-switch pair or a switch the NPU does not hang off.
+        """
         n_t = len(src)
         tid = np.arange(n_t)
         n = topo.n_npus
@@ -422,7 +478,14 @@ class TreeRouter:
 class ShortestPathRouter:
     """Fewest-hop paths on any topology, through a next-hop table computed once:
     `next_link[node, dst]`. Among equal-length paths scipy's search picks one, the same one
-    for the same topology (deterministic); between parallel links the lowest id is used."""
+    for the same topology (deterministic); between parallel links the lowest id is used.
+
+    Parameters
+    ----------
+    next_link : int64 array [n_nodes, n_nodes]
+        `next_link[u, dst]`: the first link of a fewest-hop path u -> dst; -1 where dst cannot be
+        reached from u or u == dst. Built by `ShortestPathRouter.build`.
+    """
 
     next_link: np.ndarray  # int64[n_nodes, n_nodes], -1 where unreachable or node == dst
 
@@ -469,7 +532,22 @@ class ShortestPathRouter:
         return cls(table)
 
     def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):
-        """CSR paths (`ptr`, `links`) along the next-hop table; ValueError where no path exists."""
+        """Paths along the next-hop table (fewest hops).
+
+        Parameters
+        ----------
+        topo : Topology
+            The topology this router belongs to.
+        src, dst : int64 arrays [T]
+            Nodes of each transfer: any nodes.
+
+        Returns
+        -------
+        ptr : int64 array [T + 1]
+        links : int64 array
+            Transfer t uses links `links[ptr[t]:ptr[t + 1]]`, in path order (none when src == dst).
+            ValueError for a pair with no path.
+        """
         n_t = len(src)
         tid = np.arange(n_t)
         cur = src.copy()

@@ -35,7 +35,19 @@ class IORouter:
     controller enters the mesh perpendicular to its edge: from a controller on the top or bottom
     edge Y then X, on the left or right edge X then Y; traffic to a controller takes the reverse
     path. Each controller's broadcast then spreads along its own row or column first, which
-    balances the perimeter's channels over the mesh (the paper's (2N-1)P hotspot)."""
+    balances the perimeter's channels over the mesh (the paper's (2N-1)P hotspot).
+
+    Parameters
+    ----------
+    inner : Topology
+        The mesh alone (its router's `step_link` table gives the link of a +/- step per dimension).
+    io_npu : int64 array [K]
+        The NPU each controller hangs off.
+    io_vertical : bool array [K]
+        True for controllers on the top or bottom edge.
+    io_up, io_down : int64 arrays [K]
+        Each controller's link to its NPU and the link back.
+    """
 
     inner: Topology  # the mesh alone (its step_link table: link of a +/- step per dimension)
     io_npu: np.ndarray  # NPU of each controller
@@ -66,7 +78,22 @@ class IORouter:
         return hop_t, hop_l
 
     def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):
-        """Paths of every (src, dst) in CSR form (`ptr`, `links`); nodes are NPUs or controllers."""
+        """Paths of every (src, dst): X-Y between NPUs, perpendicular to the edge for controllers.
+
+        Parameters
+        ----------
+        topo : Topology
+            The wafer this router belongs to.
+        src, dst : int64 arrays [T]
+            Nodes of each transfer: NPUs or I/O controllers.
+
+        Returns
+        -------
+        ptr : int64 array [T + 1]
+        links : int64 array
+            Transfer t uses links `links[ptr[t]:ptr[t + 1]]`, in path order (none when src == dst).
+            ValueError for a node outside the topology.
+        """
         src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
         n = topo.n_npus
         if len(src) and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= topo.n_nodes):
