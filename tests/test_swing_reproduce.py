@@ -162,6 +162,34 @@ def test_missing_field_is_one_line_naming_the_field():
     assert "subject" in _err(d)
 
 
+def test_options_are_typed_by_the_registry_and_aliases_keep_their_presets():
+    d = stand_in_config()
+    d["algorithms"][1]["variants"][0]["algorithm"] = "bidirectional_ring"  # ring, bidirectional=true
+    v = ex.parse_config(d).algorithms[1].variants[0]
+    assert v.algorithm == "ring" and v.options_dict == {"bidirectional": True}
+    d["algorithms"][1]["variants"][0]["options"] = {"bidirectional": "maybe"}
+    msg = _err(d)
+    assert "algorithms[1].variants[0].options.bidirectional" in msg and "'maybe'" in msg
+    d = stand_in_config()
+    d["algorithms"][1]["variants"][0]["options"] = {"dims": "4x16"}
+    assert "algorithms[1].variants[0].options.dims" in _err(d)
+
+
+def test_unknown_key_lists_the_fields_and_null_is_not_given():
+    d = stand_in_config()
+    d["paper"]["table2"]["ring"]["chi"] = 1
+    msg = _err(d)
+    assert "paper.table2.ring.chi" in msg and "lambda, psi, xi" in msg
+    d = stand_in_config()
+    d["shapes"][1]["extended"] = 1  # true or false, not a number
+    assert "shapes[1].extended" in _err(d)
+    d = stand_in_config()
+    d["shapes"][1]["extended"] = None  # not given: the default, false
+    d["quick"] = None  # not given: the first shape, no sweep
+    cfg = ex.parse_config(d)
+    assert not cfg.shape("4x4x4").extended and cfg.quick_shapes == ("8x8",) and not cfg.quick_sweep
+
+
 def test_cli_bad_config_exits_2_with_one_line(tmp_path, capsys):
     import yaml
 

@@ -1,60 +1,67 @@
-"""`fabricsim reproduce NAME`: one subcommand per registered study (`fabricsim.experiments`)."""
+"""`fabricsim reproduce NAME`: one subcommand per registered study (`fabricsim.experiments`).
+
+The subcommands are read from `EXPERIMENTS` when the command line is parsed, so a study
+registered there (one line in `experiments/__init__.py`) is a command with the same options as
+every other (`--quick`, `--out`, `--config`, `--json`), made by one function, `study_command`.
+"""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
-from ..experiments import EXPERIMENTS, Experiment, run_experiment
+from ..experiments import EXPERIMENTS, Experiment
+from ..experiments.base import reproduce
 from .app import app, out_console
 
-reproduce_app = typer.Typer(help="Reproduce papers' results with fabricsim's models.", no_args_is_help=True)
-app.add_typer(reproduce_app, name="reproduce")
 
+def study_command(exp: Experiment):
+    """The `fabricsim reproduce NAME` command of a study.
 
-def reproduce(exp: Experiment, config: str | None, out: str | None, quick: bool, json_out: bool):
-    """Run a registered study, write its files, print its tables (or JSON); returns the report."""
-    cfg = exp.load_config(config)
-    out_dir = Path(out) if out else exp.default_out
-    if json_out:
-        rep = run_experiment(exp, cfg, quick)
-    else:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    Parameters
+    ----------
+    exp : Experiment
+        A registered study.
 
-        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                      TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task(f"{exp.name} reproduction", total=None)
+    Returns
+    -------
+    callable
+        A typer command (help: `exp.summary`) that runs `experiments.base.reproduce` with a
+        transient progress bar on stderr (off with `--json`) and the tables on stdout.
+    """
 
-            def tick(done: int, total: int, label: str) -> None:
-                bar.update(task, completed=done, total=total, description=f"{exp.name}: {label}")
-
-            rep = run_experiment(exp, cfg, quick, progress=tick)
-    files = exp.write(rep, out_dir)
-    if json_out:
-        d = exp.to_json(rep)
-        d["files"] = [str(f) for f in files]
-        print(json.dumps(d, indent=1))
-    else:
-        exp.render(rep, out_console(), files)
-    return rep
-
-
-def _command(exp: Experiment):
     def command(
         quick: bool = typer.Option(False, "--quick", help=exp.quick_help),
         out: Optional[str] = typer.Option(None, "--out", help=f"output folder for CSV/JSON/PNG (default {exp.default_out})"),
         config: Optional[str] = typer.Option(None, "--config", help=f"reproduction config (default configs/{exp.name}.yaml)"),
         json_out: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
     ):
-        reproduce(exp, config, out, quick, json_out)
+        err_con = Console(stderr=True)
+        reproduce(exp, config, out, quick, json_out, out_console(), err_con)
 
     command.__doc__ = exp.summary
     return command
 
 
-for _exp in EXPERIMENTS.values():
-    reproduce_app.command(_exp.name)(_command(_exp))
+class _Studies(TyperGroup):
+    """The `reproduce` group: its subcommands are the registry's studies, in registry order."""
+
+    def list_commands(self, ctx) -> list[str]:
+        """The registered studies' names."""
+        return list(EXPERIMENTS)
+
+    def get_command(self, ctx, name: str):
+        """The command of study `name` (None if no study has that name)."""
+        exp = EXPERIMENTS.get(name)
+        if exp is None:
+            return None
+        one = typer.Typer(add_completion=False)
+        one.command(name)(study_command(exp))
+        return typer.main.get_command(one)
+
+
+reproduce_app = typer.Typer(cls=_Studies, help="Reproduce papers' results with fabricsim's models.", no_args_is_help=True)
+app.add_typer(reproduce_app, name="reproduce")

@@ -8,13 +8,24 @@ each registered here with one line; `fabricsim reproduce NAME` runs them (`exper
 
 from __future__ import annotations
 
-from .base import Experiment, evaluate_points, run_experiment
+from .base import Experiment, evaluate_points, reproduce, run_experiment
 
 EXPERIMENTS: dict[str, Experiment] = {}
 
 
 def register(exp: Experiment) -> Experiment:
-    """Add a study to the registry (it becomes `fabricsim reproduce NAME`)."""
+    """Add a study to the registry; it becomes `fabricsim reproduce NAME`.
+
+    Parameters
+    ----------
+    exp : Experiment
+        The study (its `name` is the key).
+
+    Returns
+    -------
+    Experiment
+        `exp`, unchanged.
+    """
     EXPERIMENTS[exp.name] = exp
     return exp
 
@@ -24,4 +35,4 @@ from . import fred, swing  # noqa: E402  (the studies import `base`, which must 
 register(swing.EXPERIMENT)
 register(fred.EXPERIMENT)
 
-__all__ = ["EXPERIMENTS", "Experiment", "evaluate_points", "register", "run_experiment"]
+__all__ = ["EXPERIMENTS", "Experiment", "evaluate_points", "register", "reproduce", "run_experiment"]

@@ -1,51 +1,62 @@
 """Experiments as points: a study is `points(config, quick) -> evaluate(point) -> rows ->
-summarize -> render/write`.
+summarize -> write/render`.
 
 `evaluate` is a pure module-level function of one point (a frozen dataclass of plain data), so the
 points of a study can run through any map: the builtin `map`, a process pool's, or a cluster's.
-`run_experiment` is the one driver; `fabricsim reproduce NAME` is generated from the registry in
-`experiments/__init__.py`, so adding a reproduction is one module and one registration line.
+`run_experiment` is the one driver and `reproduce` what `fabricsim reproduce NAME` does with it;
+the command is generated from the registry in `experiments/__init__.py`, so adding a
+reproduction is one module and one registration line.
+
+    >>> from fabricsim.experiments import EXPERIMENTS, run_experiment
+    >>> exp = EXPERIMENTS["swing"]
+    >>> cfg = exp.load_config(None)
+    >>> [p.label for p in exp.points(cfg, True)][:2]
+    ['torus 8x8', 'torus 8x8 at 100 Gb/s']
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+Progress = Callable[[int, int, str], None]
+
 
 @dataclass(frozen=True)
 class Experiment:
-    """One registered study (a paper reproduction).
+    """One registered study (a paper reproduction): how to load, split, evaluate and report it.
 
     Parameters
     ----------
     name : str
         The subcommand: `fabricsim reproduce NAME`.
     summary : str
-        One line (the command's help).
+        One line, the command's help.
     quick_help : str
-        What `--quick` runs.
+        What `--quick` runs (the option's help).
     load_config : callable
-        `load_config(path or None) -> config` (None: the shipped config).
+        `load_config(path or None) -> config`; None loads the shipped `configs/NAME.yaml`.
     points : callable
-        `points(config, quick) -> list of points`.
+        `points(config, quick) -> list of points`, each a frozen dataclass of plain data.
     evaluate : callable
-        `evaluate(point) -> rows`, pure and picklable (module level).
+        `evaluate(point) -> rows`: pure, a module-level function (picklable by reference).
     summarize : callable
-        `summarize(config, points, rows, quick, elapsed_s) -> report`.
+        `summarize(config, points, rows, quick, elapsed_s) -> report`; `rows[i]` is
+        `evaluate(points[i])`, `elapsed_s` the wall time of the run in seconds.
     write : callable
-        `write(report, out_dir) -> list of files`.
+        `write(report, out_dir) -> list of Path`: the files written.
     render : callable
         `render(report, console, files)`: the tables beside the paper's numbers.
     to_json : callable
-        `to_json(report) -> dict`.
+        `to_json(report) -> dict` of JSON-able data.
     default_out : Path
         Where files go without `--out`.
     label : callable
-        `label(point) -> str` for progress bars.
+        `label(point) -> str`, shown by progress bars (default `str`).
     """
 
     name: str
@@ -63,9 +74,29 @@ class Experiment:
 
 
 def evaluate_points(evaluate: Callable[[Any], Any], pts: Sequence[Any], map_fn: Callable = map,
-                    progress: Callable[[int, int, str], None] | None = None,
-                    label: Callable[[Any], str] = str) -> list:
-    """`evaluate` over `pts` through `map_fn`, in order, reporting `progress(done, total, label)`."""
+                    progress: Progress | None = None, label: Callable[[Any], str] = str) -> list:
+    """Evaluate points through any map, in order, reporting progress as they finish.
+
+    Parameters
+    ----------
+    evaluate : callable
+        `evaluate(point) -> rows`, module level so that process pools can pickle it.
+    pts : sequence
+        The points.
+    map_fn : callable
+        `map_fn(evaluate, pts)` returns the rows in the order of `pts`: the builtin `map`,
+        `ProcessPoolExecutor(n).map`, a cluster client's map.
+    progress : callable, optional
+        Called as `progress(done, total, label)` after each point, with the label of the next
+        point (`"done"` after the last).
+    label : callable
+        `label(point) -> str` for `progress`.
+
+    Returns
+    -------
+    list
+        `[evaluate(p) for p in pts]`, computed by `map_fn`.
+    """
     out = []
     results: Iterable = map_fn(evaluate, pts)
     for i, r in enumerate(results):
@@ -76,23 +107,28 @@ def evaluate_points(evaluate: Callable[[Any], Any], pts: Sequence[Any], map_fn: 
 
 
 def run_experiment(exp: Experiment, cfg: Any, quick: bool = False, map_fn: Callable = map,
-                   progress: Callable[[int, int, str], None] | None = None) -> Any:
-    """Run a study: its points, evaluated through `map_fn`, summarized.
+                   progress: Progress | None = None) -> Any:
+    """Run a study: build its points, evaluate them through `map_fn`, summarize the rows.
 
     Parameters
     ----------
     exp : Experiment
-    cfg : the study's config (`exp.load_config(...)`).
+        The study.
+    cfg : object
+        Its config (`exp.load_config(...)`).
     quick : bool
-        The CI subset.
+        The CI subset of points.
     map_fn : callable
-        Any map: builtin `map`, `ProcessPoolExecutor(n).map`, a cluster client's map.
+        Any map: builtin `map`, `ProcessPoolExecutor(n).map`, a cluster client's map; the rows
+        (and so the report) are the same whichever runs them.
     progress : callable, optional
-        `progress(done, total, label of the next point)`.
+        `progress(done, total, label)`: called with 0 before the first point, then as points
+        finish (see `evaluate_points`).
 
     Returns
     -------
-    The study's report (`exp.summarize`).
+    object
+        The study's report (`exp.summarize`).
     """
     t0 = time.perf_counter()
     pts = exp.points(cfg, quick)
@@ -100,3 +136,66 @@ def run_experiment(exp: Experiment, cfg: Any, quick: bool = False, map_fn: Calla
         progress(0, len(pts), exp.label(pts[0]))
     rows = evaluate_points(exp.evaluate, pts, map_fn, progress, exp.label)
     return exp.summarize(cfg, pts, rows, quick, time.perf_counter() - t0)
+
+
+def reproduce(exp: Experiment, config: str | Path | None = None, out: str | Path | None = None, quick: bool = False,
+              json_out: bool = False, con=None, err_con=None, map_fn: Callable = map) -> Any:
+    """What `fabricsim reproduce NAME` does: load the config, run the study (a transient progress
+    bar on `err_con` unless `json_out`), write its files, print its tables or its JSON.
+
+    Parameters
+    ----------
+    exp : Experiment
+        The study.
+    config : str or Path, optional
+        Its config file (default: the shipped one).
+    out : str or Path, optional
+        Output folder (default `exp.default_out`).
+    quick : bool
+        The CI subset.
+    json_out : bool
+        Print the report as JSON on stdout (with the files written) instead of tables.
+    con : rich Console, optional
+        Where the tables go (default: a new Console on stdout).
+    err_con : rich Console, optional
+        Where the progress bar goes (stderr in the CLI); None: no progress bar.
+    map_fn : callable
+        The map that evaluates the points (see `run_experiment`).
+
+    Returns
+    -------
+    object
+        The study's report.
+    """
+    cfg = exp.load_config(config)
+    out_dir = Path(out) if out else exp.default_out
+    if json_out or err_con is None:
+        rep = run_experiment(exp, cfg, quick, map_fn)
+    else:
+        rep = _run_with_bar(exp, cfg, quick, map_fn, err_con)
+    files = exp.write(rep, out_dir)
+    if json_out:
+        d = exp.to_json(rep)
+        d["files"] = [str(f) for f in files]
+        print(json.dumps(d, indent=1))
+    else:
+        if con is None:
+            from rich.console import Console
+
+            con = Console()
+        exp.render(rep, con, files)
+    return rep
+
+
+def _run_with_bar(exp: Experiment, cfg: Any, quick: bool, map_fn: Callable, err_con) -> Any:
+    """`run_experiment` with a transient rich progress bar (the next point's label) on `err_con`."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=err_con, transient=True) as bar:
+        task = bar.add_task(f"{exp.name} reproduction", total=None)
+
+        def tick(done: int, total: int, label: str) -> None:
+            bar.update(task, completed=done, total=total, description=f"{exp.name}: {label}")
+
+        return run_experiment(exp, cfg, quick, map_fn, tick)

@@ -10,50 +10,91 @@ numbers).
     iteration time and its breakdown per system, speedups over the mesh beside the paper's.
 (d) the strategy sweep: time and exposed communication per sample, Fred-D against the mesh.
 
-Modules: `config` (the file and the systems), `points` (measurements, evaluate, summarize),
-`report` (files, plots, tables).
+Modules: `config` (the file and the systems), `comm` ((a) and (b)), `training` ((c) and (d)),
+`points` (points, evaluate, summarize), `report` (result, files, tables), `plots` (figures).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..base import Experiment
+from .comm import MicroPoint, MicroRow, TrafficPoint, TrafficRow, microbenchmark, traffic
 from .config import DEFAULT_OUT, DIMENSIONS, FredConfig, load_config, parse_strategy
-from .points import (
+from .plots import write_plots
+from .points import FredPoint, evaluate, label, points, summarize
+from .report import Reproduction, print_report, to_json, write_outputs
+from .training import (
     E2ERow,
-    FredPoint,
-    MicroRow,
+    SweepPoint,
     SweepRow,
     SweepSummary,
-    TrafficRow,
+    TrainPoint,
     end_to_end,
-    evaluate,
-    microbenchmark,
-    points,
-    summarize,
+    summarize_sweep,
     sweep_point,
-    traffic,
     train_config,
 )
-from .report import Reproduction, print_report, to_json, write_outputs, write_plots
-
-
-def run(cfg: FredConfig, quick: bool = False, progress=None, map_fn=map) -> Reproduction:
-    """Every measurement through `map_fn`, summarized (see `experiments.base.run_experiment`)."""
-    from ..base import run_experiment
-
-    return run_experiment(EXPERIMENT, cfg, quick, map_fn, progress)
-
 
 EXPERIMENT = Experiment(
     name="fred",
     summary="FRED (ISCA'25): the wafer mesh vs FRED's fabric (Fred-A..D), ours beside the paper's.",
     quick_help="the CI subset (config: quick)",
     load_config=load_config, points=points, evaluate=evaluate, summarize=summarize,
-    write=write_outputs, render=print_report, to_json=to_json, default_out=DEFAULT_OUT,
-    label=lambda p: p.label,
+    write=write_outputs, render=print_report, to_json=to_json, default_out=DEFAULT_OUT, label=label,
 )
 
-__all__ = ["DEFAULT_OUT", "DIMENSIONS", "EXPERIMENT", "E2ERow", "FredConfig", "FredPoint", "MicroRow", "Reproduction",
-           "SweepRow", "SweepSummary", "TrafficRow", "end_to_end", "evaluate", "load_config", "microbenchmark",
-           "parse_strategy", "points", "print_report", "run", "summarize", "sweep_point", "to_json", "traffic",
-           "train_config", "write_outputs", "write_plots"]
+
+def run(cfg: FredConfig, quick: bool = False, progress=None, map_fn=map) -> Reproduction:
+    """Every measurement evaluated through `map_fn` and summarized.
+
+    Parameters
+    ----------
+    cfg : FredConfig
+    quick : bool
+        The CI subset.
+    progress : callable, optional
+        `progress(done, total, label)` as points finish.
+    map_fn : callable
+        A map (builtin `map`, a process pool's `map`).
+
+    Returns
+    -------
+    Reproduction
+    """
+    from ..base import run_experiment
+
+    return run_experiment(EXPERIMENT, cfg, quick, map_fn, progress)
+
+
+def reproduce(config: str | Path | None = None, out: str | Path | None = None, quick: bool = False,
+              json_out: bool = False, con=None, err_con=None) -> Reproduction:
+    """What `fabricsim reproduce fred` does (`experiments.base.reproduce` with this study).
+
+    Parameters
+    ----------
+    config : str or Path, optional
+        The config file (default configs/fred.yaml).
+    out : str or Path, optional
+        Output folder (default out/fred).
+    quick : bool
+        The CI subset.
+    json_out : bool
+        Print JSON instead of tables.
+    con, err_con : rich Console, optional
+        Tables (default stdout) and the progress bar (None: no bar).
+
+    Returns
+    -------
+    Reproduction
+    """
+    from ..base import reproduce as run_study
+
+    return run_study(EXPERIMENT, config, out, quick, json_out, con, err_con)
+
+
+__all__ = ["DEFAULT_OUT", "DIMENSIONS", "EXPERIMENT", "E2ERow", "FredConfig", "FredPoint", "MicroPoint", "MicroRow",
+           "Reproduction", "SweepPoint", "SweepRow", "SweepSummary", "TrafficPoint", "TrafficRow", "TrainPoint",
+           "end_to_end", "evaluate", "load_config", "microbenchmark", "parse_strategy", "points", "print_report",
+           "reproduce", "run", "summarize", "summarize_sweep", "sweep_point", "to_json", "traffic", "train_config",
+           "write_outputs", "write_plots"]

@@ -1,5 +1,6 @@
-"""The FRED reproduction's config (`configs/fred.yaml`): pydantic models for every section, and
-the systems it describes (the wafer mesh, Fred-A..D) as topology specs and algorithms."""
+"""The FRED reproduction's config (`configs/fred.yaml`): pydantic models for every section
+(loaded through `fabricsim.config.load_yaml`: one-line errors naming the field), and the systems
+it describes (the wafer mesh, Fred-A..D) as topology specs and algorithms."""
 
 from __future__ import annotations
 
@@ -17,10 +18,15 @@ DIMENSIONS = ("MP(20)", "MP(2) of MP(2)-DP(5)-PP(2)", "DP(5) of MP(2)-DP(5)-PP(2
 
 
 class _Strict(BaseModel):
+    """A section: unknown keys are errors."""
+
     model_config = ConfigDict(extra="forbid")
 
 
 class Wafer(_Strict):
+    """The wafer: a cols x rows mesh of NPUs, their bandwidths (bytes/s; `npu_bandwidth` each way,
+    `mesh_link_bandwidth` per link), the I/O controllers (count, bytes/s each), latency per hop (s)."""
+
     cols: int = Field(ge=2)
     rows: int = Field(ge=2)
     npu_bandwidth: float
@@ -35,6 +41,10 @@ class Wafer(_Strict):
 
 
 class SystemSpec(_Strict):
+    """One system: the mesh or a FRED fabric (`up_bandwidth`: L1-L2 per L1 switch, bytes/s;
+    `in_network`: reducing and multicasting switches), its collective algorithm and the order
+    in which parallelism dimensions are placed on NPUs."""
+
     kind: Literal["mesh", "fred"]
     algorithm: str
     placement: list[Literal["mp", "pp", "dp"]]
@@ -45,6 +55,9 @@ class SystemSpec(_Strict):
 
 
 class Micro(_Strict):
+    """(a) The microbenchmarks: size D (bytes) and the paper's times per dimension and system,
+    in D / (TB/s)."""
+
     size: float
     paper: dict[str, dict[str, float]]
 
@@ -52,6 +65,8 @@ class Micro(_Strict):
 
 
 class NpuSpec(_Strict):
+    """The NPU: peak (FLOP/s), memory bandwidth (bytes/s), efficiency (0..1]."""
+
     peak: float
     memory_bandwidth: float
     efficiency: float = Field(gt=0, le=1)
@@ -61,11 +76,15 @@ class NpuSpec(_Strict):
 
 
 class Sched(_Strict):
+    """Collective scheduling: category priorities and communication streams."""
+
     priorities: list[Literal["MP", "PP", "DP", "IO", "other"]]
     comm_streams: Literal["one", "per-category"] = "per-category"
 
 
 class Par(_Strict):
+    """A parallelization: MP x DP x PP and microbatches."""
+
     mp: int = Field(ge=1)
     dp: int = Field(ge=1)
     pp: int = Field(ge=1)
@@ -73,6 +92,9 @@ class Par(_Strict):
 
 
 class WorkloadSpec(_Strict):
+    """(c) One end-to-end workload: zoo model, weight mode, strategy, samples per DP replica and
+    the paper's speedups per system."""
+
     model: str
     mode: Literal["weight-stationary", "weight-streaming"]
     parallelism: Par
@@ -81,6 +103,8 @@ class WorkloadSpec(_Strict):
 
 
 class Quick(_Strict):
+    """The CI subset: iterations, network model, workloads, strategies per sweep."""
+
     iterations: int = Field(ge=1)
     network_model: str
     workloads: list[str]
@@ -88,6 +112,9 @@ class Quick(_Strict):
 
 
 class SweepWorkload(_Strict):
+    """(d) One workload of the strategy sweep: samples per DP replica, microbatches per PP depth,
+    the strategies (`MP(x)-DP(y)-PP(z)`) and the paper's averages."""
+
     samples_per_dp: int = Field(ge=1)
     microbatches_by_pp: dict[int, int]
     strategies: list[str]
@@ -102,6 +129,9 @@ class SweepWorkload(_Strict):
 
 
 class Sweep(_Strict):
+    """(d) The strategy sweep: systems compared (first: the baseline), network model, iterations,
+    workloads."""
+
     systems: list[str]
     network_model: str
     iterations: int = Field(ge=1)
@@ -109,7 +139,18 @@ class Sweep(_Strict):
 
 
 def parse_strategy(name: str) -> tuple[int, int, int]:
-    """`MP(2)-DP(5)-PP(2)` -> (2, 5, 2)."""
+    """Read a strategy name.
+
+    Parameters
+    ----------
+    name : str
+        `MP(x)-DP(y)-PP(z)`, e.g. `MP(2)-DP(5)-PP(2)`.
+
+    Returns
+    -------
+    (mp, dp, pp) : tuple of int
+        ConfigError naming `strategy` for anything else.
+    """
     import re
 
     m = re.fullmatch(r"\s*MP\((\d+)\)-DP\((\d+)\)-PP\((\d+)\)\s*", str(name))
@@ -119,6 +160,9 @@ def parse_strategy(name: str) -> tuple[int, int, int]:
 
 
 class FredConfig(_Strict):
+    """The whole reproduction config (configs/fred.yaml): the wafer, the systems, and the
+    parameters of parts (a) to (d)."""
+
     name: str
     wafer: Wafer
     systems: dict[str, SystemSpec]
@@ -134,6 +178,8 @@ class FredConfig(_Strict):
 
 
 def default_config_path() -> Path:
+    """configs/fred.yaml of the checkout this package runs from, else of the current directory
+    (Path; ConfigError if neither exists)."""
     here = Path(__file__).resolve()
     for cand in (here.parents[4] / "configs" / "fred.yaml", Path.cwd() / "configs" / "fred.yaml"):
         if cand.is_file():
@@ -142,6 +188,19 @@ def default_config_path() -> Path:
 
 
 def load_config(path: str | Path | None = None) -> FredConfig:
+    """Read and check the reproduction config.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The YAML file (default configs/fred.yaml).
+
+    Returns
+    -------
+    FredConfig
+        A one-line ConfigError (file, field, value, what is accepted) for bad input, including
+        names that do not refer to a workload or system and strategies that do not fill the wafer.
+    """
     cfg = load_yaml(FredConfig, path or default_config_path(), "wafer, systems, microbenchmarks, workloads")
     if "mesh" not in cfg.systems:
         raise ConfigError("systems", list(cfg.systems), "accepted: a 'mesh' baseline among the systems")
@@ -168,7 +227,20 @@ NPUS_PER_L1 = 4  # [V] spec 1.5
 
 
 def network(cfg: FredConfig, system: str) -> dict:
-    """The `network` section of a training config for `system`: topology spec and bandwidth."""
+    """The `network` section of a training config for one system.
+
+    Parameters
+    ----------
+    cfg : FredConfig
+    system : str
+        A key of `cfg.systems`.
+
+    Returns
+    -------
+    dict
+        topology (a spec string), bandwidth (bytes/s: the mesh link's, or the NPU's on FRED),
+        latency (s per hop) and algorithms (per collective).
+    """
     w, s = cfg.wafer, cfg.systems[system]
     if s.kind == "mesh":
         spec = f"wafer:{w.cols}x{w.rows},io={w.io_bandwidth}B/s"
@@ -182,6 +254,7 @@ def network(cfg: FredConfig, system: str) -> dict:
 
 
 def topology(cfg: FredConfig, system: str):
+    """The topology of one system (Topology), built from `network(cfg, system)`."""
     from ...topology.spec import parse_topology
 
     net = network(cfg, system)
@@ -189,5 +262,6 @@ def topology(cfg: FredConfig, system: str):
 
 
 def algorithms(cfg: FredConfig, system: str) -> dict[str, str]:
+    """The system's algorithm for all-reduce, reduce-scatter and all-gather (dict)."""
     a = cfg.systems[system].algorithm
     return {"all-reduce": a, "reduce-scatter": a, "all-gather": a}

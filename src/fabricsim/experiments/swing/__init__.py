@@ -15,9 +15,10 @@ Definitions (the paper's):
   steps of the most bytes on any link / the same sum of port bytes. So the bandwidth time is
   (n/D) beta Psi Xi exactly in this model.
 
-Modules: `config` (the file, pydantic) and `resolve` (cross references), `points` (points,
-evaluate, summarize, run), `results` (the paper's arithmetic and tables), `report` (files, plots,
-printed tables).
+Modules: `config` (the resolved config), `schema` (the file's pydantic models), `resolve` (cross
+references), `points` (points, evaluate, summarize, run), `results` (the paper's arithmetic, result
+dataclasses), `tables` (ours beside the paper's numbers), `report` (files, printed tables),
+`plots` (figures).
 """
 
 from pathlib import Path
@@ -37,8 +38,9 @@ from .config import (
     parse_config,
     size_label,
 )
+from .plots import write_plots
 from .points import CasePoint, CaseRows, Deficiency, deficiency, evaluate, points, run, summarize
-from .report import print_report, to_json, write_outputs, write_plots
+from .report import print_report, to_json, write_outputs
 from .results import (
     CaseResult,
     Curve,
@@ -51,25 +53,55 @@ from .results import (
     bandwidth_label,
     gain_pct,
     goodput_gbps,
-    goodput_table,
     speedup_of_gain,
-    summary,
 )
+from .tables import goodput_table, summary
 
 DEFAULT_OUT = Path("out") / "swing"
+
+
+def _label(point: CasePoint) -> str:
+    return point.label
+
 
 EXPERIMENT = Experiment(
     name="swing",
     summary="Swing (NSDI'24): gains over the best other all-reduce on tori, ours beside the paper's.",
     quick_help="the CI subset of tori (config: quick)",
     load_config=load_config, points=points, evaluate=evaluate, summarize=summarize,
-    write=write_outputs, render=print_report, to_json=to_json, default_out=DEFAULT_OUT,
-    label=lambda p: p.label,
+    write=write_outputs, render=print_report, to_json=to_json, default_out=DEFAULT_OUT, label=_label,
 )
+
+
+def reproduce(config: str | Path | None = None, out: str | Path | None = None, quick: bool = False,
+              json_out: bool = False, con=None, err_con=None) -> Reproduction:
+    """What `fabricsim reproduce swing` does (`experiments.base.reproduce` with this study).
+
+    Parameters
+    ----------
+    config : str or Path, optional
+        The config file (default configs/swing.yaml).
+    out : str or Path, optional
+        Output folder (default out/swing).
+    quick : bool
+        The CI subset of tori.
+    json_out : bool
+        Print JSON instead of tables.
+    con, err_con : rich Console, optional
+        Tables (default stdout) and the progress bar (None: no bar).
+
+    Returns
+    -------
+    Reproduction
+    """
+    from ..base import reproduce as run_study
+
+    return run_study(EXPERIMENT, config, out, quick, json_out, con, err_con)
+
 
 __all__ = ["DEFAULT_OUT", "EXPERIMENT", "PAPER_ALGORITHMS", "CasePoint", "CaseResult", "CaseRows", "Curve",
            "Deficiency", "DeficiencyRow", "Entry", "GainRow", "GoodputRow", "LatencyRow", "PaperGain", "PaperGoodput",
            "PeakRow", "Reproduction", "Shape", "SwingConfig", "Table2Row", "Variant", "bandwidth_label", "deficiency",
            "eval_formula", "evaluate", "gain_pct", "goodput_gbps", "goodput_table", "load_config", "parse_config",
-           "points", "print_report", "run", "size_label", "speedup_of_gain", "summarize", "summary", "to_json",
-           "write_outputs", "write_plots"]
+           "points", "print_report", "reproduce", "run", "size_label", "speedup_of_gain", "summarize", "summary",
+           "to_json", "write_outputs", "write_plots"]

@@ -1,9 +1,10 @@
-"""The Swing reproduction's config (`configs/swing.yaml`): pydantic models for its structure and
-units, then one pass that resolves the cross references (shape names, entry keys, Table 2 rows,
-sizes on the run's grid) into the frozen `SwingConfig`.
+"""The Swing reproduction's config (`configs/swing.yaml`) as frozen dataclasses of plain data.
 
-Every error is one line naming the file, the field path (`algorithms[1].variants[0].options.mode`),
-the value and what is accepted.
+`parse_config` checks a mapping against the file's pydantic models (`schema.py`: structure,
+units, types, ranges), then resolves the cross references (`resolve.py`: shape names, entry keys,
+Table 2 rows, sizes on the run's grid, algorithm options through the registry's one parser) into
+a `SwingConfig`. Every error is one line naming the file, the field path
+(`algorithms[1].variants[0].options.mode`), the value and what is accepted.
 """
 
 from __future__ import annotations
@@ -13,14 +14,13 @@ import math
 import operator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from ...config import read_yaml_mapping, validate
 from ...errors import ConfigError
-from ...units import format_size, parse_bandwidth, parse_size, parse_time
+from ...units import format_size
 
 DEFAULT_CONFIG_NAME = "swing.yaml"
 # The paper's algorithms, as the registry names them. A config may list them before they are
@@ -34,46 +34,97 @@ ROLES = ("subject", "baseline", "extra")
 
 @dataclass(frozen=True)
 class Variant:
-    """One schedule: a registered algorithm with options (e.g. Swing-L = swing, mode=latency)."""
+    """One schedule: a registered algorithm with typed options (Swing-L = swing, mode=latency).
+
+    Parameters
+    ----------
+    label : str
+        Unique over the config (`Swing-L`).
+    algorithm : str
+        The registry's canonical name.
+    options : tuple of (str, value)
+        Typed options in name order (`choose_algorithm`), without `dims` (the shape gives them).
+    table2 : str, optional
+        The row of the paper's Table 2 this variant is compared with.
+    """
 
     label: str
     algorithm: str
     options: tuple[tuple[str, Any], ...] = ()
-    table2: str | None = None  # row of the paper's Table 2 this variant is checked against
+    table2: str | None = None
 
     @property
     def options_dict(self) -> dict:
-        """The options as keyword arguments."""
+        """The options as keyword arguments (dict)."""
         return dict(self.options)
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One curve of the paper: the best of its variants at each size."""
+    """One curve of the paper: at each size, the fastest of its variants.
+
+    Parameters
+    ----------
+    key : str
+        Short name (`swing`, `recdoub`), referenced by the paper's numbers.
+    label : str
+        Shown in tables and plots.
+    role : str
+        `subject` (Swing), `baseline` (what Swing's gain is measured against) or `extra`.
+    variants : tuple of Variant
+    shapes : tuple of str, optional
+        The shapes the curve is drawn for (None: every shape).
+    """
 
     key: str
     label: str
-    role: str  # subject | baseline | extra
+    role: str
     variants: tuple[Variant, ...]
-    shapes: tuple[str, ...] | None = None  # None: every shape
+    shapes: tuple[str, ...] | None = None
 
     def applies_to(self, shape: str) -> bool:
-        """Whether this curve is drawn for `shape`."""
+        """Whether this curve is drawn for the shape named `shape` (bool)."""
         return self.shapes is None or shape in self.shapes
 
 
 @dataclass(frozen=True)
 class Shape:
-    """A torus (or a 2-D HyperX) of the paper: its name, dims (dimension 0 fastest), figures."""
+    """A torus (or a 2-D HyperX) of the paper.
+
+    Parameters
+    ----------
+    name : str
+        `8x8` unless named.
+    dims : tuple of int
+        Dimension sizes, dimension 0 fastest.
+    figures : tuple of str
+        The paper's figures that show it.
+    extended : bool
+        Run to `sizes.max_extended` instead of `sizes.max`.
+    topology : str
+        `torus`, or `hyperx` (every node linked to every node of its row and column).
+    """
 
     name: str
     dims: tuple[int, ...]
     figures: tuple[str, ...] = ()
     extended: bool = False
-    topology: str = "torus"  # or "hyperx": every node linked to every node of its row and column
+    topology: str = "torus"
 
     def build(self, bandwidth_Bps: float, hop_s: float):
-        """The topology at `bandwidth_Bps` per link and `hop_s` latency per hop."""
+        """The topology.
+
+        Parameters
+        ----------
+        bandwidth_Bps : float
+            Link bandwidth, bytes/s (each direction).
+        hop_s : float
+            Latency per hop, s.
+
+        Returns
+        -------
+        Topology
+        """
         from ...topology import stack, torus
 
         if self.topology == "hyperx":
@@ -82,26 +133,41 @@ class Shape:
 
     @property
     def p(self) -> int:
-        """Number of nodes."""
+        """Number of nodes (int)."""
         return int(np.prod(self.dims))
 
     @property
     def D(self) -> int:
-        """Number of dimensions larger than 1."""
+        """Number of dimensions larger than 1 (int)."""
         return sum(1 for d in self.dims if d > 1)
 
 
 @dataclass(frozen=True)
 class PaperGain:
-    """A gain of Swing the paper states: figure, shape, size (None: the largest), range in percent."""
+    """A gain of Swing the paper states.
+
+    Parameters
+    ----------
+    figure : str
+        The paper's figure (`7`, `8`, `11`).
+    shape : str
+    size : float or None
+        Bytes; None: the largest gain over all sizes (`max` in the file).
+    lo, hi : float
+        Percent; equal unless the paper gives a range.
+    bandwidth_Bps : float, optional
+        Link bandwidth, bytes/s (None: the config's).
+    vs : str, optional
+        The entry key the paper names as the best other algorithm there.
+    """
 
     figure: str
     shape: str
-    size: float | None  # bytes; None = the largest gain over all sizes ("max")
-    lo: float  # percent; lo == hi unless the paper gives a range
+    size: float | None
+    lo: float
     hi: float
-    bandwidth_Bps: float | None = None  # None = the config's link bandwidth
-    vs: str | None = None  # entry key the paper names as the best other algorithm there
+    bandwidth_Bps: float | None = None
+    vs: str | None = None
 
     @property
     def mid(self) -> float:
@@ -111,7 +177,7 @@ class PaperGain:
 
 @dataclass(frozen=True)
 class PaperGoodput:
-    """A goodput the paper states, Gb/s."""
+    """A goodput the paper states: `gbps` Gb/s for entry `entry` on `shape` at `size` bytes."""
 
     shape: str
     size: float
@@ -121,22 +187,50 @@ class PaperGoodput:
 
 @dataclass(frozen=True)
 class Table2Row:
-    """A row of the paper's Table 2 (deficiencies); values are numbers, maps D -> number or formulas."""
+    """A row of the paper's Table 2 (deficiencies, in units of the vector size).
+
+    Parameters
+    ----------
+    key, label : str
+    lam, psi, xi : float, str, tuple of (int, float) or None
+        A number, a formula in p, D and dmax, pairs (D, number), or None (not given).
+    """
 
     key: str
     label: str
-    lam: Any  # number | formula string | tuple of (D, number)
+    lam: Any
     psi: Any
     xi: Any
 
     def values(self, p: int, D: int, dmax: int) -> tuple[float | None, float | None, float | None]:
-        """(Lambda, Psi, Xi) at p nodes, D dimensions, largest dimension dmax (None: not given)."""
+        """The row at one torus.
+
+        Parameters
+        ----------
+        p : int
+            Nodes.
+        D : int
+            Dimensions larger than 1.
+        dmax : int
+            Largest dimension.
+
+        Returns
+        -------
+        (Lambda, Psi, Xi)
+            Floats, None where the row gives none.
+        """
         return tuple(_table2_value(v, p, D, dmax) for v in (self.lam, self.psi, self.xi))  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
 class SwingConfig:
-    """Everything the reproduction uses: network parameters, sizes, shapes, algorithms, the paper's numbers."""
+    """Everything the reproduction uses, checked and resolved.
+
+    Bandwidths in bytes/s, times in s, sizes in bytes. `sizes` is the grid min..max by factor,
+    `sizes_extended` the same to `max_extended` (extended shapes). `runtime_32B_us` holds
+    (shape, entry key, us), `peak_fraction` (shape, model, sst), `swing_b_exact` (shape,
+    Psi*Xi), `l_distance_sums` (shape, Table 2 key, hops).
+    """
 
     name: str
     source: str
@@ -154,16 +248,16 @@ class SwingConfig:
     quick_shapes: tuple[str, ...]
     quick_sweep: bool
     paper_gains: tuple[PaperGain, ...]
-    runtime_32B_us: tuple[tuple[str, str, float], ...]  # (shape, entry key, us)
-    peak_fraction: tuple[tuple[str, float | None, float | None], ...]  # (shape, model, sst)
+    runtime_32B_us: tuple[tuple[str, str, float], ...]
+    peak_fraction: tuple[tuple[str, float | None, float | None], ...]
     paper_goodput: tuple[PaperGoodput, ...]
     table2: tuple[Table2Row, ...]
     swing_b_exact: tuple[tuple[str, float], ...]
-    l_distance_sums: tuple[tuple[str, str, float], ...] = ()  # (shape, table2 key, hops)
+    l_distance_sums: tuple[tuple[str, str, float], ...] = ()
 
     @property
     def hop_latency_s(self) -> float:
-        """Per hop: link latency + packet processing (400 ns in the paper's setup)."""
+        """Per hop: link latency + packet processing, s (400 ns in the paper's setup)."""
         return self.link_latency_s + self.hop_processing_s
 
     @property
@@ -172,7 +266,7 @@ class SwingConfig:
         return next(e for e in self.algorithms if e.role == "subject")
 
     def shape(self, name: str) -> Shape:
-        """The shape called `name`."""
+        """The shape called `name` (Shape; StopIteration if there is none)."""
         return next(s for s in self.shapes if s.name == name)
 
     def table2_row(self, key: str | None) -> Table2Row | None:
@@ -188,7 +282,20 @@ _FUNCS = {"log2": math.log2, "sqrt": math.sqrt, "max": max, "min": min}
 
 
 def eval_formula(text: str, names: dict[str, float]) -> float:
-    """A small arithmetic formula (+ - * / **, log2, sqrt, min, max) in the given names."""
+    """Evaluate a small arithmetic formula (numbers, names, + - * / **, log2, sqrt, min, max).
+
+    Parameters
+    ----------
+    text : str
+        The formula, e.g. `2*D*p**(1/D)`.
+    names : dict
+        Values of the names it may use.
+
+    Returns
+    -------
+    float
+        ValueError for anything else (attributes, calls of other functions, unknown names).
+    """
 
     def ev(node):
         if isinstance(node, ast.Expression):
@@ -218,7 +325,8 @@ def _table2_value(v: Any, p: int, D: int, dmax: int) -> float | None:
     return eval_formula(v, {"p": p, "D": D, "dmax": dmax})
 
 
-def _size_list(lo: float, hi: float, factor: float) -> tuple[float, ...]:
+def size_grid(lo: float, hi: float, factor: float) -> tuple[float, ...]:
+    """Sizes lo, lo x factor, ... up to hi (bytes; hi included up to rounding)."""
     out, s = [], lo
     while s <= hi * (1 + 1e-12):
         out.append(float(s))
@@ -226,165 +334,17 @@ def _size_list(lo: float, hi: float, factor: float) -> tuple[float, ...]:
     return tuple(out)
 
 
-# ==== the file's structure (pydantic) ==========================================================
-
-
-def _unit(parse, what: str, positive: bool = False):
-    def check(v):
-        if isinstance(v, bool):
-            raise ValueError(f"accepted: {what}")
-        try:
-            x = parse(v, "value")
-        except ConfigError as e:
-            raise ValueError(e.accepted) from None
-        if positive and x <= 0:
-            raise ValueError(f"accepted: {what} greater than zero")
-        return x
-    return BeforeValidator(check)
-
-
-def _number(v):
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ValueError("accepted: a number")
-    return float(v)
-
-
-Size = Annotated[float, _unit(parse_size, "a size, e.g. 32B, 2KiB, 512MiB", positive=True)]
-Bandwidth = Annotated[float, _unit(parse_bandwidth, "a bandwidth, e.g. 400Gbps")]
-Time = Annotated[float, _unit(parse_time, "a time, e.g. 100ns")]
-Number = Annotated[float, BeforeValidator(_number)]
-Text = Annotated[str, BeforeValidator(lambda v: _text(v))]
-
-
-def _text(v) -> str:
-    if isinstance(v, bool) or not isinstance(v, (str, int, float)) or not str(v).strip():
-        raise ValueError("accepted: a non-empty string")
-    return str(v).strip()
-
-
-class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class NetworkIn(_In):
-    link_bandwidth: Bandwidth
-    link_latency: Time
-    hop_processing: Time
-    step_overhead: Time
-    model: str = "congestion-aware"
-
-    @field_validator("model")
-    @classmethod
-    def _model(cls, v):
-        from ...network.analytical import normalize_model
-
-        return normalize_model(v)
-
-
-class SizesIn(_In):
-    min: Size
-    max: Size
-    factor: Number
-    max_extended: Size | None = None
-
-    @field_validator("factor")
-    @classmethod
-    def _factor(cls, v):
-        if v <= 1:
-            raise ValueError("accepted: a number > 1, e.g. 4")
-        return v
-
-
-class ShapeIn(_In):
-    name: Text | None = None
-    dims: list[Annotated[int, Field(ge=2, strict=True)]] = Field(min_length=1)
-    figures: list[Text] = Field(default_factory=list)
-    extended: bool = False
-    topology: Literal["torus", "hyperx"] = "torus"
-
-
-class SweepIn(_In):
-    shape: Text
-    bandwidths: list[Bandwidth] = Field(min_length=1)
-
-
-class VariantIn(_In):
-    label: Text | None = None
-    algorithm: Text
-    options: dict[str, str | int | float | bool] = Field(default_factory=dict)
-    table2: str | None = None
-
-
-class EntryIn(_In):
-    key: Text
-    label: Text | None = None
-    role: Literal["subject", "baseline", "extra"]
-    variants: list[VariantIn] = Field(min_length=1)
-    shapes: list[Text] | None = None
-
-
-class QuickIn(_In):
-    shapes: list[Text] | None = Field(default=None, min_length=1)
-    bandwidth_sweep: bool = False
-
-
-class Table2In(_In):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    label: str | None = None
-    lam: Number | dict[int, Number] | str | None = Field(default=None, alias="lambda")
-    psi: Number | dict[int, Number] | str | None = None
-    xi: Number | dict[int, Number] | str | None = None
-
-
-class PointIn(_In):
-    figure: Text = "?"
-    shape: Text
-    size: str | int | float
-    gain: Number | list[Number]
-    vs: Text | None = None
-    bandwidth: Bandwidth | None = None
-
-
-class PeakIn(_In):
-    model: Annotated[Number, Field(gt=0, le=1)] | None = None
-    sst: Annotated[Number, Field(gt=0, le=1)] | None = None
-
-
-class GoodputIn(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    shape: Text
-    size: Size
-
-
-class PaperIn(_In):
-    gain_sizes: list[Size] = Field(default_factory=list)
-    fig7: dict[str, list[Number]] = Field(default_factory=dict)
-    fig8: dict[str, list[Number]] = Field(default_factory=dict)
-    points: list[PointIn] = Field(default_factory=list)
-    runtime_32B_us: dict[str, dict[str, Number]] = Field(default_factory=dict)
-    peak_fraction: dict[str, PeakIn] = Field(default_factory=dict)
-    goodput_gbps: list[GoodputIn] = Field(default_factory=list)
-    table2: dict[str, Table2In] = Field(default_factory=dict)
-    swing_b_exact_psi_xi: dict[str, Number] = Field(default_factory=dict)
-    l_distance_sums: dict[str, dict[str, Number]] = Field(default_factory=dict)
-
-
-class SwingConfigIn(_In):
-    name: Text = "swing"
-    network: NetworkIn
-    sizes: SizesIn
-    shapes: list[ShapeIn] = Field(min_length=1)
-    bandwidth_sweep: SweepIn | None = None
-    algorithms: list[EntryIn] = Field(min_length=1)
-    quick: QuickIn = Field(default_factory=QuickIn)
-    paper: PaperIn = Field(default_factory=PaperIn)
+def size_label(nbytes: float) -> str:
+    """A size without spaces for tables and file names (`2MiB`, `32B`)."""
+    return format_size(nbytes).replace(" ", "")
 
 
 # ==== loading ===================================================================================
 
 
 def default_config_path() -> Path:
-    """configs/swing.yaml of the checkout this package runs from, else of the current directory."""
+    """configs/swing.yaml of the checkout this package runs from, else of the current directory
+    (Path; ConfigError if neither exists)."""
     here = Path(__file__).resolve()
     for cand in (here.parents[4] / "configs" / DEFAULT_CONFIG_NAME, Path.cwd() / "configs" / DEFAULT_CONFIG_NAME):
         if cand.is_file():
@@ -401,11 +361,12 @@ def load_config(path: str | Path | None = None, data: dict | None = None) -> Swi
     path : str or Path, optional
         The YAML file (default: configs/swing.yaml).
     data : dict, optional
-        An already-parsed mapping instead of a file.
+        An already-parsed mapping instead of a file (errors then name `config`).
 
     Returns
     -------
     SwingConfig
+        A one-line ConfigError (file, field, value, what is accepted) for bad input.
     """
     if data is not None:
         return parse_config(data, "config")
@@ -416,16 +377,24 @@ def load_config(path: str | Path | None = None, data: dict | None = None) -> Swi
 
 
 def parse_config(data: Any, source: str = "config") -> SwingConfig:
-    """Check a config mapping and resolve it into a `SwingConfig` (one-line ConfigError naming
-    `source` and the field otherwise)."""
+    """Check a config mapping and resolve its cross references.
+
+    Parameters
+    ----------
+    data : dict
+        The parsed YAML (the layout of configs/swing.yaml).
+    source : str
+        What errors name first (the file name).
+
+    Returns
+    -------
+    SwingConfig
+        A one-line ConfigError naming `source`, the field path, the value and what is accepted
+        for bad input.
+    """
+    from .resolve import resolve
+    from .schema import SwingConfigIn
+
     if not isinstance(data, dict):
         raise ConfigError(source, type(data).__name__, "accepted: a YAML mapping")
-    raw = validate(SwingConfigIn, data, source, brackets=True)
-    from .resolve import resolve
-
-    return resolve(raw, source)
-
-
-def size_label(nbytes: float) -> str:
-    """`2MiB`, `32B`: a size without spaces."""
-    return format_size(nbytes).replace(" ", "")
+    return resolve(validate(SwingConfigIn, data, source, brackets=True), source)

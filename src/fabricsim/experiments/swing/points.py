@@ -1,6 +1,7 @@
-"""The Swing reproduction as points: one point per torus shape (its link bandwidths, sizes and the
-variants that apply), `evaluate` (pure, picklable) builds every schedule once and prices every size
-at every bandwidth, `summarize` compares with the paper.
+"""The Swing reproduction as points: one point per case, a torus shape at one link bandwidth (the
+config's, or one of the bandwidth sweep's), with the variants that apply to it. `evaluate` (pure,
+picklable) builds every variant's schedule on that torus and prices every size in one pass;
+`summarize` turns the rows into curves and gains and compares them with the paper.
 
 Model (spec section 3, "recommended simulator model"): every collective is a sequence of lock-step
 steps; a step lasts alpha + the longest path latency of its transfers (400 ns per hop = 100 ns link +
@@ -19,29 +20,38 @@ import numpy as np
 
 from ...errors import ConfigError
 from .config import Shape, SwingConfig, Variant
-from .results import (
-    DeficiencyRow,
-    Reproduction,
-    _case_result,
-    bandwidth_label,
-    goodput_points,
-    latency_table,
-    peak_table,
-    reproduction_table,
-)
+from .results import DeficiencyRow, Reproduction, bandwidth_label, case_result
+from .tables import goodput_points, latency_table, peak_table, reproduction_table
 
 
 @dataclass(frozen=True)
 class Deficiency:
-    """The paper's deficiencies of one schedule on one torus, and the sums behind them."""
+    """The paper's deficiencies of one schedule on one torus, and the sums behind them.
+
+    Parameters
+    ----------
+    steps : int
+    lam : float
+        Lambda = steps / log2 p.
+    psi : float
+        Psi = sum over steps of the largest message / (n / D).
+    xi : float
+        Xi = sum over steps of the busiest link's bytes / the same sum of largest messages.
+    msg_frac : float
+        Sum over steps of the largest message, in units of the vector size n.
+    link_frac : float
+        Sum over steps of the busiest link's bytes / n (bandwidth time = n beta link_frac).
+    latency_s : float
+        Sum over steps of the longest path latency, s.
+    """
 
     steps: int
-    lam: float  # steps / log2 p
-    psi: float  # sum_steps largest message / (n / D)
-    xi: float  # sum_steps max link bytes / sum_steps largest message
-    msg_frac: float  # sum_steps largest message bytes / n
-    link_frac: float  # sum_steps max link bytes / n (bandwidth time = n beta link_frac)
-    latency_s: float  # sum_steps longest path latency
+    lam: float
+    psi: float
+    xi: float
+    msg_frac: float
+    link_frac: float
+    latency_s: float
 
     @property
     def psi_xi(self) -> float:
@@ -50,8 +60,20 @@ class Deficiency:
 
 
 def deficiency(topo, sched) -> Deficiency:
-    """Lambda, Psi and Xi (`network.deficiencies`, the paper's Table 2 definitions), plus the
-    sums behind them and the summed longest path latency (hops x per-hop latency)."""
+    """The deficiencies of a schedule on a topology (`network.deficiencies`, Table 2's definitions).
+
+    Parameters
+    ----------
+    topo : Topology
+    sched : Schedule
+        Placed on `topo`.
+
+    Returns
+    -------
+    Deficiency
+        Lambda, Psi, Xi, the sums behind them and the summed longest path latency (hops x
+        per-hop latency, s).
+    """
     from ...collectives.schedule import lane_total
     from ...network.analytical import deficiencies, route_schedule
 
@@ -65,33 +87,86 @@ def deficiency(topo, sched) -> Deficiency:
 
 @dataclass(frozen=True)
 class CasePoint:
-    """One torus shape to run: plain data, everything `evaluate` needs."""
+    """One case to run: a shape at one link bandwidth, with everything `evaluate` needs.
+
+    Parameters
+    ----------
+    shape : Shape
+    bandwidth_Bps : float
+        Link bandwidth, bytes/s.
+    base : bool
+        At the config's link bandwidth (False: a case of the bandwidth sweep). Deficiencies and
+        notes come from the base case only: they do not depend on the bandwidth.
+    sizes : tuple of float
+        Vector sizes, bytes.
+    variants : tuple of Variant
+        The registered variants of the entries drawn for this shape.
+    model : str
+        The analytical model's name (`network.model.get_network_model`).
+    step_overhead_s : float
+        Per-step overhead alpha, s.
+    hop_latency_s : float
+        Latency per hop, s.
+    """
 
     shape: Shape
-    bandwidths: tuple[float, ...]  # bytes/s; the first is the config's link bandwidth (the base case)
-    sizes: tuple[float, ...]  # bytes
-    variants: tuple[Variant, ...]  # registered variants of the entries that apply to the shape
+    bandwidth_Bps: float
+    base: bool
+    sizes: tuple[float, ...]
+    variants: tuple[Variant, ...]
     model: str
     step_overhead_s: float
     hop_latency_s: float
 
     @property
+    def name(self) -> str:
+        """The case's name: `8x8`, or `8x8@100Gb/s` in the bandwidth sweep."""
+        return self.shape.name if self.base else f"{self.shape.name}@{bandwidth_label(self.bandwidth_Bps).replace(' ', '')}"
+
+    @property
     def label(self) -> str:
-        return f"torus {self.shape.name}"
+        """What progress bars show (`torus 8x8`, `torus 8x8 at 100 Gb/s`)."""
+        return f"torus {self.shape.name}" + ("" if self.base else f" at {bandwidth_label(self.bandwidth_Bps)}")
 
 
 @dataclass(frozen=True)
 class CaseRows:
-    """What one point gives: per bandwidth the times of every variant, the base case's deficiencies."""
+    """What one point gives.
 
-    shape: str
-    times: tuple[tuple[float, tuple[tuple[str, tuple[float, ...]], ...]], ...]  # (bandwidth, ((label, s per size), ...))
-    deficiencies: tuple[tuple[str, Deficiency], ...]  # (variant label, deficiency at the base bandwidth)
-    notes: tuple[str, ...]  # variants that do not serve the shape
+    Parameters
+    ----------
+    case : str
+        The case's name (`CasePoint.name`).
+    times : tuple of (str, tuple of float)
+        Per variant label, its time at each size of the point, s.
+    deficiencies : tuple of (str, Deficiency)
+        Per variant label (base cases only; empty otherwise).
+    notes : tuple of str
+        Variants that do not serve the shape (base cases only).
+    """
+
+    case: str
+    times: tuple[tuple[str, tuple[float, ...]], ...]
+    deficiencies: tuple[tuple[str, Deficiency], ...]
+    notes: tuple[str, ...]
 
 
 def points(cfg: SwingConfig, quick: bool = False, shapes: Sequence[str] | None = None) -> list[CasePoint]:
-    """One point per shape of the run (every shape, the quick subset, or `shapes`)."""
+    """The cases of a run, in report order: per shape, the base case, then its sweep bandwidths.
+
+    Parameters
+    ----------
+    cfg : SwingConfig
+    quick : bool
+        The config's quick subset of shapes (and the sweep only if `quick.bandwidth_sweep`).
+    shapes : sequence of str, optional
+        These shapes only (overrides `quick`'s choice of shapes).
+
+    Returns
+    -------
+    list of CasePoint
+        ConfigError for a shape name the config does not have.
+    """
     from ...collectives.registry import ALGORITHMS
 
     names = list(shapes) if shapes is not None else list(cfg.quick_shapes if quick else [s.name for s in cfg.shapes])
@@ -106,76 +181,103 @@ def points(cfg: SwingConfig, quick: bool = False, shapes: Sequence[str] | None =
         if do_sweep and name == cfg.sweep_shape:
             bws += [b for b in cfg.sweep_bandwidths if not math.isclose(b, cfg.link_bandwidth_Bps)]
         variants = tuple(v for e in cfg.algorithms if e.applies_to(name) for v in e.variants if v.algorithm in ALGORITHMS)
-        out.append(CasePoint(shape, tuple(bws), cfg.sizes_extended if shape.extended else cfg.sizes, variants,
-                             cfg.model, cfg.step_overhead_s, cfg.hop_latency_s))
+        sizes = cfg.sizes_extended if shape.extended else cfg.sizes
+        out += [CasePoint(shape, bw, k == 0, sizes, variants, cfg.model, cfg.step_overhead_s, cfg.hop_latency_s)
+                for k, bw in enumerate(bws)]
     return out
 
 
 def evaluate(point: CasePoint) -> CaseRows:
-    """Build every variant's schedule once on the point's torus and price all sizes at every
-    bandwidth in one pass each; deficiencies on the base torus. Pure: depends on `point` only."""
+    """Price every variant of one case at every size (pure: depends on `point` only).
+
+    Parameters
+    ----------
+    point : CasePoint
+
+    Returns
+    -------
+    CaseRows
+        Times (s) per variant and size through `get_network_model(model).collective(topo,
+        schedule).times(sizes)`; on a base case also the deficiencies, and notes for the
+        variants that cannot serve the shape (e.g. Hamiltonian rings in 3-D).
+    """
     from ...collectives.api import build_schedule
     from ...network.model import get_network_model
 
     shape = point.shape
     model = get_network_model(point.model, step_overhead=point.step_overhead_s)
-    base = shape.build(point.bandwidths[0], point.hop_latency_s)
+    topo = shape.build(point.bandwidth_Bps, point.hop_latency_s)
     scheds, notes = {}, []
     for v in point.variants:
         try:
-            scheds[v.label] = build_schedule(base, "all-reduce", v.algorithm, **v.options_dict)
-        except ConfigError as err:  # the algorithm does not serve this shape (e.g. rings in 3-D)
+            scheds[v.label] = build_schedule(topo, "all-reduce", v.algorithm, **v.options_dict)
+        except ConfigError as err:  # the algorithm does not serve this shape
             notes.append(f"{shape.name}: {v.label} ({v.algorithm}) not applicable: {err}")
-    times = []
-    for k, bw in enumerate(point.bandwidths):
-        topo = base if k == 0 else shape.build(bw, point.hop_latency_s)
-        times.append((bw, tuple((lab, tuple(float(x) for x in model.collective(topo, s).times(point.sizes)))
-                                for lab, s in scheds.items())))
-    defs = tuple((lab, deficiency(base, s)) for lab, s in scheds.items())
-    return CaseRows(shape.name, tuple(times), defs, tuple(notes))
+    times = tuple((lab, tuple(float(x) for x in model.collective(topo, s).times(point.sizes))) for lab, s in scheds.items())
+    if not point.base:
+        return CaseRows(point.name, times, (), ())
+    defs = tuple((lab, deficiency(topo, s)) for lab, s in scheds.items())
+    return CaseRows(point.name, times, defs, tuple(notes))
 
 
 def _deficiency_rows(cfg: SwingConfig, shape: Shape, rows: CaseRows) -> list[DeficiencyRow]:
+    """The deficiency table's rows of one base case, beside Table 2 and the spec's exact values."""
     exact = dict(cfg.swing_b_exact)
     lsums = {(s, k): v for s, k, v in cfg.l_distance_sums}
     got = dict(rows.deficiencies)
     p, D, dmax = shape.p, shape.D, max(shape.dims)
     out = []
-    for e in cfg.algorithms:
-        for v in e.variants:
-            if v.label not in got:
-                continue
-            d = got[v.label]
-            row = cfg.table2_row(v.table2)
-            pl, pp, px = row.values(p, D, dmax) if row is not None else (None, None, None)
-            if v.table2 == "swing_b":
-                ek, eo, es = "Psi*Xi", d.psi_xi, exact.get(shape.name)
-            elif v.options_dict.get("mode") == "latency" or (v.table2 or "").endswith("_l"):
-                ek, eo, es = "hops", d.latency_s / cfg.hop_latency_s, lsums.get((shape.name, v.table2))
-            else:
-                ek = eo = es = None
-            out.append(DeficiencyRow(shape.name, v.label, v.algorithm, v.table2, d.steps, d.lam, d.psi, d.xi, d.psi_xi,
-                                     d.latency_s * 1e6, pl, pp, px, ek, eo, es))
+    for v in (v for e in cfg.algorithms for v in e.variants if v.label in got):
+        d = got[v.label]
+        row = cfg.table2_row(v.table2)
+        pl, pp, px = row.values(p, D, dmax) if row is not None else (None, None, None)
+        if v.table2 == "swing_b":
+            ek, eo, es = "Psi*Xi", d.psi_xi, exact.get(shape.name)
+        elif v.options_dict.get("mode") == "latency" or (v.table2 or "").endswith("_l"):
+            ek, eo, es = "hops", d.latency_s / cfg.hop_latency_s, lsums.get((shape.name, v.table2))
+        else:
+            ek = eo = es = None
+        out.append(DeficiencyRow(shape.name, v.label, v.algorithm, v.table2, d.steps, d.lam, d.psi, d.xi, d.psi_xi,
+                                 d.latency_s * 1e6, pl, pp, px, ek, eo, es))
+    return out
+
+
+def _warnings(cfg: SwingConfig) -> list[str]:
+    """One warning per paper algorithm the config lists that is not registered (skipped)."""
+    from ...collectives.registry import ALGORITHMS
+
+    out = []
+    for alg in sorted({v.algorithm for e in cfg.algorithms for v in e.variants}):
+        if alg not in ALGORITHMS:
+            users = [v.label for e in cfg.algorithms for v in e.variants if v.algorithm == alg]
+            out.append(f"algorithm {alg!r} is not registered in fabricsim.collectives.registry: "
+                       f"skipping {', '.join(users)}")
     return out
 
 
 def summarize(cfg: SwingConfig, pts: Sequence[CasePoint], rows: Sequence[CaseRows], quick: bool = False,
               elapsed_s: float = 0.0) -> Reproduction:
-    """The cases (curves, gains) and every comparison table, from the points' rows."""
-    from ...collectives.registry import ALGORITHMS
+    """The reproduction from the points' rows: curves and gains per case, and every table.
 
-    warnings = []
-    for alg in sorted({v.algorithm for e in cfg.algorithms for v in e.variants}):
-        if alg not in ALGORITHMS:
-            users = [v.label for e in cfg.algorithms for v in e.variants if v.algorithm == alg]
-            warnings.append(f"algorithm {alg!r} is not registered in fabricsim.collectives.registry: "
-                            f"skipping {', '.join(users)}")
+    Parameters
+    ----------
+    cfg : SwingConfig
+    pts : sequence of CasePoint
+    rows : sequence of CaseRows
+        `rows[i] = evaluate(pts[i])`.
+    quick : bool
+        Whether this was the quick subset (recorded in the report).
+    elapsed_s : float
+        Wall time of the run, s (recorded).
+
+    Returns
+    -------
+    Reproduction
+    """
     cases, defs, notes = [], [], []
-    for pt, r in zip(pts, rows):
-        for k, (bw, per) in enumerate(r.times):
-            name = pt.shape.name if k == 0 else f"{pt.shape.name}@{bandwidth_label(bw).replace(' ', '')}"
-            times = {lab: np.asarray(t) for lab, t in per}
-            cases.append(_case_result(name, pt.shape, bw, k == 0, pt.sizes, cfg, times))
+    for pt, r in zip(pts, rows, strict=True):
+        times = {lab: np.asarray(t) for lab, t in r.times}
+        cases.append(case_result(r.case, pt.shape, pt.bandwidth_Bps, pt.base, pt.sizes, cfg, times))
         defs += _deficiency_rows(cfg, pt.shape, r)
         notes += r.notes
     cases_t = tuple(cases)
@@ -184,13 +286,13 @@ def summarize(cfg: SwingConfig, pts: Sequence[CasePoint], rows: Sequence[CaseRow
         hop_latency_s=cfg.hop_latency_s, step_overhead_s=cfg.step_overhead_s, cases=cases_t,
         gains=tuple(reproduction_table(cfg, cases_t)), peaks=tuple(peak_table(cfg, cases_t, defs)),
         latencies=tuple(latency_table(cfg, cases_t)), goodputs=tuple(goodput_points(cfg, cases_t)),
-        deficiencies=tuple(defs), warnings=tuple(warnings), notes=tuple(notes), elapsed_s=elapsed_s,
+        deficiencies=tuple(defs), warnings=tuple(_warnings(cfg)), notes=tuple(notes), elapsed_s=elapsed_s,
     )
 
 
 def run(cfg: SwingConfig, quick: bool = False, shapes: Sequence[str] | None = None,
-        progress: Callable[[int, int, str], None] | None = None, map_fn=map) -> Reproduction:
-    """Every shape (or the quick subset, or `shapes`) evaluated through `map_fn` and summarized.
+        progress: Callable[[int, int, str], None] | None = None, map_fn: Callable = map) -> Reproduction:
+    """Every case (or the quick subset, or `shapes`) evaluated through `map_fn` and summarized.
 
     Parameters
     ----------

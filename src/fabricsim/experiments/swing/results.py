@@ -1,35 +1,59 @@
 """The Swing reproduction's results: the paper's arithmetic (goodput, gain), the result
-dataclasses, and the comparison tables beside the paper's numbers."""
+dataclasses, and a case's curves from its variants' times (tables beside the paper's numbers:
+`tables.py`)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .config import Shape, SwingConfig, size_label
+from .config import Shape, SwingConfig
 
 
 # ==== the paper's arithmetic ==========================================================
 
 
 def goodput_gbps(size_bytes, time_s):
-    """Goodput in Gb/s (bits): vector size / runtime."""
+    """Goodput: vector size / runtime.
+
+    Parameters
+    ----------
+    size_bytes : float or array
+        Bytes.
+    time_s : float or array
+        Seconds.
+
+    Returns
+    -------
+    float array
+        Gb/s (bits).
+    """
     return np.asarray(size_bytes, dtype=float) * 8.0 / np.asarray(time_s, dtype=float) / 1e9
 
 
 def gain_pct(t_swing: float, t_best: float) -> float:
-    """The paper's gain of Swing over the best other algorithm, in percent: T_best/T_swing - 1
-    when Swing is faster (100 = twice as fast), else -(T_swing/T_best - 1)."""
+    """The paper's gain of Swing over the best other algorithm.
+
+    Parameters
+    ----------
+    t_swing, t_best : float
+        Times, s.
+
+    Returns
+    -------
+    float
+        Percent: T_best/T_swing - 1 when Swing is faster (100 = twice as fast), else
+        -(T_swing/T_best - 1).
+    """
     if t_swing <= t_best:
         return (t_best / t_swing - 1.0) * 100.0
     return -(t_swing / t_best - 1.0) * 100.0
 
 
 def speedup_of_gain(g_pct: float) -> float:
-    """T_best/T_swing for a gain in percent (inverse of `gain_pct`)."""
+    """The speedup T_best/T_swing of a gain in percent (the inverse of `gain_pct`; float)."""
     g = g_pct / 100.0
     return 1.0 + g if g >= 0 else 1.0 / (1.0 - g)
 
@@ -39,32 +63,74 @@ def speedup_of_gain(g_pct: float) -> float:
 
 @dataclass(frozen=True)
 class Curve:
-    key: str  # entry key, or variant label
+    """One curve of a case: an entry (fastest of its variants at each size) or a variant.
+
+    Parameters
+    ----------
+    key : str
+        The entry key, or the variant label.
+    label : str
+    kind : str
+        `entry` or `variant`.
+    times_s : tuple of float
+        Seconds, one per size of the case.
+    goodput_gbps : tuple of float
+        Vector size / time, Gb/s.
+    chosen : tuple of str
+        The variant that gives the time at each size.
+    """
+
+    key: str
     label: str
-    kind: str  # "entry" | "variant"
+    kind: str
     times_s: tuple[float, ...]
     goodput_gbps: tuple[float, ...]
-    chosen: tuple[str, ...]  # the variant that gives the time at each size
+    chosen: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class CaseResult:
-    name: str  # "8x8", or "8x8@100Gb/s" for the bandwidth sweep
+    """One case (a shape at one link bandwidth): its curves and Swing's gain at each size.
+
+    Parameters
+    ----------
+    name : str
+        `8x8`, or `8x8@100Gb/s` in the bandwidth sweep.
+    shape : str
+    dims : tuple of int
+    bandwidth_Bps : float
+        Link bandwidth, bytes/s.
+    base : bool
+        At the config's link bandwidth.
+    sizes : tuple of float
+        Bytes.
+    peak_gbps : float
+        D x link bandwidth, Gb/s.
+    entries, variants : tuple of Curve
+    gain_pct : tuple of float or None
+        Swing against the best baseline at each size, percent (the paper's definition).
+    best_baseline : tuple of str or None
+        The fastest baseline's key at each size.
+    """
+
+    name: str
     shape: str
     dims: tuple[int, ...]
     bandwidth_Bps: float
-    base: bool  # at the config's link bandwidth
+    base: bool
     sizes: tuple[float, ...]
-    peak_gbps: float  # D x link bandwidth
+    peak_gbps: float
     entries: tuple[Curve, ...]
     variants: tuple[Curve, ...]
-    gain_pct: tuple[float | None, ...]  # Swing vs the best baseline at each size
+    gain_pct: tuple[float | None, ...]
     best_baseline: tuple[str | None, ...]
 
     def entry(self, key: str) -> Curve | None:
+        """The entry curve `key` (None if not drawn here)."""
         return next((c for c in self.entries if c.key == key), None)
 
     def size_index(self, size: float) -> int | None:
+        """The index of `size` (bytes) in `sizes` (None if not on the grid)."""
         for i, s in enumerate(self.sizes):
             if math.isclose(s, size, rel_tol=1e-9):
                 return i
@@ -73,6 +139,9 @@ class CaseResult:
 
 @dataclass(frozen=True)
 class GainRow:
+    """A gain the paper states beside ours (percent): `diff_pp` = ours - paper (to the nearest end
+    of a range; 0 inside it), `ratio` = our speedup over the best other / the paper's."""
+
     figure: str
     case: str
     shape: str
@@ -91,6 +160,9 @@ class GainRow:
 
 @dataclass(frozen=True)
 class PeakRow:
+    """Swing's goodput at the largest size (Gb/s) as a fraction of the peak D x link bandwidth,
+    beside 1/(Psi Xi) of Swing-B (the bandwidth-only bound), the spec's model and SST's fractions."""
+
     shape: str
     size: float
     ours_gbps: float
@@ -104,6 +176,8 @@ class PeakRow:
 
 @dataclass(frozen=True)
 class LatencyRow:
+    """An entry's 32 B runtime, ours beside the paper's label (us)."""
+
     shape: str
     entry: str
     label: str
@@ -114,6 +188,8 @@ class LatencyRow:
 
 @dataclass(frozen=True)
 class GoodputRow:
+    """A goodput the paper states beside ours (Gb/s)."""
+
     shape: str
     entry: str
     label: str
@@ -125,6 +201,9 @@ class GoodputRow:
 
 @dataclass(frozen=True)
 class DeficiencyRow:
+    """A variant's deficiencies on a shape beside Table 2's (`paper_*`) and, where the spec gives
+    one, an exact value: Swing-B's Psi*Xi, or the L variants' summed step distances in hops."""
+
     shape: str
     variant: str
     algorithm: str
@@ -145,6 +224,10 @@ class DeficiencyRow:
 
 @dataclass(frozen=True)
 class Reproduction:
+    """The whole reproduction: the network parameters (bytes/s, s), every case and every table.
+    `warnings` name algorithms that are not registered (skipped), `notes` the ones that do not
+    serve a shape (skipped, as in the paper); `elapsed_s` is the run's wall time."""
+
     config: str
     quick: bool
     model: str
@@ -162,9 +245,11 @@ class Reproduction:
     elapsed_s: float = 0.0
 
     def case(self, name: str) -> CaseResult | None:
+        """The case called `name` (None if it was not run)."""
         return next((c for c in self.cases if c.name == name), None)
 
     def to_dict(self) -> dict:
+        """Everything as JSON-able data (non-finite floats as None)."""
         return _jsonable(asdict(self))
 
 
@@ -181,12 +266,36 @@ def _jsonable(x):
 
 
 def bandwidth_label(Bps: float) -> str:
+    """A bandwidth in bytes/s as the paper writes it, in bits (`400 Gb/s`, `1.6 Tb/s`)."""
     gbps = Bps * 8 / 1e9
     return f"{gbps / 1000:g} Tb/s" if gbps >= 1000 else f"{gbps:g} Gb/s"
 
 
-def _case_result(name, shape: Shape, bw: float, base: bool, sizes, cfg: SwingConfig,
-                 var_times: dict[str, np.ndarray]) -> CaseResult:
+def case_result(name: str, shape: Shape, bw: float, base: bool, sizes, cfg: SwingConfig,
+                var_times: dict[str, np.ndarray]) -> CaseResult:
+    """A case's curves and gains from its variants' times.
+
+    Parameters
+    ----------
+    name : str
+        The case's name.
+    shape : Shape
+    bw : float
+        Link bandwidth, bytes/s.
+    base : bool
+        At the config's link bandwidth.
+    sizes : sequence of float
+        Bytes.
+    cfg : SwingConfig
+    var_times : dict
+        Variant label -> times, s, one per size (variants that ran).
+
+    Returns
+    -------
+    CaseResult
+        Each entry is the fastest of its variants at each size; the gain compares the subject
+        with the fastest baseline.
+    """
     sizes_a = np.asarray(sizes, dtype=float)
     variants, entries = [], []
     for e in cfg.algorithms:
@@ -215,110 +324,3 @@ def _case_result(name, shape: Shape, bw: float, base: bool, sizes, cfg: SwingCon
         best.append(b.key)
     return CaseResult(name, shape.name, shape.dims, bw, base, tuple(float(s) for s in sizes_a),
                       shape.D * bw * 8 / 1e9, tuple(entries), tuple(variants), tuple(gains), tuple(best))
-
-
-def goodput_table(case: CaseResult, variants: bool = False) -> list[dict]:
-    """(a) Goodput (Gb/s) per algorithm and size on one case: one row per size."""
-    curves = case.entries + (case.variants if variants else ())
-    rows = []
-    for i, s in enumerate(case.sizes):
-        row = {"size": s, "size_label": size_label(s)}
-        for c in curves:
-            row[c.label] = c.goodput_gbps[i]
-        row["swing_gain_pct"] = case.gain_pct[i]
-        row["best_other"] = case.best_baseline[i]
-        rows.append(row)
-    return rows
-
-
-def _find_case(cases: Sequence[CaseResult], shape: str, bw: float | None, base_bw: float) -> CaseResult | None:
-    want = base_bw if bw is None else bw
-    return next((c for c in cases if c.shape == shape and math.isclose(c.bandwidth_Bps, want)), None)
-
-
-def reproduction_table(cfg: SwingConfig, cases: Sequence[CaseResult]) -> list[GainRow]:
-    """(b) For every case and size where the paper gives a gain: ours beside the paper's."""
-    rows = []
-    for g in cfg.paper_gains:
-        case = _find_case(cases, g.shape, g.bandwidth_Bps, cfg.link_bandwidth_Bps)
-        if case is None:
-            continue
-        valid = [i for i, x in enumerate(case.gain_pct) if x is not None]
-        if not valid:
-            continue
-        if g.size is None:
-            i = max(valid, key=lambda k: case.gain_pct[k])
-            lab = f"max ({size_label(case.sizes[i])})"
-        else:
-            i = case.size_index(g.size)
-            if i is None or case.gain_pct[i] is None:
-                continue
-            lab = size_label(case.sizes[i])
-        ours = float(case.gain_pct[i])
-        diff = 0.0 if g.lo <= ours <= g.hi else (ours - g.lo if ours < g.lo else ours - g.hi)
-        rows.append(GainRow(g.figure, case.name, case.shape, case.bandwidth_Bps * 8 / 1e9, case.sizes[i], lab, ours,
-                            g.mid, g.lo, g.hi, diff, speedup_of_gain(ours) / speedup_of_gain(g.mid),
-                            case.best_baseline[i] or "", g.vs))
-    return rows
-
-
-def peak_table(cfg: SwingConfig, cases: Sequence[CaseResult], defs: Sequence[DeficiencyRow]) -> list[PeakRow]:
-    """(c) Swing's goodput at the largest size as a fraction of D x link bandwidth."""
-    spec = {s: (m, t) for s, m, t in cfg.peak_fraction}
-    rows = []
-    for case in cases:
-        if not case.base:
-            continue
-        subj = case.entry(cfg.subject.key)
-        if subj is None:
-            continue
-        ours = subj.goodput_gbps[-1]
-        frac = ours / case.peak_gbps
-        b = [d for d in defs if d.shape == case.shape and d.table2 == "swing_b"]  # Swing-B's 1/(Psi Xi)
-        model = 1.0 / b[0].psi_xi if b else None
-        m, t = spec.get(case.shape, (None, None))
-        rows.append(PeakRow(case.shape, case.sizes[-1], ours, case.peak_gbps, frac, model, m, t,
-                            frac / t if t else None))
-    return rows
-
-
-def latency_table(cfg: SwingConfig, cases: Sequence[CaseResult]) -> list[LatencyRow]:
-    """(d) 32 B runtimes beside the paper's labels (every shape with labels that was run)."""
-    paper = {(s, k): v for s, k, v in cfg.runtime_32B_us}
-    rows = []
-    for case in cases:
-        if not case.base or not any(s == case.shape for s, _ in paper):
-            continue
-        i = case.size_index(32.0)
-        if i is None:
-            continue
-        for c in case.entries:
-            pv = paper.get((case.shape, c.key))
-            ours = c.times_s[i] * 1e6
-            rows.append(LatencyRow(case.shape, c.key, c.label, ours, pv, ours / pv if pv else None))
-    return rows
-
-
-def goodput_points(cfg: SwingConfig, cases: Sequence[CaseResult]) -> list[GoodputRow]:
-    rows = []
-    for g in cfg.paper_goodput:
-        case = _find_case(cases, g.shape, None, cfg.link_bandwidth_Bps)
-        if case is None:
-            continue
-        i = case.size_index(g.size)
-        c = case.entry(g.entry)
-        label = next(e.label for e in cfg.algorithms if e.key == g.entry)
-        ours = c.goodput_gbps[i] if (c is not None and i is not None) else None
-        rows.append(GoodputRow(g.shape, g.entry, label, g.size, ours, g.gbps, ours / g.gbps if ours is not None else None))
-    return rows
-
-
-def summary(rep: Reproduction) -> dict:
-    """How close the gains are, over all rows of the reproduction table."""
-    if not rep.gains:
-        return {"rows": 0}
-    d = np.array([abs(r.diff_pp) for r in rep.gains])
-    same_sign = sum(1 for r in rep.gains if (r.ours_pct >= 0) == (r.paper_pct >= 0) or abs(r.paper_pct) <= 3)
-    return {"rows": len(rep.gains), "median_abs_diff_pp": float(np.median(d)), "within_10pp": int((d <= 10).sum()),
-            "within_25pp": int((d <= 25).sum()), "same_sign": same_sign,
-            "median_ratio": float(np.median([r.ratio for r in rep.gains]))}

@@ -1,0 +1,263 @@
+"""FRED parts (a) and (b): communication microbenchmarks on the flow model, and the traffic per
+NPU of in-network and endpoint all-reduces. Each is a point of plain data (the topology as a spec
+string, the groups as tuples) and a pure function that evaluates it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .config import FredConfig, algorithms, network
+
+# ---------------------------------------------------------------- (a) microbenchmarks
+
+
+@dataclass(frozen=True)
+class MicroPoint:
+    """(a) One microbenchmark: every group of a dimension all-reduces (or, for pipeline stages,
+    sends) D bytes at once on one system.
+
+    Parameters
+    ----------
+    dimension : str
+        One of `config.DIMENSIONS`.
+    system : str
+    topology : str
+        The system's topology spec (`wafer:5x4,...`, `fred:5x4,...`).
+    bandwidth_Bps : float
+        Link bandwidth of the spec, bytes/s.
+    latency_s : float
+        Latency per hop, s.
+    algorithm : str
+        The system's all-reduce algorithm.
+    size : float
+        D, bytes.
+    groups : tuple of tuple of int
+        The NPU groups; for pipeline transfers, (source, destination) pairs.
+    p2p : bool
+        The groups are pipeline transfers (one flow each), not all-reduces.
+    paper : float, optional
+        The paper's time, D / (TB/s).
+    """
+
+    dimension: str
+    system: str
+    topology: str
+    bandwidth_Bps: float
+    latency_s: float
+    algorithm: str
+    size: float
+    groups: tuple[tuple[int, ...], ...]
+    p2p: bool
+    paper: float | None
+
+    @property
+    def label(self) -> str:
+        """What progress bars show."""
+        return f"micro {self.dimension} {self.system}"
+
+
+@dataclass(frozen=True)
+class MicroRow:
+    """(a) One microbenchmark's result.
+
+    Parameters
+    ----------
+    dimension, system : str
+    groups : int
+        Groups that ran at once.
+    per_D : float
+        Time / D, in D / (TB/s) (time x 1e12 / D).
+    paper : float, optional
+        The paper's value, same unit.
+    npu_bandwidth_TBps : float
+        Bytes each NPU injects / time, TB/s.
+    """
+
+    dimension: str
+    system: str
+    groups: int
+    per_D: float
+    paper: float | None
+    npu_bandwidth_TBps: float
+
+    @property
+    def ratio(self) -> float | None:
+        """Ours / the paper's (None without a paper value)."""
+        return self.per_D / self.paper if self.paper else None
+
+
+def _groups(cfg: FredConfig, system: str, dim: str) -> list[list[int]]:
+    """The NPU groups of a dimension under the system's placement of MP(2)-DP(5)-PP(2)."""
+    from ...workload.parallelism import Strategy
+
+    n = cfg.wafer.cols * cfg.wafer.rows
+    if dim.startswith("MP(20)"):
+        return [list(range(n))]
+    R = Strategy(mp=2, dp=5, pp=2, batch=10, placement=tuple(cfg.systems[system].placement)).ranks()
+    if dim.startswith("MP(2)"):
+        return [R[:, p, d].tolist() for p in range(2) for d in range(5)]
+    if dim.startswith("DP(5)"):
+        return [R[m, p, :].tolist() for m in range(2) for p in range(2)]
+    return [R[m, :, d].tolist() for m in range(2) for d in range(5)]  # PP: stage 0 -> stage 1
+
+
+def micro_point(cfg: FredConfig, system: str, dim: str) -> MicroPoint:
+    """The microbenchmark of dimension `dim` on `system` as a point.
+
+    Parameters
+    ----------
+    cfg : FredConfig
+    system : str
+        A key of `cfg.systems`.
+    dim : str
+        One of `config.DIMENSIONS`.
+
+    Returns
+    -------
+    MicroPoint
+    """
+    net = network(cfg, system)
+    groups = tuple(tuple(g) for g in _groups(cfg, system, dim))
+    paper = cfg.microbenchmarks.paper.get(dim, {}).get(system)
+    return MicroPoint(dim, system, net["topology"], net["bandwidth"], net["latency"], algorithms(cfg, system)["all-reduce"],
+                      cfg.microbenchmarks.size, groups, dim.startswith("PP"), paper)
+
+
+def evaluate_micro(pt: MicroPoint) -> MicroRow:
+    """Run one microbenchmark on the flow model (pure).
+
+    Every group's schedule becomes flows through `network.dataflow.schedule_flows` (streams
+    through the switch tree for in-network algorithms, dataflow otherwise), all groups merged
+    and run at once by `get_network_model("flow").flows`.
+
+    Parameters
+    ----------
+    pt : MicroPoint
+
+    Returns
+    -------
+    MicroRow
+        Time per byte and what each NPU injects per second.
+    """
+    from ...collectives.api import build_schedule
+    from ...network.dataflow import merge_flows, schedule_flows
+    from ...network.flow import Flows
+    from ...network.model import get_network_model
+    from ...topology.spec import parse_topology
+
+    topo = parse_topology(pt.topology, pt.bandwidth_Bps, pt.latency_s)
+    D = pt.size
+    parts = []
+    injected = 0.0
+    for g in pt.groups:
+        if pt.p2p:
+            parts.append(Flows([g[0]], [g[1]], [D]))
+            injected = D
+            continue
+        s = build_schedule(topo, "all-reduce", pt.algorithm, group=list(g))
+        parts.append(schedule_flows(topo, s, D))
+        injected = D if s.streaming else 2 * (len(g) - 1) / len(g) * D
+    t = get_network_model("flow").flows(topo, merge_flows(*parts, topo=topo)).makespan
+    return MicroRow(pt.dimension, pt.system, len(pt.groups), t * 1e12 / D, pt.paper, injected / t / 1e12)
+
+
+def microbenchmark(cfg: FredConfig, system: str, dim: str) -> MicroRow:
+    """All-reduces (or pipeline transfers) of D bytes for every group of a dimension at once.
+
+    Parameters
+    ----------
+    cfg : FredConfig
+    system : str
+    dim : str
+        One of `config.DIMENSIONS`.
+
+    Returns
+    -------
+    MicroRow
+        `evaluate_micro(micro_point(cfg, system, dim))`.
+    """
+    return evaluate_micro(micro_point(cfg, system, dim))
+
+
+# ---------------------------------------------------------------- (b) traffic
+
+
+@dataclass(frozen=True)
+class TrafficPoint:
+    """(b) One group size on the in-network system's fabric.
+
+    Parameters
+    ----------
+    n : int
+        Group size.
+    topology : str
+        The topology spec of the first in-network system.
+    bandwidth_Bps : float
+        Its link bandwidth, bytes/s.
+    latency_s : float
+        Latency per hop, s.
+    """
+
+    n: int
+    topology: str
+    bandwidth_Bps: float
+    latency_s: float
+
+    @property
+    def label(self) -> str:
+        """What progress bars show."""
+        return f"traffic {self.n}"
+
+
+@dataclass(frozen=True)
+class TrafficRow:
+    """(b) Bytes each NPU sends for an all-reduce of D, in units of D: in-network, endpoint (ring),
+    their ratio, and the closed form 2(N-1)/N."""
+
+    n: int
+    in_network_per_npu: float
+    endpoint_per_npu: float
+    factor: float
+    formula: float
+
+
+def traffic_point(cfg: FredConfig, n: int) -> TrafficPoint:
+    """Group size `n` on the first in-network system of the config, as a point (TrafficPoint)."""
+    net = network(cfg, next(s for s, v in cfg.systems.items() if v.in_network))
+    return TrafficPoint(n, net["topology"], net["bandwidth"], net["latency"])
+
+
+def evaluate_traffic(pt: TrafficPoint) -> TrafficRow:
+    """Count the traffic per NPU of both schedules after executing them on data (pure).
+
+    Parameters
+    ----------
+    pt : TrafficPoint
+
+    Returns
+    -------
+    TrafficRow
+        The group: the first n NPUs for n <= 4, else n spread evenly over the wafer.
+    """
+    from ...collectives.api import build_schedule
+    from ...collectives.verify import verify
+    from ...topology.spec import parse_topology
+
+    topo = parse_topology(pt.topology, pt.bandwidth_Bps, pt.latency_s)
+    n, total = pt.n, topo.n_npus
+    group = list(range(n)) if n <= 4 else [int(x) for x in np.linspace(0, total - 1, n).round()]
+    innet = build_schedule(topo, "all-reduce", "in_network_tree", group=group)
+    ring = build_schedule(topo, "all-reduce", "ring", group=group)
+    verify(innet)
+    verify(ring)
+    a = float(innet.bytes_sent(1.0)[:n].max())
+    b = float(ring.bytes_sent(1.0).max())
+    return TrafficRow(n, a, b, b / a, 2 * (n - 1) / n)
+
+
+def traffic(cfg: FredConfig, n: int) -> TrafficRow:
+    """Traffic per NPU of in-network and endpoint all-reduces of `n` NPUs (TrafficRow;
+    `evaluate_traffic(traffic_point(cfg, n))`)."""
+    return evaluate_traffic(traffic_point(cfg, n))
