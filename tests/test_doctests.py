@@ -12,7 +12,7 @@ MODULES = [
     "fabricsim.collectives.algorithm", "fabricsim.collectives.api", "fabricsim.collectives.verify",
     "fabricsim.engine.simulator", "fabricsim.network.analytical", "fabricsim.network.flow", "fabricsim.network.model",
     "fabricsim.report.tables", "fabricsim.system.npu", "fabricsim.topology.spec", "fabricsim.train", "fabricsim.units",
-    "fabricsim.vocab", "fabricsim.workload.models", "fabricsim.workload.parallelism",
+    "fabricsim.vocab", "fabricsim.workload.models", "fabricsim.workload.parallelism", "fabricsim.experiments.base",
 ]
 
 
