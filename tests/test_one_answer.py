@@ -240,3 +240,28 @@ def test_phase_times_add_up_to_the_collective_on_every_model():
     for name in NETWORK_MODELS:
         cost = get_network_model(name).collective(topo, s)
         assert np.sum(cost.phase_times(S)) == pytest.approx(float(cost.times([S])[0]), rel=1e-9)
+
+
+def test_reproduction_helpers_give_the_same_answer(capsys):
+    """The Swing reproduction's evaluate and FRED's microbenchmark price collectives through the
+    same network models: a ring all-reduce on an 8-node torus line with the Swing config's alpha
+    per step and hop latency, 2 (p-1) (alpha + hop + S/(p B)), equals the library's answer with the
+    same alpha; FRED's in-network MP(20) on Fred-D streams at 3 TB/s: D / 3 TB/s + the tree's depth."""
+    from fabricsim.experiments import fred as fred_ex
+    from fabricsim.experiments import swing as swing_ex
+    from fabricsim.experiments.swing.config import Shape, Variant
+
+    alpha, hop, B, p = 0.486e-6, 400e-9, 50e9, 8
+    sizes = (32.0, float(2**20), float(2**29))
+    pt = swing_ex.CasePoint(Shape("8", (8,)), B, True, sizes, (Variant("Ring", "ring"),), "congestion-aware", alpha, hop)
+    got = dict(swing_ex.evaluate(pt).times)["Ring"]
+    want = [2 * (p - 1) * (alpha + hop + s / (p * B)) for s in sizes]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    topo = parse_topology("torus:8", B, hop)
+    lib = time_collective(topo, build_schedule(topo, "all-reduce", "ring"), sizes, "congestion-aware", step_overhead=alpha)
+    np.testing.assert_allclose(got, lib, rtol=1e-15)
+
+    cfg = fred_ex.load_config(None)
+    row = fred_ex.microbenchmark(cfg, "Fred-D", "MP(20)")
+    D, lat = 2**28, 20e-9  # configs/fred.yaml: 256 MiB, 20 ns per hop; up NPU-L1-L2, down L2-L1-NPU
+    assert row.per_D * D / 1e12 == pytest.approx(D / 3e12 + 4 * lat, rel=1e-12)  # ~ the paper's 0.333 D/(TB/s)
