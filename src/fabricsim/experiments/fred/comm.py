@@ -224,7 +224,21 @@ class TrafficRow:
 
 
 def traffic_point(cfg: FredConfig, n: int) -> TrafficPoint:
-    """Group size `n` on the first in-network system of the config, as a point (TrafficPoint)."""
+    """Group size `n` on the first in-network system of the config, as a point.
+
+    Parameters
+    ----------
+    cfg : FredConfig
+        The reproduction's config.
+    n : int
+        NPUs in the all-reduce group.
+
+    Returns
+    -------
+    TrafficPoint
+        Plain data: the group size and that system's topology spec, link bandwidth (bytes/s) and
+        hop latency (s).
+    """
     net = network(cfg, next(s for s, v in cfg.systems.items() if v.in_network))
     return TrafficPoint(n, net["topology"], net["bandwidth"], net["latency"])
 
@@ -258,6 +272,18 @@ def evaluate_traffic(pt: TrafficPoint) -> TrafficRow:
 
 
 def traffic(cfg: FredConfig, n: int) -> TrafficRow:
-    """Traffic per NPU of in-network and endpoint all-reduces of `n` NPUs (TrafficRow;
-    `evaluate_traffic(traffic_point(cfg, n))`)."""
+    """Traffic per NPU of in-network and endpoint all-reduces of `n` NPUs.
+
+    Parameters
+    ----------
+    cfg : FredConfig
+        The reproduction's config.
+    n : int
+        NPUs in the all-reduce group.
+
+    Returns
+    -------
+    TrafficRow
+        `evaluate_traffic(traffic_point(cfg, n))`: bytes per NPU in units of D.
+    """
     return evaluate_traffic(traffic_point(cfg, n))

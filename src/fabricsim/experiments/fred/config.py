@@ -178,8 +178,14 @@ class FredConfig(_Strict):
 
 
 def default_config_path() -> Path:
-    """configs/fred.yaml of the checkout this package runs from, else of the current directory
-    (Path; ConfigError if neither exists)."""
+    """The shipped config: configs/fred.yaml of the checkout this package runs from, else of the
+    current directory.
+
+    Returns
+    -------
+    Path
+        The file; ConfigError naming `--config` if neither exists.
+    """
     here = Path(__file__).resolve()
     for cand in (here.parents[4] / "configs" / "fred.yaml", Path.cwd() / "configs" / "fred.yaml"):
         if cand.is_file():
@@ -254,7 +260,20 @@ def network(cfg: FredConfig, system: str) -> dict:
 
 
 def topology(cfg: FredConfig, system: str):
-    """The topology of one system (Topology), built from `network(cfg, system)`."""
+    """The topology of one system, built from `network(cfg, system)`.
+
+    Parameters
+    ----------
+    cfg : FredConfig
+        The reproduction's config.
+    system : str
+        A key of `cfg.systems` (`mesh`, `Fred-A` .. `Fred-D`).
+
+    Returns
+    -------
+    Topology
+        The wafer mesh or FRED's switch fabric, link bandwidths in bytes/s, latencies in s.
+    """
     from ...topology.spec import parse_topology
 
     net = network(cfg, system)
@@ -262,6 +281,19 @@ def topology(cfg: FredConfig, system: str):
 
 
 def algorithms(cfg: FredConfig, system: str) -> dict[str, str]:
-    """The system's algorithm for all-reduce, reduce-scatter and all-gather (dict)."""
+    """The system's algorithm for all-reduce, reduce-scatter and all-gather.
+
+    Parameters
+    ----------
+    cfg : FredConfig
+        The reproduction's config.
+    system : str
+        A key of `cfg.systems`.
+
+    Returns
+    -------
+    dict
+        Collective name -> registered algorithm name (the same for all three).
+    """
     a = cfg.systems[system].algorithm
     return {"all-reduce": a, "reduce-scatter": a, "all-gather": a}

@@ -72,7 +72,18 @@ def evaluate(point: FredPoint) -> MicroRow | TrafficRow | E2ERow | SweepRow:
 
 
 def label(point: FredPoint) -> str:
-    """What progress bars show for a point (str)."""
+    """What progress bars show for a point.
+
+    Parameters
+    ----------
+    point : FredPoint
+        Any of the four kinds of point.
+
+    Returns
+    -------
+    str
+        `point.label`, e.g. `micro MP(20) mesh`.
+    """
     return point.label
 
 

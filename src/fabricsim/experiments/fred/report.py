@@ -28,7 +28,14 @@ class Reproduction:
     sweep_summary: tuple[SweepSummary, ...] = ()
 
     def to_dict(self) -> dict:
-        """Everything as JSON-able data (rows with their ratios)."""
+        """Everything as JSON-able data.
+
+        Returns
+        -------
+        dict
+            `config`, `quick`, and the rows of each part (`microbenchmarks` and `end_to_end`
+            with their ratios to the paper), `sweep` and `sweep_summary`.
+        """
         return {"config": self.config, "quick": self.quick,
                 "microbenchmarks": [dict(asdict(r), ratio=r.ratio) for r in self.micro],
                 "traffic": [asdict(r) for r in self.traffic],
@@ -38,7 +45,18 @@ class Reproduction:
 
 
 def to_json(rep: Reproduction) -> dict:
-    """The report as JSON-able data (dict; `Reproduction.to_dict`)."""
+    """The report as JSON-able data (what `--json` prints, less the files).
+
+    Parameters
+    ----------
+    rep : Reproduction
+        The FRED reproduction.
+
+    Returns
+    -------
+    dict
+        `rep.to_dict()`.
+    """
     return rep.to_dict()
 
 

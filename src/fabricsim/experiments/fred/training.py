@@ -133,7 +133,26 @@ class E2ERow:
 
 
 def train_point(cfg: FredConfig, workload: str, system: str, iterations: int, model: str) -> TrainPoint:
-    """One workload on one system as a point (TrainPoint; see `train_config` for the parameters)."""
+    """One workload on one system, end to end, as a point.
+
+    Parameters
+    ----------
+    cfg : FredConfig
+        The reproduction's config.
+    workload : str
+        A key of `cfg.workloads`.
+    system : str
+        A key of `cfg.systems`.
+    iterations : int
+        Training iterations simulated.
+    model : str
+        Network model name (`flow`, `analytical`).
+
+    Returns
+    -------
+    TrainPoint
+        Plain data: the validated training config (`train_config`) and the paper's speedup.
+    """
     return TrainPoint(workload, system, iterations, train_config(cfg, workload, system, iterations, model),
                       cfg.workloads[workload].paper_speedup.get(system))
 
@@ -156,7 +175,27 @@ def evaluate_train(pt: TrainPoint) -> E2ERow:
 
 
 def end_to_end(cfg: FredConfig, workload: str, system: str, iterations: int, model: str) -> E2ERow:
-    """One workload on one system, end to end (E2ERow; `evaluate_train(train_point(...))`)."""
+    """One workload on one system, end to end.
+
+    Parameters
+    ----------
+    cfg : FredConfig
+        The reproduction's config.
+    workload : str
+        A key of `cfg.workloads`.
+    system : str
+        A key of `cfg.systems`.
+    iterations : int
+        Training iterations simulated.
+    model : str
+        Network model name (`flow`, `analytical`).
+
+    Returns
+    -------
+    E2ERow
+        `evaluate_train(train_point(...))`: iteration time (s) and its breakdown per iteration
+        (s); no speedup yet (`summarize` adds it).
+    """
     return evaluate_train(train_point(cfg, workload, system, iterations, model))
 
 

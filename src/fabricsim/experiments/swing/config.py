@@ -83,7 +83,18 @@ class Entry:
     shapes: tuple[str, ...] | None = None
 
     def applies_to(self, shape: str) -> bool:
-        """Whether this curve is drawn for the shape named `shape` (bool)."""
+        """Whether this curve is drawn for a shape.
+
+        Parameters
+        ----------
+        shape : str
+            A shape's name.
+
+        Returns
+        -------
+        bool
+            True if the entry names no shapes or names this one.
+        """
         return self.shapes is None or shape in self.shapes
 
 
@@ -266,11 +277,33 @@ class SwingConfig:
         return next(e for e in self.algorithms if e.role == "subject")
 
     def shape(self, name: str) -> Shape:
-        """The shape called `name` (Shape; StopIteration if there is none)."""
+        """The shape called `name`.
+
+        Parameters
+        ----------
+        name : str
+            A shape's name.
+
+        Returns
+        -------
+        Shape
+            That shape (StopIteration if there is none).
+        """
         return next(s for s in self.shapes if s.name == name)
 
     def table2_row(self, key: str | None) -> Table2Row | None:
-        """The Table 2 row `key` (None if there is none)."""
+        """A row of the paper's Table 2.
+
+        Parameters
+        ----------
+        key : str or None
+            The row's key (`swing_b`, `rd_l`, ...).
+
+        Returns
+        -------
+        Table2Row or None
+            The row, None if there is none.
+        """
         return next((r for r in self.table2 if r.key == key), None)
 
 
@@ -326,7 +359,20 @@ def _table2_value(v: Any, p: int, D: int, dmax: int) -> float | None:
 
 
 def size_grid(lo: float, hi: float, factor: float) -> tuple[float, ...]:
-    """Sizes lo, lo x factor, ... up to hi (bytes; hi included up to rounding)."""
+    """The geometric grid of vector sizes lo, lo x factor, ... up to hi.
+
+    Parameters
+    ----------
+    lo, hi : float
+        Smallest and largest size, bytes (hi included up to rounding).
+    factor : float
+        Ratio of consecutive sizes (> 1).
+
+    Returns
+    -------
+    tuple of float
+        The sizes, bytes.
+    """
     out, s = [], lo
     while s <= hi * (1 + 1e-12):
         out.append(float(s))
@@ -335,7 +381,18 @@ def size_grid(lo: float, hi: float, factor: float) -> tuple[float, ...]:
 
 
 def size_label(nbytes: float) -> str:
-    """A size without spaces for tables and file names (`2MiB`, `32B`)."""
+    """A size without spaces, for tables and file names.
+
+    Parameters
+    ----------
+    nbytes : float
+        A size, bytes.
+
+    Returns
+    -------
+    str
+        E.g. `2MiB`, `32B`.
+    """
     return format_size(nbytes).replace(" ", "")
 
 
@@ -343,8 +400,14 @@ def size_label(nbytes: float) -> str:
 
 
 def default_config_path() -> Path:
-    """configs/swing.yaml of the checkout this package runs from, else of the current directory
-    (Path; ConfigError if neither exists)."""
+    """The shipped config: configs/swing.yaml of the checkout this package runs from, else of the
+    current directory.
+
+    Returns
+    -------
+    Path
+        The file; ConfigError naming `--config` if neither exists.
+    """
     here = Path(__file__).resolve()
     for cand in (here.parents[4] / "configs" / DEFAULT_CONFIG_NAME, Path.cwd() / "configs" / DEFAULT_CONFIG_NAME):
         if cand.is_file():

@@ -17,7 +17,18 @@ from .tables import summary
 
 
 def to_json(rep: Reproduction) -> dict:
-    """The report as JSON-able data (`Reproduction.to_dict`) with `summary` of the gains (dict)."""
+    """The report as JSON-able data (what `--json` prints, less the files).
+
+    Parameters
+    ----------
+    rep : Reproduction
+        The Swing reproduction.
+
+    Returns
+    -------
+    dict
+        `rep.to_dict()` plus `summary`, the summary of the gains (`results.summary`).
+    """
     d = rep.to_dict()
     d["summary"] = summary(rep)
     return d

@@ -53,7 +53,18 @@ def gain_pct(t_swing: float, t_best: float) -> float:
 
 
 def speedup_of_gain(g_pct: float) -> float:
-    """The speedup T_best/T_swing of a gain in percent (the inverse of `gain_pct`; float)."""
+    """The speedup of a gain (the inverse of `gain_pct`).
+
+    Parameters
+    ----------
+    g_pct : float
+        A gain of Swing over the best other algorithm, percent.
+
+    Returns
+    -------
+    float
+        T_best / T_swing.
+    """
     g = g_pct / 100.0
     return 1.0 + g if g >= 0 else 1.0 / (1.0 - g)
 
@@ -126,11 +137,33 @@ class CaseResult:
     best_baseline: tuple[str | None, ...]
 
     def entry(self, key: str) -> Curve | None:
-        """The entry curve `key` (None if not drawn here)."""
+        """One entry's curve on this case.
+
+        Parameters
+        ----------
+        key : str
+            An entry key of the config (`swing`, `recdoub`, ...).
+
+        Returns
+        -------
+        Curve or None
+            The curve, None if the entry is not drawn here.
+        """
         return next((c for c in self.entries if c.key == key), None)
 
     def size_index(self, size: float) -> int | None:
-        """The index of `size` (bytes) in `sizes` (None if not on the grid)."""
+        """Where a size is on this case's grid.
+
+        Parameters
+        ----------
+        size : float
+            A vector size, bytes.
+
+        Returns
+        -------
+        int or None
+            Its index in `sizes` (relative tolerance 1e-9), None if not on the grid.
+        """
         for i, s in enumerate(self.sizes):
             if math.isclose(s, size, rel_tol=1e-9):
                 return i
@@ -245,11 +278,28 @@ class Reproduction:
     elapsed_s: float = 0.0
 
     def case(self, name: str) -> CaseResult | None:
-        """The case called `name` (None if it was not run)."""
+        """One case of the run.
+
+        Parameters
+        ----------
+        name : str
+            A case name (`8x8`, or `8x8@100Gb/s` for the bandwidth sweep).
+
+        Returns
+        -------
+        CaseResult or None
+            The case, None if it was not run.
+        """
         return next((c for c in self.cases if c.name == name), None)
 
     def to_dict(self) -> dict:
-        """Everything as JSON-able data (non-finite floats as None)."""
+        """Everything as JSON-able data.
+
+        Returns
+        -------
+        dict
+            Every field, nested dataclasses as dicts, tuples as lists, non-finite floats as None.
+        """
         return _jsonable(asdict(self))
 
 
@@ -266,7 +316,18 @@ def _jsonable(x):
 
 
 def bandwidth_label(Bps: float) -> str:
-    """A bandwidth in bytes/s as the paper writes it, in bits (`400 Gb/s`, `1.6 Tb/s`)."""
+    """A bandwidth as the paper writes it, in bits.
+
+    Parameters
+    ----------
+    Bps : float
+        A bandwidth, bytes/s.
+
+    Returns
+    -------
+    str
+        E.g. `400 Gb/s`, `1.6 Tb/s`.
+    """
     gbps = Bps * 8 / 1e9
     return f"{gbps / 1000:g} Tb/s" if gbps >= 1000 else f"{gbps:g} Gb/s"
 

@@ -49,13 +49,41 @@ def _of_type(kind: type, what: str):
 
 
 def List(item, what: str, nonempty: bool = False):
-    """A list of `item`; a non-list (or, with `nonempty`, an empty list) fails with `what`."""
+    """A list field type with the reproduction's message.
+
+    Parameters
+    ----------
+    item : type
+        The type of each element.
+    what : str
+        What is accepted, named in the error.
+    nonempty : bool
+        Reject an empty list too.
+
+    Returns
+    -------
+    type
+        `Annotated[list[item], ...]`: a non-list (or, with `nonempty`, an empty list) fails with `what`.
+    """
     checks = (_of_type(list, what),) + ((_nonempty(what),) if nonempty else ())
     return Annotated[(list[item], *checks)]
 
 
 def Mapping(value, what: str = "a mapping (key: value)"):
-    """A mapping from names to `value`; anything else fails with `what`."""
+    """A mapping field type with the reproduction's message.
+
+    Parameters
+    ----------
+    value : type
+        The type of each value (keys are names).
+    what : str
+        What is accepted, named in the error.
+
+    Returns
+    -------
+    type
+        `Annotated[dict[str, value], ...]`: anything but a mapping fails with `what`.
+    """
     return Annotated[dict[str, value], _of_type(dict, what)]
 
 
