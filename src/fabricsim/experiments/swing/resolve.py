@@ -127,12 +127,16 @@ class _Resolver:
         options: tuple = tuple(sorted(v.options.items()))
         if name not in PAPER_ALGORITHMS or name in ALGORITHMS:
             try:
-                resolve_algorithm(name)
+                alg = resolve_algorithm(name)[0]
             except ConfigError:
                 known = sorted(set(ALGORITHMS) | set(PAPER_ALGORITHMS))
                 self.fail(f"{path}.algorithm", v.algorithm, f"accepted: {', '.join(known)}")
-            if "dims" in v.options:
-                self.fail(f"{path}.options.dims", v.options["dims"], "accepted: no dims (the shape gives them)")
+            allowed = [o for o in alg.options if o.name != "dims"]  # the shape gives the dims
+            for key, value in v.options.items():
+                k = str(key).strip().lower().replace("-", "_")
+                if k == "dims" or alg.option(k) is None:
+                    self.fail(f"{path}.options.{key}", value, f"{alg.name} accepts: "
+                              f"{', '.join(o.describe() for o in allowed) or 'no options'} (the shape gives dims)")
             try:  # the one parser of algorithm options: typed values, one-line errors
                 choice = choose_algorithm(name, v.options, where=f"{path}.options")
             except ConfigError as err:
