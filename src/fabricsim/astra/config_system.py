@@ -109,9 +109,55 @@ def _ck(collective: str) -> str:
 @dataclass(frozen=True)
 class AstraSystem:
     """An ASTRA-sim system JSON, one field per key (key with '-' -> '_'), ASTRA-sim's default where the
-    key is absent. Units as ASTRA-sim reads them: ns, GB/s (decimal, 1e9), TFLOPS. The fields'
-    comments give each key's unit; `path`, `ignored` (keys ASTRA-sim does not read), `unknown`
-    (keys nobody reads) and `raw` (the file as read) describe the file."""
+    key is absent. Units as ASTRA-sim reads them: ns, GB/s (decimal, 1e9), TFLOPS.
+
+    Attributes
+    ----------
+    scheduling_policy : str
+        "LIFO", "FIFO" or "EXPLICIT" (required).
+    preferred_dataset_splits : int
+        Chunks per collective, >= 1 (required).
+    collective_optimization : str or None
+        "baseline" or "localBWAware"; None only when no native implementation is given.
+    active_chunks_per_dimension : int
+        Streams a dimension's queue runs at once.
+    endpoint_delay : int
+        ns per message over the NPU<->memory bus, each way (x --injection-scale).
+    local_mem_bw : float
+        GB/s (1e9 bytes/s); 0 makes reductions free.
+    all_reduce_implementation : tuple of Impl
+        Native implementation per dimension (or one flat one*); empty when not given. Likewise
+        `reduce_scatter_implementation`, `all_gather_implementation`, `all_to_all_implementation`.
+    all_reduce_implementation_custom : str or None
+        The one Chakra ET prefix of a custom all-reduce. Likewise `reduce_scatter_...`,
+        `all_gather_...`, `all_to_all_implementation_custom`.
+    per_node_custom_implementation : str or None
+        Path of a YAML map {et_node_id: et_prefix}.
+    model_shared_bus : bool
+        ASTRA-sim's LogGP shared-bus model.
+    L, o, g : float
+        LogGP latency, overhead and gap, ns (only with `model_shared_bus`).
+    G : float
+        LogGP gap per byte, ns per byte (only with `model_shared_bus`).
+    local_reduction_delay : int
+        ns per local reduction (LogGP path only).
+    peak_perf : float
+        TFLOPS (1e12 FLOP/s), for the roofline.
+    roofline_enabled, trace_enabled, replay_only, track_local_mem : bool
+        ASTRA-sim's flags of the same names.
+    local_mem_trace_filename : str
+        File name of the local-memory trace.
+    boost_mode, intra_dimension_scheduling, inter_dimension_scheduling : object
+        Raw values of keys ASTRA-sim does not read.
+    path : str
+        The file it was read from.
+    ignored : tuple of str
+        Keys present in the file that ASTRA-sim does not read.
+    unknown : tuple of str
+        Keys nobody reads (typos?).
+    raw : mapping
+        The file as read (read-only).
+    """
 
     scheduling_policy: str  # LIFO / FIFO / EXPLICIT (required)
     preferred_dataset_splits: int  # chunks per collective (required, >= 1)
@@ -173,8 +219,18 @@ class AstraSystem:
         return getattr(self, _ck(collective).replace("-", "_") + "_implementation")
 
     def custom_implementation(self, collective: str) -> str | None:
-        """The Chakra ET prefix of a collective's `*-implementation-custom` (None if not given);
-        `collective` as in `implementation`."""
+        """The Chakra ET prefix of a collective's `*-implementation-custom`.
+
+        Parameters
+        ----------
+        collective : str
+            "all-reduce" / "all_reduce" / "reduce-scatter" / ... (KeyError for anything else).
+
+        Returns
+        -------
+        str or None
+            The prefix, None if the key is not given.
+        """
         return getattr(self, _ck(collective).replace("-", "_") + "_implementation_custom")
 
 

@@ -81,13 +81,36 @@ class RingLine:
         self.base = npu - self.index * stride
 
     def at(self, index: int) -> int:
-        """The NPU at position `index` of the line (taken modulo the line's size)."""
+        """The NPU at a position of the line.
+
+        Parameters
+        ----------
+        index : int
+            Position on the line, taken modulo the line's size.
+
+        Returns
+        -------
+        int
+            The NPU's rank.
+        """
         if self.members is not None:
             return self.members[index % self.size]
         return self.base + (index % self.size) * self.stride
 
     def next(self, npu: int, clockwise: bool = True) -> int:
-        """The neighbour of `npu` on the line: the next one in ring order, or the previous one
-        when not `clockwise`."""
+        """The neighbour of an NPU on the line.
+
+        Parameters
+        ----------
+        npu : int
+            An NPU of the line.
+        clockwise : bool
+            The next one in ring order (True) or the previous one (False).
+
+        Returns
+        -------
+        int
+            The neighbour's rank.
+        """
         i = self.pos[npu] if self.members is not None else (npu - self.base) // self.stride
         return self.at(i + (1 if clockwise else -1))

@@ -78,11 +78,28 @@ class CustomAlgorithm(Algorithm):
         self.ongoing: set[int] = set()
 
     def real(self, rank: int) -> int:
-        """The NPU of group position `rank`."""
+        """The NPU of a group position.
+
+        Parameters
+        ----------
+        rank : int
+            Position in the group (the rank the graph names).
+
+        Returns
+        -------
+        int
+            The NPU's rank.
+        """
         return self.members[rank] if self.members is not None else rank
 
     def run(self, event: str) -> None:
-        """Issue every node that is free to run (the event itself does not matter)."""
+        """Issue every node that is free to run.
+
+        Parameters
+        ----------
+        event : str
+            "init", "general" or "recv"; which one does not matter.
+        """
         self.issue_free()
 
     def issue_free(self) -> None:
@@ -116,7 +133,13 @@ class CustomAlgorithm(Algorithm):
                               "accepted: COMM_SEND_NODE, COMM_RECV_NODE, COMP_NODE")
 
     def finish(self, nid: int) -> None:
-        """Node `nid` is done: issue what it freed, and leave the phase when nothing is left."""
+        """A node is done: issue what it freed, and leave the phase when nothing is left.
+
+        Parameters
+        ----------
+        nid : int
+            The node's id.
+        """
         self.ongoing.discard(nid)
         self.graph.finish(nid)
         self.issue_free()

@@ -93,7 +93,17 @@ class EventQueue:
         self._seq = 0
 
     def schedule(self, t: int, fn: Callable, *args) -> None:
-        """Call `fn(*args)` at tick `t` (ns, not before `now`), after what is already due then."""
+        """Call `fn(*args)` at tick `t`, after what is already due then.
+
+        Parameters
+        ----------
+        t : int
+            The tick, ns; not before `now` (RuntimeError otherwise).
+        fn : callable
+            Called with `args` when the tick comes.
+        *args
+            Its arguments.
+        """
         if t < self.now:
             raise RuntimeError("event scheduled in the past")
         self._seq += 1
@@ -120,13 +130,35 @@ class Tracker:
         self.entries: dict = {}
 
     def next_send(self, key) -> tuple:
-        """The id of the next send with `key` = (tag, src, dst, size): `key` + (its sequence number,)."""
+        """The id of the next send with this key.
+
+        Parameters
+        ----------
+        key : tuple
+            (tag, src, dst, size in bytes).
+
+        Returns
+        -------
+        tuple
+            `key` + (its sequence number among sends with that key, from 1,).
+        """
         n = self.send_seq.get(key, 0) + 1
         self.send_seq[key] = n
         return key + (n,)
 
     def next_recv(self, key) -> tuple:
-        """The id of the next receive with `key` = (tag, src, dst, size): `key` + (its sequence number,)."""
+        """The id of the next receive with this key.
+
+        Parameters
+        ----------
+        key : tuple
+            (tag, src, dst, size in bytes).
+
+        Returns
+        -------
+        tuple
+            `key` + (its sequence number among receives with that key, from 1,).
+        """
         n = self.recv_seq.get(key, 0) + 1
         self.recv_seq[key] = n
         return key + (n,)
@@ -162,7 +194,18 @@ class Network:
         self.strides = [math.prod(spec.dims[:d]) for d in range(len(spec.dims))]
 
     def coords(self, r: int) -> list[int]:
-        """The coordinates of NPU `r`, one per dimension (dimension 0 fastest)."""
+        """The coordinates of an NPU.
+
+        Parameters
+        ----------
+        r : int
+            The NPU's rank.
+
+        Returns
+        -------
+        list of int
+            One coordinate per dimension, dimension 0 fastest.
+        """
         return [(r // s) % n for s, n in zip(self.strides, self.spec.dims)]
 
     def sim_send(self, src: int, dst: int, tag, size: int, on_sent) -> None:
@@ -214,8 +257,14 @@ class Network:
             e.recv_cb, e.has_recv = on_recv, True
 
     def arrived(self, cid) -> None:
-        """Message `cid` reached its destination: run the sender's callback, and the receiver's if
-        its receive is posted (else mark the message finished for `sim_recv`)."""
+        """A message reached its destination: run the sender's callback, and the receiver's if
+        its receive is posted (else mark the message finished for `sim_recv`).
+
+        Parameters
+        ----------
+        cid : tuple
+            The message's id (`Tracker.next_send`).
+        """
         e = self.tracker.entries[cid]
         if e.has_send and e.has_recv:
             if e.send_cb:
@@ -228,7 +277,17 @@ class Network:
             e.finished = True
 
     def transmit(self, src, dst, size, cid) -> None:  # pragma: no cover - abstract
-        """Move message `cid` (`size` bytes) from `src` to `dst`; call `arrived(cid)` when it is there."""
+        """Move a message from `src` to `dst`; call `arrived(cid)` when it is there.
+
+        Parameters
+        ----------
+        src, dst : int
+            Source and destination NPU.
+        size : int
+            Bytes.
+        cid : tuple
+            The message's id (`Tracker.next_send`).
+        """
         raise NotImplementedError
 
 
@@ -237,9 +296,21 @@ class UnawareNetwork(Network):
     dimension in which source and destination differ."""
 
     def delay(self, src: int, dst: int, size: int) -> int:
-        """Ticks (ns) a message of `size` bytes takes from `src` to `dst`: floor(hops x latency +
-        size / bandwidth) of the first dimension where they differ (ring: the shorter way round;
-        fully connected: 1 hop; switch: 2)."""
+        """The time a message takes, alone on the network.
+
+        Parameters
+        ----------
+        src, dst : int
+            Source and destination NPU (ValueError if they are the same).
+        size : int
+            Bytes.
+
+        Returns
+        -------
+        int
+            Ticks (ns): floor(hops x latency + size / bandwidth) of the first dimension where the
+            two differ (ring: the shorter way round; fully connected: 1 hop; switch: 2).
+        """
         cs, cd = self.coords(src), self.coords(dst)
         for d, (a, b) in enumerate(zip(cs, cd)):
             if a != b:
@@ -255,7 +326,17 @@ class UnawareNetwork(Network):
         raise ValueError("message to itself")
 
     def transmit(self, src, dst, size, cid) -> None:
-        """Deliver message `cid` after `delay(src, dst, size)` ticks."""
+        """Deliver a message after `delay(src, dst, size)` ticks.
+
+        Parameters
+        ----------
+        src, dst : int
+            Source and destination NPU.
+        size : int
+            Bytes.
+        cid : tuple
+            The message's id (`Tracker.next_send`).
+        """
         self.eq.schedule(self.eq.now + self.delay(src, dst, size), self.arrived, cid)
 
 
@@ -325,8 +406,19 @@ class AwareNetwork(Network):
             self.links[pair] = _Link(eq, spec.bw[0], spec.lat[0], self._hop_arrived)
 
     def route(self, src: int, dst: int) -> list[int]:
-        """The nodes a message from `src` to `dst` visits, both included: the shorter way round a
-        ring (clockwise on a tie), direct on FullyConnected, through the switch (node n) on Switch."""
+        """The nodes a message visits.
+
+        Parameters
+        ----------
+        src, dst : int
+            Source and destination NPU.
+
+        Returns
+        -------
+        list of int
+            From `src` to `dst`, both included: the shorter way round a ring (clockwise on a tie),
+            direct on FullyConnected, through the switch (node n) on Switch.
+        """
         n = self.n
         if self.kind == "Ring":
             cw = (dst - src) % n
@@ -342,7 +434,17 @@ class AwareNetwork(Network):
         return [src, n, dst]
 
     def transmit(self, src, dst, size, cid) -> None:
-        """Put message `cid` on the first link of its route."""
+        """Put a message on the first link of its route.
+
+        Parameters
+        ----------
+        src, dst : int
+            Source and destination NPU.
+        size : int
+            Bytes.
+        cid : tuple
+            The message's id (`Tracker.next_send`).
+        """
         path = self.route(src, dst)
         self._send((path, 0, size, cid))
 

@@ -67,15 +67,25 @@ class Ring(Algorithm):
                 self.stream_count = n - 1
 
     def nonzero_packets(self) -> int:
-        """Packets of a round that wait for received data (ASTRA-sim's non-zero-latency packets):
-        `parallel` for direct, (n-1) x `parallel` for a ring."""
+        """Packets of a round that wait for received data (ASTRA-sim's non-zero-latency packets).
+
+        Returns
+        -------
+        int
+            `parallel` for direct, (n-1) x `parallel` for a ring.
+        """
         if self.direct:
             return self.parallel
         return (self.n - 1) * self.parallel
 
     def run(self, event: str) -> None:
-        """Advance the state machine on `event`: "init", "general" (a bundle is back from the
-        memory bus) or "recv" (a message arrived)."""
+        """Advance the state machine on an event.
+
+        Parameters
+        ----------
+        event : str
+            "init", "general" (a bundle is back from the memory bus) or "recv" (a message arrived).
+        """
         if event == "general":
             self.free_packets += 1
             if self.direct and self.coll == ALL_REDUCE and self.stream_count <= self.middle:
@@ -115,8 +125,15 @@ class Ring(Algorithm):
             raise RuntimeError("ring: should not inject nothing")
 
     def release(self, to_memory: bool, processed: bool) -> None:
-        """Send the packet's bundle over the memory bus (with a reduction's memory time when
-        `processed` and not `to_memory`); direct then aims at its next peer."""
+        """Send the packet's bundle over the memory bus; direct then aims at its next peer.
+
+        Parameters
+        ----------
+        to_memory : bool
+            A packet of the round's first (zero-latency) part: it carries no reduction.
+        processed : bool
+            The packet carries a reduction (adds its memory time unless `to_memory`).
+        """
         self.stream.sys.bundle(self.stream, self.msg, processed and not to_memory)
         if self.direct:
             self.receiver = self.line.next(self.receiver, True)
@@ -128,7 +145,13 @@ class Ring(Algorithm):
 
     def ready(self) -> bool:
         """Send the oldest queued packet (and post its receive) if a bundle is back and messages
-        remain; True when one was sent."""
+        remain.
+
+        Returns
+        -------
+        bool
+            Whether a packet was sent.
+        """
         if not self.packets or self.stream_count == 0 or self.free_packets == 0:
             return False
         dest, src = self.packets.pop(0)
@@ -204,8 +227,13 @@ class HalvingDoubling(Algorithm):
         self.receiver = self.sender = r
 
     def run(self, event: str) -> None:
-        """Advance the state machine on `event`: "init", "general" (a bundle is back from the
-        memory bus) or "recv" (a message arrived)."""
+        """Advance the state machine on an event.
+
+        Parameters
+        ----------
+        event : str
+            "init", "general" (a bundle is back from the memory bus) or "recv" (a message arrived).
+        """
         if event == "general":
             self.free_packets += 1
             self.ready()
@@ -235,8 +263,14 @@ class HalvingDoubling(Algorithm):
             raise RuntimeError("halvingDoubling: should not inject nothing")
 
     def release(self, processed: bool) -> None:
-        """Send the exchange's bundle over the memory bus (reduction time when `processed`), then
-        move to the next distance and message size (an all-reduce turns back at distance n)."""
+        """Send the exchange's bundle over the memory bus, then move to the next distance and
+        message size (an all-reduce turns back at distance n).
+
+        Parameters
+        ----------
+        processed : bool
+            The exchange carries a reduction (adds its memory time).
+        """
         self.stream.sys.bundle(self.stream, self.msg, processed)
         self.offset = int(self.offset * self.mult)
         self.msg = int(self.msg / self.mult)
@@ -248,7 +282,13 @@ class HalvingDoubling(Algorithm):
 
     def ready(self) -> bool:
         """Send the oldest queued exchange (and post its receive) if a bundle is back and
-        exchanges remain; True when one was sent."""
+        exchanges remain.
+
+        Returns
+        -------
+        bool
+            Whether an exchange was sent.
+        """
         if not self.packets or self.stream_count == 0 or self.free_packets == 0:
             return False
         dest, src, size = self.packets.pop(0)

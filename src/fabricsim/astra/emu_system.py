@@ -41,8 +41,15 @@ class Sys:
 
     # events grouped per tick, run in registration order
     def register_event(self, fn: Callable, delta: int) -> None:
-        """Call `fn()` `delta` ticks (ns, truncated to an integer) from now, after the functions
-        this NPU already registered for that tick."""
+        """Call `fn()` later, after the functions this NPU already registered for that tick.
+
+        Parameters
+        ----------
+        fn : callable
+            Called with no arguments.
+        delta : int or float
+            Ticks (ns) from now, truncated to an integer.
+        """
         now = self.world.eq.now
         t = now + int(delta)
         lst = self.events.get(t)
@@ -61,8 +68,19 @@ class Sys:
 
     # memory bus
     def mem_cost(self, size: int) -> int:
-        """Ticks (ns) a reduction of `size` bytes holds the memory bus: 3 x floor(size / local-mem-bw)
-        (one write and two reads); 0 when local-mem-bw is 0."""
+        """The time a reduction holds the memory bus.
+
+        Parameters
+        ----------
+        size : int
+            Bytes reduced.
+
+        Returns
+        -------
+        int
+            Ticks (ns): 3 x floor(size / local-mem-bw) (one write and two reads); 0 when
+            local-mem-bw is 0.
+        """
         bw = self.world.sys_spec.local_mem_bw
         if bw <= 0:
             return 0
@@ -94,8 +112,16 @@ class Sys:
 
     # scheduling
     def insert_stream(self, queue: list, stream: "Stream") -> None:
-        """Insert `stream` into `queue` after every started stream and every stream of at least its
-        priority (so equal priorities keep their arrival order)."""
+        """Insert a stream after every started stream and every stream of at least its priority
+        (so equal priorities keep their arrival order).
+
+        Parameters
+        ----------
+        queue : list of Stream
+            The ready list or a dimension's queue (changed in place).
+        stream : Stream
+            The stream to insert.
+        """
         i = 0
         while i < len(queue):
             s = queue[i]
@@ -113,7 +139,13 @@ class Sys:
             self.ready_list.pop(0)
 
     def notify_added(self, q: int) -> None:
-        """Start waiting streams of queue `q` (dimension) while fewer than `active-chunks-per-dimension` run."""
+        """Start waiting streams of a queue while fewer than `active-chunks-per-dimension` run.
+
+        Parameters
+        ----------
+        q : int
+            The queue (dimension).
+        """
         lst = self.active_streams[q]
         i = self.running_streams[q]
         thr = self.world.sys_spec.active_chunks
@@ -123,7 +155,13 @@ class Sys:
             i += 1
 
     def notify_removed(self, q: int) -> None:
-        """A stream left queue `q`: schedule the ready list, then refill queue `q`."""
+        """A stream left a queue: schedule the ready list, then refill the queue.
+
+        Parameters
+        ----------
+        q : int
+            The queue (dimension) the stream left.
+        """
         self.running_streams[q] -= 1
         self.schedule()
         self.notify_added(q)
@@ -259,12 +297,24 @@ class DataSet:
         self.done = False
 
     def stream_finished(self, now: int) -> None:
-        """One stream finished at tick `now` (ns)."""
+        """One stream finished.
+
+        Parameters
+        ----------
+        now : int
+            The tick it finished, ns.
+        """
         self.finished += 1
         self.check_done(now)
 
     def check_done(self, now: int) -> None:
-        """Call `on_done(now)` once, when every stream has finished."""
+        """Call `on_done(now)` once, when every stream has finished.
+
+        Parameters
+        ----------
+        now : int
+            The current tick, ns.
+        """
         if not self.done and self.finished >= self.total:
             self.done = True
             self.on_done(now)
@@ -272,7 +322,15 @@ class DataSet:
 
 @dataclass
 class Phase:
-    """One phase of a stream: the queue (dimension) it waits in and the algorithm that runs it."""
+    """One phase of a stream: the queue (dimension) it waits in and the algorithm that runs it.
+
+    Attributes
+    ----------
+    queue : int
+        The dimension whose queue the stream waits in (0 for a flat phase).
+    algorithm : Algorithm
+        The state machine that runs the phase.
+    """
 
     queue: int
     algorithm: "Algorithm"

@@ -38,45 +38,55 @@ class BinaryTree:
         self.parent: dict[int, int] = {}
         self.left: dict[int, int] = {}
         self.right: dict[int, int] = {}
-        counter = [start]
-        nodes: list = []
-
-        def build(d):  # returns a nested (left, right) structure of node slots
-            node = {"l": None, "r": None, "id": None}
-            if d > 1:
-                node["l"] = build(d - 1)
-                node["r"] = build(d - 1)
-            return node
-
         top = {"l": None, "r": None, "id": None}
-        if root_max:
-            top["l"] = build(depth - 1)
-        else:
-            top["r"] = build(depth - 1)
+        top["l" if root_max else "r"] = self._slots(depth - 1)
+        self._number(top, start, stride)
+        self._link(top, None)
 
-        def number(node):
-            if node["l"] is not None:
-                number(node["l"])
-            node["id"] = counter[0]
-            counter[0] += stride
-            nodes.append(node)
-            if node["r"] is not None:
-                number(node["r"])
+    @staticmethod
+    def _slots(d: int) -> dict:
+        """A complete subtree of depth `d` of unnumbered node slots ({"l", "r", "id"})."""
+        node = {"l": None, "r": None, "id": None}
+        if d > 1:
+            node["l"] = BinaryTree._slots(d - 1)
+            node["r"] = BinaryTree._slots(d - 1)
+        return node
 
-        number(top)
+    @staticmethod
+    def _number(node: dict, first: int, stride: int) -> int:
+        """Number the subtree's slots in order, from rank `first` in steps of `stride`; the next
+        rank is returned."""
+        nxt = first
+        if node["l"] is not None:
+            nxt = BinaryTree._number(node["l"], nxt, stride)
+        node["id"] = nxt
+        nxt += stride
+        if node["r"] is not None:
+            nxt = BinaryTree._number(node["r"], nxt, stride)
+        return nxt
 
-        def link(node, parent):
-            self.parent[node["id"]] = parent["id"] if parent else -1
-            self.left[node["id"]] = node["l"]["id"] if node["l"] else -1
-            self.right[node["id"]] = node["r"]["id"] if node["r"] else -1
-            for c in (node["l"], node["r"]):
-                if c:
-                    link(c, node)
-
-        link(top, None)
+    def _link(self, node: dict, parent: dict | None) -> None:
+        """Record the parent and children of every NPU of the subtree (-1 for none)."""
+        self.parent[node["id"]] = parent["id"] if parent else -1
+        self.left[node["id"]] = node["l"]["id"] if node["l"] else -1
+        self.right[node["id"]] = node["r"]["id"] if node["r"] else -1
+        for c in (node["l"], node["r"]):
+            if c:
+                self._link(c, node)
 
     def kind(self, npu: int) -> str:
-        """The role of NPU `npu` in the tree: "root", "leaf" or "intermediate"."""
+        """The role of an NPU in the tree.
+
+        Parameters
+        ----------
+        npu : int
+            An NPU of the tree.
+
+        Returns
+        -------
+        str
+            "root", "leaf" or "intermediate".
+        """
         if self.parent[npu] == -1:
             return "root"
         if self.left[npu] == -1 and self.right[npu] == -1:
@@ -113,8 +123,14 @@ class DoubleBinaryTree(Algorithm):
         self.stream.sys.bundle(self.stream, self.size, processing)
 
     def run(self, event: str) -> None:
-        """Advance the node's state machine on `event` ("init", "general" or "recv"); leaves,
-        intermediate nodes and the root each follow their own states."""
+        """Advance the node's state machine on an event; leaves, intermediate nodes and the root
+        each follow their own states.
+
+        Parameters
+        ----------
+        event : str
+            "init", "general" (a bundle is back from the memory bus) or "recv" (a message arrived).
+        """
         t, st = self.type, self.state
         if t == "leaf":
             if st == "begin":

@@ -89,7 +89,18 @@ class MirrorNetwork(Network):
             self.bw, self.lat = spec.bw[0], spec.lat[0]
 
     def mirror(self, npu: int) -> int:
-        """The NPU at the negated coordinates of `npu` (its mirror image through NPU 0)."""
+        """The mirror image of an NPU through NPU 0.
+
+        Parameters
+        ----------
+        npu : int
+            An NPU's rank.
+
+        Returns
+        -------
+        int
+            The NPU at its negated coordinates (modulo each dimension).
+        """
         return sum(((-c) % n) * st for c, n, st in zip(self.coords(npu), self.spec.dims, self.strides))
 
     def _link(self, key) -> _Link:
@@ -175,7 +186,17 @@ def mirror_eligible(net: NetSpec, system: SysSpec, collective: str, backend: str
 
 
 class MirrorWorld:
-    """NPU 0 alone on a MirrorNetwork (see MirrorNetwork); parameters as `World`."""
+    """NPU 0 alone on a MirrorNetwork (see MirrorNetwork), standing for every NPU.
+
+    Parameters
+    ----------
+    net_spec : NetSpec
+        The network.
+    sys_spec : SysSpec
+        The system layer's settings.
+    backend : str
+        "congestion-unaware" or "congestion-aware".
+    """
 
     def __init__(self, net_spec: NetSpec, sys_spec: SysSpec, backend: str):
         self.net_spec = net_spec

@@ -48,8 +48,20 @@ class Roofline:
     mem_bw: float  # bytes/s
 
     def time_ns(self, num_ops: int, tensor_size: int) -> int:
-        """Time of a node of `num_ops` FLOPs on `tensor_size` bytes: ops / min(mem_bw x ops/bytes,
-        peak), truncated to ns."""
+        """The time of one compute node on the roofline.
+
+        Parameters
+        ----------
+        num_ops : int
+            FLOPs of the node.
+        tensor_size : int
+            Bytes it moves to and from memory (> 0).
+
+        Returns
+        -------
+        int
+            ns: num_ops / min(mem_bw x num_ops / tensor_size, peak_flops), truncated.
+        """
         intensity = num_ops / tensor_size
         perf = min(self.mem_bw * intensity, self.peak_flops)
         return int(num_ops / perf * 1e9)
@@ -57,7 +69,21 @@ class Roofline:
 
 @dataclass(frozen=True)
 class NpuResult:
-    """One NPU's times in a run, ns (ASTRA-sim's per-NPU report)."""
+    """One NPU's times in a run, ns (ASTRA-sim's per-NPU report).
+
+    Attributes
+    ----------
+    npu : int
+        The NPU's rank.
+    finish_ns : int
+        When its last node finished, ns.
+    compute_ns : int
+        Sum of its GPU compute nodes' durations, ns.
+    exposed_comm_ns : int
+        `finish_ns` - `compute_ns` (ASTRA-sim's exposed communication), ns.
+    comm_ns : int
+        Time with at least one communication node in flight, ns.
+    """
 
     npu: int
     finish_ns: int
@@ -109,8 +135,18 @@ class NpuWorkload:
 
     # resources
     def resource(self, node) -> str | None:
-        """The resource `node` holds while it runs: "gpu", "cpu", "comm" (collectives and sends),
-        or None (receives, metadata)."""
+        """The resource a node holds while it runs.
+
+        Parameters
+        ----------
+        node : EtNode
+            The node.
+
+        Returns
+        -------
+        str or None
+            "gpu" or "cpu" (compute), "comm" (collectives and sends), or None (receives, metadata).
+        """
         if node.type == COMP:
             return "cpu" if node.is_cpu_op else "gpu"
         if node.type in (COMM_COLL, COMM_SEND):
@@ -188,8 +224,19 @@ class NpuWorkload:
                               "remote memory nodes need a memory model (NO_MEMORY_EXPANSION aborts in ASTRA-sim)")
 
     def group_of(self, node) -> tuple[int, ...] | None:
-        """The members of `node`'s communicator group (`pg_name`), or None for all NPUs; a
-        ConfigError for an unknown group or one this NPU is not in."""
+        """The members of a collective's communicator group (`pg_name`).
+
+        Parameters
+        ----------
+        node : EtNode
+            A collective node of this NPU.
+
+        Returns
+        -------
+        tuple of int or None
+            The group's ranks, or None for all NPUs; a ConfigError for an unknown group or one
+            this NPU is not in.
+        """
         pg = node.pg_name
         if pg in (None, "", "0"):
             return None
@@ -218,8 +265,16 @@ class NpuWorkload:
             self.comm_ns += self.world.eq.now - self.comm_busy_since
 
     def finished(self, node, res) -> None:
-        """`node` finished now: free its resource `res`, issue what became ready, and note the
-        finish time once nothing is left."""
+        """A node finished now: free its resource, issue what became ready, and note the NPU's
+        finish time once nothing is left.
+
+        Parameters
+        ----------
+        node : EtNode
+            The node.
+        res : str or None
+            The resource it held (`resource(node)`).
+        """
         if res is not None:
             self.in_flight[res] -= 1
         self.running -= 1

@@ -398,20 +398,3 @@ def make_endpoint(policy: str = "npu", **params: Any) -> EndpointModel:
         raise ConfigError("endpoint.policy", policy, f"accepted: {', '.join(ENDPOINT_POLICIES)}")
     fields = validate(entry.fields, dict(params), "endpoint")
     return entry.make(**fields.model_dump())
-
-
-def interferes(endpoint: EndpointModel, npu: NPU) -> bool:
-    """Whether running communication slows compute on `npu` under this policy.
-
-    Parameters
-    ----------
-    endpoint : EndpointModel
-        The policy.
-    npu : NPU
-        The NPU.
-
-    Returns
-    -------
-    bool
-    """
-    return endpoint.held(npu).any

@@ -13,6 +13,10 @@ get the types Chakra's own generators use (`ATTR_KINDS`).
 Every problem with an input file (truncated stream, bytes that are not protobuf, a missing rank file,
 duplicate node ids, dependencies on unknown nodes, dependency cycles, unknown node types) is a one-line
 `ConfigError` naming the file, the field and what is expected; no protobuf exception leaks out.
+
+This module reads and writes files; the in-memory trace (`EtNode`, `EtTrace`) and its graph checks
+(`check_trace`) are in `chakra_trace`, attribute encoding and framing in `chakra_codec`. Every public
+name is importable from here.
 """
 
 from __future__ import annotations
@@ -21,9 +25,8 @@ import gzip
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,86 +47,16 @@ from .chakra_codec import (  # noqa: F401  (ATTR_KINDS is part of the public sur
     _split_messages,
     _varint,
 )
-
-COMP_NODE = pb.NODE_TYPES["COMP_NODE"]
-COMM_SEND_NODE = pb.NODE_TYPES["COMM_SEND_NODE"]
-COMM_RECV_NODE = pb.NODE_TYPES["COMM_RECV_NODE"]
-COMM_COLL_NODE = pb.NODE_TYPES["COMM_COLL_NODE"]
-
-
-@dataclass(frozen=True)
-class EtNode:
-    """One Chakra node. `type` is the NodeType number (`chakra_schema.NODE_TYPES`); `duration_micros` is µs
-    as in the file (an int; a float only in traces built in memory, e.g. `text_to_traces(duration_unit="ns")`,
-    which `write_et` refuses unless whole). `inputs`/`outputs` are the IOInfo `values` strings (None when the
-    node has no IOInfo). `attrs` maps attribute name -> Python value (first one wins if a name repeats, as in
-    ASTRA-sim's feeder). `attr_kinds` (name -> oneof field such as "int64_val") and `io_detail` ((shapes,
-    types) of inputs and outputs) only steer byte-exact re-writing and are ignored by ==."""
-
-    id: int
-    name: str = ""
-    type: int = COMP_NODE
-    ctrl_deps: tuple[int, ...] = ()
-    data_deps: tuple[int, ...] = ()
-    duration_micros: int | float = 0
-    attrs: Mapping[str, Any] = field(default_factory=dict)
-    inputs: str | None = None
-    outputs: str | None = None
-    start_time_micros: int = 0
-    attr_kinds: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
-    io_detail: tuple[tuple[str, str], tuple[str, str]] | None = field(default=None, compare=False, repr=False)
-
-    def __post_init__(self):
-        object.__setattr__(self, "ctrl_deps", tuple(self.ctrl_deps))
-        object.__setattr__(self, "data_deps", tuple(self.data_deps))
-        object.__setattr__(self, "attrs", {k: tuple(v) if isinstance(v, list) else v for k, v in self.attrs.items()})
-
-    @property
-    def type_name(self) -> str:
-        """`COMP_NODE`, `COMM_COLL_NODE`, ... (or `UNKNOWN_<n>`)."""
-        return pb.NODE_TYPE_NAMES.get(self.type, f"UNKNOWN_{self.type}")
-
-    @property
-    def deps(self) -> tuple[int, ...]:
-        """data_deps then ctrl_deps: every node this one waits for (ASTRA-sim treats both the same way)."""
-        return self.data_deps + tuple(d for d in self.ctrl_deps if d not in self.data_deps)
-
-    def _attr(self, name: str):
-        return self.attrs.get(name)
-
-    comm_type = property(lambda self: self._attr("comm_type"), doc="CollectiveCommType number, or None.")
-    comm_size = property(lambda self: self._attr("comm_size"), doc="Bytes of a collective/p2p, or None.")
-    is_cpu_op = property(lambda self: self._attr("is_cpu_op"), doc="CPU (True) or GPU (False) op, or None.")
-    comm_src = property(lambda self: self._attr("comm_src"), doc="Sender rank of a recv, or None.")
-    comm_dst = property(lambda self: self._attr("comm_dst"), doc="Receiver rank of a send, or None.")
-    comm_tag = property(lambda self: self._attr("comm_tag"), doc="Send/recv matching tag, or None.")
-    comm_priority = property(lambda self: self._attr("comm_priority"), doc="Scheduling priority, or None.")
-    pg_name = property(lambda self: self._attr("pg_name"), doc="Communicator group id string, or None.")
-    involved_dim = property(lambda self: self._attr("involved_dim"), doc="Tuple of bools per dimension, or None.")
-    num_ops = property(lambda self: self._attr("num_ops"), doc="FLOPs (roofline), or None.")
-    tensor_size = property(lambda self: self._attr("tensor_size"), doc="Bytes (roofline, memory nodes), or None.")
-
-
-@dataclass(frozen=True)
-class EtTrace:
-    """One NPU's trace: `version` and `metadata_attrs` from GlobalMetadata, then the nodes in file order.
-    `rank` comes from the file name (`<prefix>.<rank>.et`), 0 when the name has no rank."""
-
-    rank: int
-    version: str = ""
-    metadata_attrs: Mapping[str, Any] = field(default_factory=dict)
-    nodes: tuple[EtNode, ...] = ()
-    metadata_attr_kinds: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
-
-    def __post_init__(self):
-        object.__setattr__(self, "nodes", tuple(self.nodes))
-        object.__setattr__(self, "metadata_attrs", dict(self.metadata_attrs))
-
-    @cached_property
-    def by_id(self) -> dict[int, EtNode]:
-        """Node id -> node."""
-        return {n.id: n for n in self.nodes}
-
+from .chakra_trace import (  # noqa: F401  (the public surface)
+    COMM_COLL_NODE,
+    COMM_RECV_NODE,
+    COMM_SEND_NODE,
+    COMP_NODE,
+    EtNode,
+    EtTrace,
+    _find_cycle,
+    check_trace,
+)
 
 # ---------------------------------------------------------------------------------------------- reading
 
@@ -264,69 +197,6 @@ def _read_plain(path: str) -> bytes:
     if data[:2] == b"\x1f\x8b":
         return _load_bytes(Path(path))
     return data
-
-
-# ---------------------------------------------------------------------------------------------- checking
-
-def check_trace(trace: EtTrace, where: str = "trace") -> None:
-    """Raise ConfigError unless every node has a known type and a unique id, and every data/ctrl dependency
-    names a node of this trace without forming a cycle (ASTRA-sim would never finish such a graph).
-
-    Parameters
-    ----------
-    trace : EtTrace
-        The trace.
-    where : str
-        What to call it in error messages (a file name).
-    """
-    ids: set[int] = set()
-    for n in trace.nodes:
-        if n.type not in pb.NODE_TYPE_NAMES:
-            raise ConfigError(f"{where}: node {n.id} type", n.type, f"expected {_NODE_TYPES_ACCEPTED}")
-        if n.id in ids:
-            raise ConfigError(f"{where}: node {n.id} id", n.id, "expected node ids unique within the file")
-        ids.add(n.id)
-    for n in trace.nodes:
-        for fname in ("data_deps", "ctrl_deps"):
-            for d in getattr(n, fname):
-                if d not in ids:
-                    raise ConfigError(f"{where}: node {n.id} {fname}", d,
-                                      "expected the id of a node in this file")
-    cycle = _find_cycle(trace.nodes)
-    if cycle:
-        shown = " -> ".join(str(i) for i in cycle[:12]) + (" ..." if len(cycle) > 12 else "")
-        raise ConfigError(f"{where}: node {cycle[0]} data_deps/ctrl_deps", shown,
-                          "expected an acyclic dependency graph")
-
-
-def _find_cycle(nodes: Sequence[EtNode]) -> list[int]:
-    """Node ids along one dependency cycle (each waits for the next), or [] if the graph is acyclic."""
-    deps = {n.id: n.deps for n in nodes}
-    indeg = {i: 0 for i in deps}
-    children: dict[int, list[int]] = {i: [] for i in deps}
-    for i, ds in deps.items():
-        for d in set(ds):
-            indeg[i] += 1
-            children[d].append(i)
-    ready = [i for i, k in indeg.items() if k == 0]
-    done = 0
-    while ready:
-        i = ready.pop()
-        done += 1
-        for c in children[i]:
-            indeg[c] -= 1
-            if indeg[c] == 0:
-                ready.append(c)
-    if done == len(deps):
-        return []
-    left = {i for i, k in indeg.items() if k > 0}
-    cur, seen = next(iter(left)), []
-    index: dict[int, int] = {}
-    while cur not in index:  # every node left waits on some node left
-        index[cur] = len(seen)
-        seen.append(cur)
-        cur = next(d for d in deps[cur] if d in left)
-    return seen[index[cur]:] + [cur]
 
 
 # ---------------------------------------------------------------------------------------------- writing

@@ -74,6 +74,8 @@ class _TraceMatcher:
         self.terminal: dict = {}
 
     def add_nodes(self, it: int, tr: EtTrace) -> None:
+        """The tasks of rank `tr.rank`'s nodes in iteration `it`, and its last nodes (those nothing
+        waits for), which the next iteration's first nodes wait for."""
         r = tr.rank
         counters: dict = defaultdict(int)
         has_succ = set()
