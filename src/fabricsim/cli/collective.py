@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from ..collectives.api import build_schedule, normalize_collective, parse_group
+from ..collectives.algorithm import AlgorithmChoice
 from ..collectives.registry import ALGORITHMS, choose_algorithm
 from ..collectives.verify import verify
 from ..errors import ConfigError
@@ -131,7 +132,7 @@ def algorithms():
                       "lock-step steps", highlight=False, markup=False)
         if alg.aliases:
             con.print(f"{'':<26} aliases: " + ", ".join(
-                a + ("" if not p else " (" + ",".join(f"{k}={v}" for k, v in p.items()) + ")")
+                a + ("" if not p else f" (= {AlgorithmChoice(alg.name, tuple(sorted(p.items())))})")
                 for a, p in alg.aliases.items()), highlight=False, markup=False)
     con.print("(* power-of-two groups only)", highlight=False, markup=False)
 
