@@ -546,6 +546,10 @@ def _flow_levels(topo: Topology, flows: Flows, aware: bool, overhead: float) -> 
     if flows.latency is not None:
         lat = np.where(np.isnan(flows.latency), lat, flows.latency)
     level = _levels(flows)
+    entry_level = level[tid]
+    entry_bytes = flows.size[tid] * w
+    flow_bw = np.full(n, np.inf)  # each flow alone: its slowest (weighted) link
+    np.minimum.at(flow_bw, tid, topo.link_bw[links] / w)
     start = np.zeros(n)
     finish = np.zeros(n)
     link_bytes = np.zeros(topo.n_links)
@@ -554,15 +558,13 @@ def _flow_levels(topo: Topology, flows: Flows, aware: bool, overhead: float) -> 
     for lv in range(int(level.max(initial=-1)) + 1):
         idx = np.flatnonzero(level == lv)
         t = max(t, float(flows.start[idx].max()))
-        ent = np.flatnonzero(np.isin(tid, idx))
-        load = np.bincount(links[ent], weights=(flows.size[tid] * w)[ent], minlength=topo.n_links)
-        per_flow_bw = np.full(n, np.inf)
-        np.minimum.at(per_flow_bw, tid[ent], (topo.link_bw[links] / w)[ent])
-        alone = lat[idx] + np.where(np.isfinite(per_flow_bw[idx]), flows.size[idx] / per_flow_bw[idx], 0.0)
+        ent = entry_level == lv
+        load = np.bincount(links[ent], weights=entry_bytes[ent], minlength=topo.n_links)
         if aware:
             dur = float(np.max(load / topo.link_bw, initial=0.0)) + float(lat[idx].max(initial=0.0))
             end = np.full(len(idx), t + dur + overhead)
         else:
+            alone = lat[idx] + np.where(np.isfinite(flow_bw[idx]), flows.size[idx] / flow_bw[idx], 0.0)
             end = t + alone + overhead
         start[idx], finish[idx] = t, end
         link_bytes += load
