@@ -1,5 +1,5 @@
 """ASTRA-sim compatibility mode at scale: ring all-reduce, 4 chunks (the configuration of the
-ASTRA-sim timings in ../shared/reference/astra-sim/README.md), 256 to 4096 NPUs and 64x64,
+ASTRA-sim timings in reference/astra-sim/README.md), 256 to 4096 NPUs and 64x64,
 both backends, end to end from ASTRA-sim's own input files (YAML, JSON, one .et per NPU).
 
 Run: `.venv/bin/python benchmarks/bench_astra.py` -> benchmarks/results/astra.json

@@ -1,7 +1,7 @@
 """ASTRA-sim configuration readers: every reference network and system file, and malformed inputs.
 
-Expected values are read off the reference files in shared/reference/astra-sim (and the spec
-shared/specs/astra-sim.md §2.2-2.8), written here as literals, never computed by the code under test.
+Expected values are read off the reference files in reference/astra-sim (and the spec
+docs/specs/astra-sim.md §2.2-2.8), written here as literals, never computed by the code under test.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from fabricsim.astra.config import (
 )
 from fabricsim.errors import ConfigError
 
-needs_ref = pytest.mark.skipif(not REF.is_dir(), reason="ASTRA-sim reference inputs not available")
 
 # 50 GB/s as ASTRA-sim converts it: 50 * 2**30 / 1e9 bytes per ns
 BW50_BYTES_PER_NS = 53.6870912
@@ -40,13 +39,11 @@ ALL_SYSTEMS = sorted(REF.glob("systems/*.json")) + sorted(REF.glob("examples/sys
 # ------------------------------------------------------------------------------- reference files
 
 
-@needs_ref
 def test_reference_file_counts():
     assert len(ALL_NETWORKS) == 15  # 11 generated + 4 shipped examples
     assert len(ALL_SYSTEMS) == 16  # 13 generated + 3 shipped examples
 
 
-@needs_ref
 @pytest.mark.parametrize("path", ALL_NETWORKS, ids=lambda p: p.name)
 def test_every_reference_network_reads(path):
     net = read_network(path)
@@ -60,7 +57,6 @@ def test_every_reference_network_reads(path):
     assert net.npus == expected
 
 
-@needs_ref
 def test_rfs_2x8x4():
     net = read_network(REF / "networks" / "RFS_2x8x4.yml")
     assert net.topology == ("Ring", "FullyConnected", "Switch")
@@ -71,7 +67,6 @@ def test_rfs_2x8x4():
     assert net.bandwidth_bytes_per_ns == pytest.approx((214.7483648, 107.3741824, 53.6870912), rel=1e-15)
 
 
-@needs_ref
 def test_hgx_h100_validated_network():
     net = read_network(REF / "examples" / "network" / "analytical" / "HGX-H100-validated.yml")
     assert net.topology == ("Switch",)
@@ -81,7 +76,6 @@ def test_hgx_h100_validated_network():
     assert net.bandwidth_bytes_per_ns[0] == pytest.approx(BW400_BYTES_PER_NS, rel=1e-15)
 
 
-@needs_ref
 @pytest.mark.parametrize("name", ["Ring_4.yml", "Ring_8.yml", "Ring_16.yml", "Switch_8.yml", "FullyConnected_4.yml"])
 def test_generated_networks_are_50gbps_500ns(name):
     net = read_network(REF / "networks" / name)
@@ -97,7 +91,6 @@ def test_bandwidth_conversion_is_gib():
     assert net.latency_s[0] == pytest.approx(5e-7, rel=1e-15)
 
 
-@needs_ref
 @pytest.mark.parametrize("path", ALL_SYSTEMS, ids=lambda p: p.name)
 def test_every_reference_system_reads(path):
     sys_ = read_system(path)
@@ -107,7 +100,6 @@ def test_every_reference_system_reads(path):
     assert sys_.preferred_dataset_splits >= 1
 
 
-@needs_ref
 @pytest.mark.parametrize("path", sorted(REF.glob("systems/*.json")), ids=lambda p: p.name)
 def test_generated_systems_match_their_names(path):
     # sys_<algo>_<d>d[_s<splits>_a<active>][_<optimization>].json; all: LIFO, endpoint 10, local-mem-bw 1600
@@ -132,7 +124,6 @@ def test_generated_systems_match_their_names(path):
     assert read_system(path, net) == sys_
 
 
-@needs_ref
 def test_ring_4chunks():
     s = read_system(REF / "examples" / "system" / "native_collectives" / "Ring_4chunks.json")
     assert s.preferred_dataset_splits == 4
@@ -149,7 +140,6 @@ def test_ring_4chunks():
     assert s.ignored == ("boost-mode",)
 
 
-@needs_ref
 def test_hgx_h100_validated_system():
     s = read_system(REF / "examples" / "system" / "native_collectives" / "HGX-H100-validated.json")
     assert s.active_chunks_per_dimension == 2
@@ -165,7 +155,6 @@ def test_hgx_h100_validated_system():
     assert s.per_node_custom_implementation is None
 
 
-@needs_ref
 def test_custom_collective_system():
     s = read_system(REF / "examples" / "system" / "custom_collectives" / "custom_collective.json")
     assert s.scheduling_policy == "FIFO"
@@ -249,7 +238,6 @@ def test_parse_impl_rejects(text):
 # ------------------------------------------------------------------------------------ to_topology
 
 
-@needs_ref
 def test_to_topology_rfs():
     topo = to_topology(read_network(REF / "networks" / "RFS_2x8x4.yml"))
     assert topo.n_npus == 64 and topo.dims == (2, 8, 4)
@@ -265,7 +253,6 @@ def test_to_topology_rfs():
     assert counts.tolist() == [64, 448, 128]
 
 
-@needs_ref
 def test_to_topology_hgx_switch():
     topo = to_topology(read_network(REF / "examples" / "network" / "analytical" / "HGX-H100-validated.yml"))
     assert topo.n_npus == 8 and topo.n_switches == 1 and len(topo.link_src) == 16

@@ -1,7 +1,7 @@
 """Chakra execution traces (.et) and legacy ASTRA-sim 1.0 text workloads: every reference file, round trips,
 the text converter against Chakra's own output, and malformed inputs.
 
-Expected values are read off the reference files in shared/reference/astra-sim and the spec (astra-sim.md
+Expected values are read off the reference files in reference/astra-sim and the spec (astra-sim.md
 sections 2.4-2.6, 2.9): e.g. the ResNet-50 DATA conversion has 215 nodes per NPU and 54 all-reduces."""
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from fabricsim.workload import (
 )
 from fabricsim.workload import chakra_schema as pb
 
-needs_ref = pytest.mark.skipif(not REF.is_dir(), reason="ASTRA-sim reference inputs not available")
 
 ALL_ET = sorted(REF.glob("**/*.et"))
 CUSTOM = REF / "examples/system/custom_collectives/custom_ring_allreduce_8npus_1MB/custom_allreduce"
@@ -97,7 +96,6 @@ def test_schema_field_numbers_match_spec():
 # ------------------------------------------------------------------------------- every reference file
 
 
-@needs_ref
 def test_every_reference_trace_reads_and_reencodes_byte_for_byte():
     assert len(ALL_ET) == 872
     for path in ALL_ET:
@@ -106,8 +104,7 @@ def test_every_reference_trace_reads_and_reencodes_byte_for_byte():
         assert encode_trace(trace) == path.read_bytes(), path
 
 
-@needs_ref
-@pytest.mark.parametrize("folder", sorted(p.name for p in (REF / "workloads").iterdir()) if REF.is_dir() else [])
+@pytest.mark.parametrize("folder", sorted(p.name for p in (REF / "workloads").iterdir()))
 def test_generated_workloads_hold_one_collective_per_rank(folder):
     coll, npus, size = re.fullmatch(r"(\w+)_(\d+)_(\d+)", folder).groups()
     traces = read_traces(REF / "workloads" / folder / "x", int(npus))
@@ -121,7 +118,6 @@ def test_generated_workloads_hold_one_collective_per_rank(folder):
         assert node.attr_kinds == {"is_cpu_op": "bool_val", "comm_type": "int64_val", "comm_size": "int64_val"}
 
 
-@needs_ref
 def test_all_reduce_16_1048576_as_stated_in_readme():
     traces = read_traces(REF / "workloads/all_reduce_16_1048576/x", 16)
     assert len(traces) == 16
@@ -129,7 +125,6 @@ def test_all_reduce_16_1048576_as_stated_in_readme():
                and t.nodes[0].comm_size == 1048576 for t in traces)
 
 
-@needs_ref
 def test_shipped_microbenchmarks():
     folders = sorted((REF / "examples/workload/microbenchmarks").glob("*/*npus_1MB"))
     assert len(folders) == 12
@@ -141,7 +136,6 @@ def test_shipped_microbenchmarks():
             assert (node.comm_type, node.comm_size, node.is_cpu_op) == (COLL_TYPES[coll], 1 << 20, False)
 
 
-@needs_ref
 def test_custom_ring_all_reduce_traces():
     traces = read_traces(CUSTOM, 8)
     xml = (CUSTOM.parent / "custom_allreduce.xml").read_text()
@@ -171,7 +165,6 @@ def _text_compute_sum(path: Path) -> tuple[int, int, int]:
             sum(L.wg_compute_ns for L in wl.layers))
 
 
-@needs_ref
 def test_resnet50_reference_conversion_facts():
     traces = read_traces(REF / "legacy/resnet50/r50", 8)
     text = (REF / "legacy/Resnet50_DataParallel.txt").read_text()
@@ -193,7 +186,6 @@ def test_resnet50_reference_conversion_facts():
         assert "COMP_NODE_conv1_BWD_IG" not in {n.name for n in t.nodes}
 
 
-@needs_ref
 def test_micro_all_reduce_reference_conversion_facts():
     for r, t in enumerate(read_traces(REF / "legacy/micro/mar", 8)):
         (node,) = t.nodes
@@ -213,7 +205,6 @@ def _structure(trace: EtTrace):
              tuple(pos[d] for d in n.ctrl_deps)) for n in trace.nodes]
 
 
-@needs_ref
 @pytest.mark.parametrize("txt,prefix", [("Resnet50_DataParallel.txt", "resnet50/r50"),
                                         ("microAllReduce.txt", "micro/mar")])
 def test_text_converter_reproduces_chakra_output(txt, prefix, tmp_path):
@@ -231,7 +222,6 @@ def test_text_converter_reproduces_chakra_output(txt, prefix, tmp_path):
         assert p.read_bytes() == trace_path(REF / "legacy" / prefix, r).read_bytes()
 
 
-@needs_ref
 def test_resnet50_graph_shape():
     """Per pass: FWD chain; backward per layer (reverse) WG -> ALLREDUCE and WG -> IG -> next layer's WG."""
     wl = read_astra_text(REF / "legacy/Resnet50_DataParallel.txt")
@@ -253,7 +243,6 @@ def test_resnet50_graph_shape():
     assert {n.id for n in t.nodes if n.id not in waited} == {n.id for n in t.nodes if n.type == COMM_COLL_NODE}
 
 
-@needs_ref
 def test_text_converter_passes_and_units(tmp_path):
     wl = read_astra_text(REF / "legacy/Resnet50_DataParallel.txt")
     two = text_to_traces(wl, 2, passes=2)
@@ -319,7 +308,6 @@ def test_text_converter_none_comms():
     assert wg_b.id in byname[1].data_deps  # waits for the dropped node's parent instead
 
 
-@needs_ref
 def test_text_converter_dlrm():
     wl = read_astra_text(REF / "legacy/DLRM_HybridParallel.txt")
     (t,) = text_to_traces(wl, 1)
@@ -336,7 +324,6 @@ def test_text_converter_dlrm():
     assert len(text_to_traces(wl, 1, passes=2)[0].nodes) == 64
 
 
-@needs_ref
 def test_text_converter_rejects_transformer():
     wl = read_astra_text(REF / "legacy/Transformer_HybridParallel.txt")
     with pytest.raises(ConfigError) as e:
@@ -396,7 +383,6 @@ def test_round_trip(tmp_path, compress):
         assert read_et(gz) == EtTrace(7, "0.0.4", {"note": "fabricsim", "seed": 1}, traces[1].nodes)
 
 
-@needs_ref
 @pytest.mark.parametrize("path", [REF / "legacy/resnet50/r50.3.et", CUSTOM.parent / "custom_allreduce.5.et",
                                   REF / "workloads/all_to_all_64_67108864/x.63.et"])
 def test_rewrite_reference_file(tmp_path, path):
@@ -421,7 +407,6 @@ def test_written_attribute_types_follow_reference_generators():
 # ------------------------------------------------------------------------------- malformed traces
 
 
-@needs_ref
 def test_truncated_files(tmp_path):
     src = REF / "legacy/resnet50/r50.2.et"
     data = src.read_bytes()
@@ -556,7 +541,6 @@ def test_writer_rejects_bad_values(tmp_path):
 # ------------------------------------------------------------------------------- legacy text workloads
 
 
-@needs_ref
 def test_reference_text_workloads():
     r50 = read_astra_text(REF / "legacy/Resnet50_DataParallel.txt")
     assert (r50.parallelism, r50.params, len(r50.layers)) == ("DATA", {}, 54)

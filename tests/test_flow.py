@@ -19,7 +19,7 @@ G = 1e9  # 1 GB/s links in the textbook cases
 
 
 def line(n, lat=0.0):
-    return from_edges(f"line{n}", n, 0, list(range(n - 1)), list(range(1, n)), G, lat)
+    return from_edges(list(range(n - 1)), list(range(1, n)), n_npus=n, name=f"line{n}", bandwidth=G, latency=lat)
 
 
 def test_shared_bottleneck():
@@ -82,7 +82,7 @@ def test_dependencies_and_start_times():
 def test_dataflow_beats_lock_step():
     """Step 0: 0->1 sends 3 units, 2->3 sends 1; step 1: 3->2 sends back what it received.
     Lock-step waits for the big transfer; dataflow starts 3->2 as soon as 2->3 has arrived."""
-    topo = from_edges("pairs", 4, 0, [0, 2], [1, 3], G, 0.0)
+    topo = from_edges([0, 2], [1, 3], n_npus=4, name="pairs", bandwidth=G, latency=0.0)
     s0 = make_step([0, 2], [1, 3], [[0, 1, 2], [3]], False)
     s1 = make_step([3], [2], [[3]], False)
     sched = Schedule("broadcast", "manual", 4, 4, (s0, s1), root=0)
@@ -176,7 +176,8 @@ def random_graph_flows(draw):
     dep = [draw(st.integers(-1, i - 1)) if i else -1 for i in range(k)]  # each flow may wait for an earlier one
     dep_ptr = np.concatenate([[0], np.cumsum([d >= 0 for d in dep])])
     dep_idx = np.array([d for d in dep if d >= 0], dtype=np.int64)
-    topo = from_edges("random", n, 0, [a for a, _ in edges], [b for _, b in edges], np.array(bw), 1e-7)
+    topo = from_edges([a for a, _ in edges], [b for _, b in edges], n_npus=n, name="random", bandwidth=np.array(bw),
+                      latency=1e-7)
     return topo, Flows(src, dst, size, None, cap, prio, dep_ptr, dep_idx), draw(st.sampled_from(["pipelined", "store-and-forward"]))
 
 

@@ -1,5 +1,5 @@
 """FRED (ISCA'25): the wafer mesh and the FRED fabric, in-network collectives, and the paper's
-analytic checks (../shared/specs/fred_ace.md, section 3), all in units of D / (TB/s): the time
+analytic checks (docs/specs/fred_ace.md, section 3), all in units of D / (TB/s): the time
 to all-reduce D bytes, times 1e12 / D."""
 
 from __future__ import annotations

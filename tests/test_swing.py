@@ -1,4 +1,4 @@
-"""Swing and the torus baselines against the spec (../shared/specs/swing.md): worked examples,
+"""Swing and the torus baselines against the spec (docs/specs/swing.md): worked examples,
 verify on every reproduction shape, and the congestion deficiency from routed schedules.
 
 The spec numbers ranks row-major (coordinate 0 slowest); fabricsim's dimension 0 is fastest. On

@@ -517,7 +517,7 @@ def test_route_empty_and_self_pairs():
 
 def test_shortest_path_line():
     # 0 - 1 - 2 - 3 - 4: distance |i - j|
-    t = from_edges("line", 5, 0, [0, 1, 2, 3], [1, 2, 3, 4], BW, LAT)
+    t = from_edges([0, 1, 2, 3], [1, 2, 3, 4], n_npus=5, name="line", bandwidth=BW, latency=LAT)
     assert t.n_links == 8
     src, dst = all_pairs(5)
     hops = check_walks(t, src, dst)
@@ -526,7 +526,7 @@ def test_shortest_path_line():
 
 def test_shortest_path_ring_of_six():
     # 0-1-2-3-4-5-0 drawn by hand; distance table from node 0: 0 1 2 3 2 1
-    t = from_edges("ring6", 6, 0, [0, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 0], BW, LAT)
+    t = from_edges([0, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 0], n_npus=6, name="ring6", bandwidth=BW, latency=LAT)
     from_zero = [0, 1, 2, 3, 2, 1]
     src, dst = all_pairs(6)
     hops = check_walks(t, src, dst)
@@ -535,7 +535,7 @@ def test_shortest_path_ring_of_six():
 
 def test_shortest_path_star_with_switch_center():
     # NPUs 0..4 around switch node 5: NPU <-> NPU = 2 hops, NPU <-> switch = 1
-    t = from_edges("star", 5, 1, [0, 1, 2, 3, 4], [5, 5, 5, 5, 5], BW, LAT)
+    t = from_edges([0, 1, 2, 3, 4], [5, 5, 5, 5, 5], n_npus=5, n_switches=1, name="star", bandwidth=BW, latency=LAT)
     src, dst = all_pairs(6)
     hops = check_walks(t, src, dst)
     assert hops.tolist() == [1 if 5 in (s, d) else 2 for s, d in zip(src.tolist(), dst.tolist())]
@@ -556,7 +556,7 @@ def test_shortest_path_hand_drawn_graph():
         6: [4, 3, 2, 3, 2, 1, 0],
     }
     edges = [(0, 1), (1, 2), (0, 3), (2, 5), (3, 4), (4, 5), (5, 6)]
-    t = from_edges("house", 7, 0, [a for a, _ in edges], [b for _, b in edges], BW, LAT)
+    t = from_edges([a for a, _ in edges], [b for _, b in edges], n_npus=7, name="house", bandwidth=BW, latency=LAT)
     src, dst = all_pairs(7)
     hops = check_walks(t, src, dst)
     assert hops.tolist() == [dist[s][d] for s, d in zip(src.tolist(), dst.tolist())]
@@ -564,19 +564,19 @@ def test_shortest_path_hand_drawn_graph():
 
 def test_shortest_path_unreachable_raises():
     # two components: 0-1 and 2-3
-    t = from_edges("split", 4, 0, [0, 2], [1, 3], BW, LAT)
+    t = from_edges([0, 2], [1, 3], n_npus=4, name="split", bandwidth=BW, latency=LAT)
     assert check_walks(t, np.array([0, 3]), np.array([1, 2])).tolist() == [1, 1]
     with pytest.raises(ValueError):
         t.route(np.array([0]), np.array([3]))
     # one-way line 0 -> 1 -> 2: the way back does not exist
-    t = from_edges("oneway", 3, 0, [0, 1], [1, 2], BW, LAT, bidirectional=False)
+    t = from_edges([0, 1], [1, 2], n_npus=3, name="oneway", bandwidth=BW, latency=LAT, bidirectional=False)
     assert check_walks(t, np.array([0]), np.array([2])).tolist() == [2]
     with pytest.raises(ValueError):
         t.route(np.array([2]), np.array([0]))
 
 
 def test_from_edges_bandwidth_per_edge():
-    t = from_edges("pair", 3, 0, [0, 1], [1, 2], [1e9, 2e9], 1e-6)
+    t = from_edges([0, 1], [1, 2], n_npus=3, bandwidth=[1e9, 2e9], latency=1e-6)
     got = {(a, b): bw for a, b, bw in zip(t.link_src.tolist(), t.link_dst.tolist(), t.link_bw.tolist())}
     assert got == {(0, 1): 1e9, (1, 0): 1e9, (1, 2): 2e9, (2, 1): 2e9}
 
@@ -859,7 +859,8 @@ def test_direct_mapping_is_from_edges():
     """A star of 5 NPUs around node 5: 10 directed links, every NPU pair 2 hops through the centre."""
     links = [(i, 5) for i in range(5)]
     t = build_topology("direct", n=5, switches=1, links=links, bandwidth=10e9, latency=1e-6)
-    assert_same_topology(t, from_edges("direct:5", 5, 1, [a for a, _ in links], [b for _, b in links], 10e9, 1e-6))
+    assert_same_topology(t, from_edges([a for a, _ in links], [b for _, b in links], n_npus=5, n_switches=1,
+                                        bandwidth=10e9, latency=1e-6))
     src, dst = all_pairs(5)
     assert check_walks(t, src, dst).tolist() == [2] * 20
 

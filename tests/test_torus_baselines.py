@@ -2,7 +2,7 @@
 
 Correctness through `verify`; shapes (lock-step steps, compressed `Step` objects) and
 congestion-aware times on fabricsim tori against closed forms derived here from the spec
-(shared/specs/swing.md §2 items 1 and 5): every directed link carries one message per step.
+(docs/specs/swing.md §2 items 1 and 5): every directed link carries one message per step.
 """
 
 from __future__ import annotations

@@ -46,6 +46,17 @@ KiB, MiB, GiB, TiB = 2**10, 2**20, 2**30, 2**40
         ("  512MiB  ", 512 * MiB),
         (".5KiB", 512),
         ("1e3", 1000),
+        # a bare prefix, as nccl-tests' -b/-e take it, is binary; with a unit letter it is SI
+        ("8K", 8 * KiB),
+        ("8k", 8 * KiB),
+        ("128M", 128 * MiB),
+        ("1.5M", 1.5 * MiB),
+        ("1G", GiB),
+        ("2T", 2 * TiB),
+        ("128 M", 128 * MiB),
+        ("128MB", 128e6),
+        ("128MiB", 128 * MiB),
+        ("128Mb", 16e6),  # megabits
         (4096, 4096),
         (1, 1),
         (2.5, 2.5),
@@ -116,6 +127,25 @@ def test_size_range_doubling():
 def test_size_range_factor():
     assert parse_size_range("1KiB:1MiB:4") == [float(2**k) for k in (10, 12, 14, 16, 18, 20)]
     assert parse_size_range("1KB:1GB:10") == pytest.approx([10.0**k for k in range(3, 10)], rel=1e-12)
+
+
+def test_size_range_nccl_tests_syntax():
+    # issue 12: `-s 8:128M` is nccl-tests' `-b 8 -e 128M`: 8 B .. 128 x 2^20 B doubling, 2^3 .. 2^27
+    sizes = parse_size_range("8:128M")
+    assert sizes == [float(2**k) for k in range(3, 28)]
+    assert parse_size_range("8:128MB")[-1] == 2.0**26  # SI: 128e6 B, so the doubling stops at 64 MiB
+
+
+def test_bare_prefix_rule_is_sizes_only():
+    # bandwidths keep decimal prefixes and need their unit
+    assert parse_bandwidth("1MB/s") == 1e6
+    check_error(parse_bandwidth, "1M", "bandwidth")
+
+
+def test_size_accepted_documents_bare_prefix():
+    from fabricsim.units import SIZE_ACCEPTED
+
+    assert "128M = 128MiB" in SIZE_ACCEPTED
 
 
 def test_size_range_endpoint_not_on_grid():

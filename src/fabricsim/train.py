@@ -26,9 +26,10 @@ workload:
   # or instead of model: astra_text: path/to/Resnet50_DataParallel.txt  (compute in ns; mp: N for hybrids)
   # or: chakra: path/to/prefix    (rank r reads prefix.r.et; comm_groups: groups.json for pg_name)
 output:
-  dir: out/gpt3                   # summary.json, breakdown.csv, trace.json, breakdown.png
+  dir: out/gpt3                   # summary.json, breakdown.csv, layers.csv, trace.json, breakdown.png
   trace: true
   trace_npus: 0-63                # NPUs in the Perfetto trace (default: the first 64)
+  trace_format: json              # or json.gz (gzip-compressed trace.json.gz)
   plot: true
 ```
 Paths in the file are relative to the file. Every field is checked when the file is loaded,
@@ -49,12 +50,14 @@ from .engine.pricing import CommPricer, normalize_algorithms
 from .engine.result import TrainResult
 from .engine.simulator import simulate
 from .errors import ConfigError
+from .progress import Progress, report
 from .network.model import canonical_model_name
 from .system.endpoint import EndpointModel, make_endpoint
 from .system.model import System
 from .system.npu import NPU
 from .system.scheduling import Scheduling
 from .topology.graph import Topology
+from .topology.spec import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
 from .units import parse_bandwidth, parse_flops, parse_size
 from .vocab import CATEGORIES, Category
 from .workload.graph import WorkloadGraph
@@ -85,8 +88,8 @@ class NetworkSection(_Strict):
     """
 
     topology: str | dict[str, Any]  # a spec string, or {family: torus, dims: [8, 8], ...}
-    bandwidth: Any = "400Gbps"
-    latency: Any = "100ns"
+    bandwidth: Any = DEFAULT_BANDWIDTH
+    latency: Any = DEFAULT_LATENCY
     model: str = "congestion-aware"
     algorithms: dict[str, str] = Field(default_factory=dict)
 
@@ -339,12 +342,14 @@ class OutputSection(_Strict):
     Parameters
     ----------
     dir : str, optional
-        Folder for summary.json, breakdown.csv, trace.json and breakdown.png, relative to the
-        config file (default of `fabricsim train`: out/<config name>).
+        Folder for summary.json, breakdown.csv, layers.csv, the trace and breakdown.png, relative
+        to the config file (default of `fabricsim train`: out/<config name>).
     trace : bool
         Write the Perfetto trace.
     trace_npus : str, optional
         NPUs in the trace as a group string (`0-63`); default the first 64.
+    trace_format : str
+        `json` (trace.json) or `json.gz` (trace.json.gz, gzip-compressed).
     plot : bool
         Write the breakdown plot.
     """
@@ -352,7 +357,16 @@ class OutputSection(_Strict):
     dir: str | None = None
     trace: bool = True
     trace_npus: str | None = None
+    trace_format: str = "json"
     plot: bool = True
+
+    @field_validator("trace_format")
+    @classmethod
+    def _trace_format(cls, v):
+        from .report.trace import trace_file_name
+
+        trace_file_name(v, "trace_format")  # the one list of formats; ConfigError otherwise
+        return v
 
 
 class TrainConfig(_Strict):
@@ -529,7 +543,7 @@ class TrainRun:
         return self.config.name or f"{g.meta.get('model', 'workload')} {g.meta.get('strategy', '')}".strip()
 
 
-def run_train(cfg: TrainConfig, progress=None) -> TrainRun:
+def run_train(cfg: TrainConfig, progress: Progress | None = None) -> TrainRun:
     """Build the config's topology, workload graph, system and pricer, and simulate.
 
     Parameters
@@ -537,7 +551,8 @@ def run_train(cfg: TrainConfig, progress=None) -> TrainRun:
     cfg : TrainConfig
         A validated config (`load_train_config`, or `TrainConfig.model_validate(mapping)`).
     progress : callable, optional
-        `progress(done_tasks, total_tasks)`.
+        `progress(done, total, phase)` (`fabricsim.progress`): building the topology, the workload
+        graph, then tasks done of all tasks while simulating.
 
     Returns
     -------
@@ -557,7 +572,11 @@ def run_train(cfg: TrainConfig, progress=None) -> TrainRun:
     >>> sorted(k for k, v in run.result.mean_breakdown().items() if v > 0)   # s per NPU
     ['DP', 'compute']
     """
+    report(progress, 0, 0, "building the topology")
     topo = topology_of(cfg)
+    report(progress, 0, 0, f"building the workload graph ({topo.n_npus} NPUs)")
     graph = graph_of(cfg, topo.n_npus)
     system = system_of(cfg)
-    return TrainRun(cfg, topo, simulate(graph, system, pricer_of(cfg, topo), progress=progress))
+    report(progress, 0, len(graph), "simulating")
+    tasks = None if progress is None else (lambda done, total: progress(done, total, "simulating"))
+    return TrainRun(cfg, topo, simulate(graph, system, pricer_of(cfg, topo), progress=tasks))

@@ -3,6 +3,11 @@
 Inside fabricsim everything is bytes, seconds and bytes/second (floats).
 Decimal prefixes (k, M, G, T, P) are powers of 1000, binary prefixes (Ki, Mi, Gi, Ti, Pi) powers
 of 1024. Bits are converted to bytes (`400Gbps` = 50e9 B/s).
+
+Sizes follow nccl-tests where its users type its syntax: a bare prefix with no unit letter
+(`8K`, `128M`, `1G`, as in `-b 8 -e 128M`) is binary, 128 x 2^20 bytes; with a unit it is SI:
+`128MB` = 128e6 bytes, `128MiB` = 128 x 2^20 bytes, `128Mb` = 16e6 bytes. Bandwidths, times and
+compute rates always need their unit and keep decimal prefixes.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from .errors import ConfigError
 
 _DEC = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BIN = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
+_BARE = {"k": 2.0**10, "K": 2.0**10, "M": 2.0**20, "G": 2.0**30, "T": 2.0**40, "P": 2.0**50}  # sizes only
 _TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ns": 1e-9, "ps": 1e-12}  # micro sign and Greek mu
 
 _NUM = r"([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
@@ -23,7 +29,8 @@ _BW_RE = re.compile(rf"^{_NUM}\s*{_PREFIX}(bps|bit/s|b/s|B/s|Bps)$")
 _TIME_RE = re.compile(rf"^{_NUM}\s*(s|ms|us|\u00b5s|\u03bcs|ns|ps)$")
 _FLOPS_RE = re.compile(rf"^{_NUM}\s*{_PREFIX}(FLOP/s|FLOPS|flop/s|flops|FLOP/S)$")
 
-SIZE_ACCEPTED = "accepted: a byte count such as 4096, 1KB, 64MiB, 1.5GB (B, KB/KiB, MB/MiB, GB/GiB, TB/TiB)"
+SIZE_ACCEPTED = ("accepted: a byte count such as 4096, 1KB, 64MiB, 1.5GB, 128M (B, KB/KiB, MB/MiB, GB/GiB, TB/TiB; "
+                 "a bare K/M/G/T as in nccl-tests is binary: 128M = 128MiB)")
 BW_ACCEPTED = "accepted: a bandwidth such as 400Gbps, 50GB/s, 25GiB/s (bps or B/s with k/M/G/T or Ki/Mi/Gi/Ti)"
 FLOPS_ACCEPTED = "accepted: a compute rate such as 989TFLOP/s, 1PFLOPS, 312 TFLOP/s (FLOP/s or FLOPS with k/M/G/T/P)"
 TIME_ACCEPTED = "accepted: a time such as 100ns, 1.5us, 2ms, 0.5s (s, ms, us, ns, ps)"
@@ -52,6 +59,8 @@ def _parse_quantity(text, field: str, pattern: re.Pattern, accepted: str, conver
 
 
 def _size_value(num: str, prefix: str, unit: str | None) -> float:
+    if unit is None and prefix in _BARE:  # nccl-tests' `128M`: binary
+        return float(num) * _BARE[prefix]
     bits = unit in ("b", "bit", "bits")
     return float(num) * _mult(prefix) / (8.0 if bits else 1.0)
 
@@ -62,12 +71,13 @@ def _bandwidth_value(num: str, prefix: str, unit: str) -> float:
 
 
 def parse_size(text: str | int | float, field: str = "size") -> float:
-    """Bytes from `4096`, `1KiB`, `64MiB`, `1.5GB`, `8b`; a number (or a digit string) is bytes.
+    """Bytes from `4096`, `1KiB`, `64MiB`, `1.5GB`, `8b`, `128M`; a number (or a digit string) is bytes.
 
     Parameters
     ----------
     text : str, int or float
-        A byte count, with or without a unit (B, or b/bit/bits for bits).
+        A byte count, with or without a unit (B, or b/bit/bits for bits). A bare prefix is binary
+        as in nccl-tests (`128M` = 128 x 2^20), one with a unit letter SI (`128MB` = 128e6).
     field : str
         The field named in the error.
 
@@ -78,8 +88,8 @@ def parse_size(text: str | int | float, field: str = "size") -> float:
 
     Examples
     --------
-    >>> parse_size("64MiB"), parse_size("1.5GB"), parse_size(4096)
-    (67108864.0, 1500000000.0, 4096.0)
+    >>> parse_size("64MiB"), parse_size("1.5GB"), parse_size(4096), parse_size("128M")
+    (67108864.0, 1500000000.0, 4096.0, 134217728.0)
     """
     return _parse_quantity(text, field, _SIZE_RE, SIZE_ACCEPTED, _size_value, positive=False)
 
@@ -158,7 +168,8 @@ def parse_flops(text: str | int | float, field: str = "peak") -> float:
 
 def parse_size_range(text: str, field: str = "sizes") -> list[float]:
     """Sizes from `1KiB:1GiB` (doubling, like nccl-tests -b/-e/-f 2), `1KiB:1GiB:4` (factor 4),
-    or a comma list `1KiB,1MiB`.
+    or a comma list `1KiB,1MiB`; each size as `parse_size` reads it (`8:128M` is nccl-tests'
+    `-b 8 -e 128M`: 8 B to 128 MiB).
 
     Parameters
     ----------
@@ -174,8 +185,8 @@ def parse_size_range(text: str, field: str = "sizes") -> list[float]:
 
     Examples
     --------
-    >>> parse_size_range("1KiB:16KiB:4")
-    [1024.0, 4096.0, 16384.0]
+    >>> parse_size_range("1KiB:16KiB:4"), parse_size_range("8:128M")[-1] == 128 * 2**20
+    ([1024.0, 4096.0, 16384.0], True)
     """
     text = str(text).strip()
     if "," in text:

@@ -1,4 +1,4 @@
-"""Readers for ASTRA-sim 2.x configuration files (spec: shared/specs/astra-sim.md §1.3-1.6, §2.2-2.8).
+"""Readers for ASTRA-sim 2.x configuration files (spec: docs/specs/astra-sim.md §1.3-1.6, §2.2-2.8).
 
 - `read_network`: analytical network YAML (`topology`, `npus_count`, `bandwidth`, `latency`).
 - `read_system`: system JSON (every key `Sys` and `CollectiveImplLookup` read, with ASTRA-sim's defaults).

@@ -109,13 +109,31 @@ class EventQueue:
         self._seq += 1
         heapq.heappush(self._heap, (t, self._seq, fn, args))
 
-    def run(self) -> None:
-        """Run events in time order until none is left; `now` follows each event's tick."""
+    def run(self, on_progress: Callable[[], None] | None = None, every: int = 1 << 16) -> None:
+        """Run events in time order until none is left; `now` follows each event's tick.
+
+        Parameters
+        ----------
+        on_progress : callable, optional
+            Called with no arguments after every `every` events (progress bars).
+        every : int
+            Events between calls.
+        """
         heap = self._heap
+        if on_progress is None:
+            while heap:
+                t, _, fn, args = heapq.heappop(heap)
+                self.now = t
+                fn(*args)
+            return
+        n = 0
         while heap:
             t, _, fn, args = heapq.heappop(heap)
             self.now = t
             fn(*args)
+            n += 1
+            if n % every == 0:
+                on_progress()
 
 
 # ---- networks ----------------------------------------------------------------------------------

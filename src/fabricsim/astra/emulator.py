@@ -2,7 +2,7 @@
 two analytical network backends, so that fabricsim gives ASTRA-sim's answers (to the
 nanosecond) on ASTRA-sim's inputs.
 
-What is emulated (semantics from ../shared/specs/astra-sim.md and ASTRA-sim's documented
+What is emulated (semantics from docs/specs/astra-sim.md and ASTRA-sim's documented
 behaviour; the code is fabricsim's own):
 - time in integer ticks of 1 ns; every delay is truncated to an integer as ASTRA-sim does;
 - per NPU, events registered for a tick run together, in registration order, when that tick
@@ -30,6 +30,7 @@ machines, in `emu_base`, `emu_ring`, `emu_tree` and `emu_custom`).
 from __future__ import annotations
 
 from ..errors import ConfigError
+from ..progress import Progress
 from .emu_algorithms import (  # noqa: F401  (the public surface)
     Algorithm,
     BinaryTree,
@@ -266,7 +267,8 @@ class World:
 
 
 def simulate_collective(net_spec: NetSpec, sys_spec: SysSpec, collective: str, size: int,
-                        backend: str = "congestion-unaware", involved=None, mode: str = "auto") -> list[int]:
+                        backend: str = "congestion-unaware", involved=None, mode: str = "auto",
+                        progress: Progress | None = None) -> list[int]:
     """Finish tick (ns) of every NPU for one collective issued on all NPUs at time 0.
 
     Parameters
@@ -286,6 +288,8 @@ def simulate_collective(net_spec: NetSpec, sys_spec: SysSpec, collective: str, s
     mode : str
         "full" simulates every NPU; "mirror" one NPU standing for all (symmetric systems only,
         ConfigError elsewhere); "auto" picks mirror where it is exact.
+    progress : callable, optional
+        `progress(NPUs finished, NPUs, "simulating")` now and then in full mode (`fabricsim.progress`).
 
     Returns
     -------
@@ -320,7 +324,11 @@ def simulate_collective(net_spec: NetSpec, sys_spec: SysSpec, collective: str, s
 
     for i in range(net_spec.npus):
         world.collective(i, collective, size, involved, done(i))
-    world.eq.run()
+
+    def tick() -> None:
+        progress(sum(f is not None for f in finish), len(finish), "simulating")
+
+    world.eq.run(None if progress is None else tick)
     if any(f is None for f in finish):
         stuck = [i for i, f in enumerate(finish) if f is None][:8]
         raise RuntimeError(f"ASTRA-sim emulation deadlocked: NPUs {stuck} never finished")

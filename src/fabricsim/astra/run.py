@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
+from ..progress import Progress, report
 from ..workload.chakra import read_traces
 from .config import (
     AstraNetwork,
@@ -200,7 +201,8 @@ def check_implementations(system: AstraSystem, net: AstraNetwork, collectives, b
 
 
 def run_astra(workload: str, system_path: str, network_path: str, comm_groups: str | None = None,
-              backend: str = "congestion-unaware", injection_scale: float = 1.0, mode: str = "auto") -> AstraRun:
+              backend: str = "congestion-unaware", injection_scale: float = 1.0, mode: str = "auto",
+              progress: Progress | None = None) -> AstraRun:
     """Run ASTRA-sim's inputs as ASTRA-sim would, with its answers to the nanosecond.
 
     Parameters
@@ -219,6 +221,8 @@ def run_astra(workload: str, system_path: str, network_path: str, comm_groups: s
         Factor on `endpoint-delay` (ASTRA-sim's --injection-scale).
     mode : str
         For a lone collective per NPU: "auto" (mirror mode where it is exact), "full" (every NPU).
+    progress : callable, optional
+        `progress(done, total, phase)`: reading the inputs, then simulating (`fabricsim.progress`).
 
     Returns
     -------
@@ -228,9 +232,11 @@ def run_astra(workload: str, system_path: str, network_path: str, comm_groups: s
     """
     if backend not in BACKENDS:
         raise ConfigError("backend", backend, f"accepted: {', '.join(BACKENDS)}")
+    report(progress, 0, 0, "reading the configurations")
     net = read_network(network_path)
     system = read_system(system_path, net)
     groups = read_comm_groups(comm_groups, net) if comm_groups and "empty" not in comm_groups else {}
+    report(progress, 0, net.npus, f"reading {net.npus} Chakra traces")
     traces = read_traces(workload, net.npus)
     spec_n = net_spec(net)
     spec_s = sys_spec(system, net.npus, injection_scale)
@@ -253,12 +259,14 @@ def run_astra(workload: str, system_path: str, network_path: str, comm_groups: s
     if single is not None and not system.replay_only:
         coll, size, involved = single
         how = "mirror" if (mode != "full" and mirror_eligible(spec_n, spec_s, coll, backend) is None) else "full"
-        finish = simulate_collective(spec_n, spec_s, coll, size, backend, involved, mode=how)
+        report(progress, 0, 0 if how == "mirror" else net.npus, "simulating")
+        finish = simulate_collective(spec_n, spec_s, coll, size, backend, involved, mode=how, progress=progress)
         results = tuple(NpuResult(i, f, 0, f, f) for i, f in enumerate(finish))
         path = f"collective ({'one NPU mirrored' if how == 'mirror' else 'all NPUs'})"
         colls = ((coll, size, None),)
     else:
-        results = tuple(run_workload(spec_n, spec_s, traces, backend, groups, roofline, system.replay_only, workload))
+        results = tuple(run_workload(spec_n, spec_s, traces, backend, groups, roofline, system.replay_only, workload,
+                                     progress))
         path = "workload graph"
         seen = {}
         for t in traces[:1]:
@@ -330,7 +338,8 @@ def bytes_each_npu_sends(collective: str, size: float, n: int) -> float:
     return (n - 1) / n * size
 
 
-def compare_collectives(run: AstraRun, model: str = "analytical") -> list[CollectiveComparison]:
+def compare_collectives(run: AstraRun, model: str = "analytical",
+                        progress: Progress | None = None) -> list[CollectiveComparison]:
     """Each distinct collective alone: ASTRA-sim compatibility time vs fabricsim's network model
     (any registered one, `network.model.get_network_model`), with the algorithm ASTRA-sim's
     system file names.
@@ -341,6 +350,8 @@ def compare_collectives(run: AstraRun, model: str = "analytical") -> list[Collec
         A run of `run_astra` (its network, system, backend and distinct collectives).
     model : str
         A registered network model name or alias.
+    progress : callable, optional
+        `progress(done, total, collective)` per distinct collective (`fabricsim.progress`).
 
     Returns
     -------
@@ -356,9 +367,10 @@ def compare_collectives(run: AstraRun, model: str = "analytical") -> list[Collec
     spec_n, spec_s = net_spec(run.network), sys_spec(run.system, run.network.npus)
     inj = np.bincount(topo.link_src, weights=topo.link_bw, minlength=topo.n_nodes)[: topo.n_npus].min()
     out = []
-    for coll, size, group in run.collectives:
+    for k, (coll, size, group) in enumerate(run.collectives):
         if group is not None:
             continue  # sub-group collectives: compared in the training engine, not here
+        report(progress, k, len(run.collectives), f"{model}: {coll} of {size} B")
         impls = run.system.implementation(coll)
         astra = max(simulate_collective(spec_n, spec_s, coll, size, run.backend))
         n = run.network.npus

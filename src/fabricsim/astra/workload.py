@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..errors import ConfigError
+from ..progress import Progress
 from .emulator import (
     ALL_GATHER,
     ALL_REDUCE,
@@ -292,7 +293,7 @@ class NpuWorkload:
 
 def run_workload(net: NetSpec, system: SysSpec, traces: Sequence, backend: str = "congestion-unaware",
                  groups: dict | None = None, roofline: Roofline | None = None, replay_only: bool = False,
-                 where: str = "workload") -> list[NpuResult]:
+                 where: str = "workload", progress: Progress | None = None) -> list[NpuResult]:
     """Run one Chakra trace per NPU (`traces[r].nodes`) to completion; per-NPU results.
 
     Parameters
@@ -313,6 +314,8 @@ def run_workload(net: NetSpec, system: SysSpec, traces: Sequence, backend: str =
         Replay collectives' recorded durations.
     where : str
         The trace prefix, for error messages.
+    progress : callable, optional
+        `progress(nodes issued, nodes in all traces, "simulating")` now and then (`fabricsim.progress`).
 
     Returns
     -------
@@ -326,7 +329,16 @@ def run_workload(net: NetSpec, system: SysSpec, traces: Sequence, backend: str =
             for r, t in enumerate(traces)]
     for w in npus:
         w.fire()
-    world.eq.run()
+    if progress is None:
+        world.eq.run()
+    else:
+        total = sum(len(w.nodes) for w in npus)
+
+        def tick() -> None:
+            progress(sum(len(w.nodes_issued) for w in npus), total, "simulating")
+
+        world.eq.run(tick)
+        tick()
     out = []
     for w in npus:
         if w.finish_ns is None:

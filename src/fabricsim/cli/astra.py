@@ -10,6 +10,7 @@ from rich.table import Table
 from ..errors import ConfigError
 from ..units import format_size
 from .app import app, out_console as _out
+from .progress import QUIET_HELP, progress_bar
 
 
 @app.command()
@@ -24,6 +25,7 @@ def astra(
     injection_scale: float = typer.Option(1.0, "--injection-scale", help="multiplies endpoint-delay (ASTRA-sim option)"),
     num_queues_per_dim: int = typer.Option(1, "--num-queues-per-dim", help="ASTRA-sim option; only 1 is emulated"),
     json_out: bool = typer.Option(False, "--json", help="print JSON instead of ASTRA-sim's lines and a table"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ):
     """Run ASTRA-sim inputs as they are, in ASTRA-sim compatibility mode (ASTRA-sim's answers, to the ns)."""
     from ..astra.run import compare_collectives, run_astra
@@ -36,9 +38,10 @@ def astra(
         mem = read_remote_memory(remote_memory_configuration)
         if mem.memory_type != "NO_MEMORY_EXPANSION":
             raise ConfigError(f"{remote_memory_configuration}: memory-type", mem.memory_type, "accepted: NO_MEMORY_EXPANSION (remote memory is not emulated)")
-    run = run_astra(workload_configuration, system_configuration, network_configuration, comm_group_configuration,
-                    backend, injection_scale)
-    comparisons = compare_collectives(run, model) if model else []
+    with progress_bar("astra", quiet) as progress:
+        run = run_astra(workload_configuration, system_configuration, network_configuration, comm_group_configuration,
+                        backend, injection_scale, progress=progress)
+        comparisons = compare_collectives(run, model, progress) if model else []
     if json_out:
         import json
 

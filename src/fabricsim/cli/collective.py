@@ -5,20 +5,19 @@ from __future__ import annotations
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from ..collectives.api import build_schedule, normalize_collective, parse_group
 from ..collectives.algorithm import AlgorithmChoice
 from ..collectives.registry import ALGORITHMS, choose_algorithm
-from ..collectives.verify import verify
+from ..collectives.verify import default_sample, verify
 from ..errors import ConfigError
+from ..progress import Progress, report
 from ..network.model import NETWORK_MODELS, get_network_model
-from ..report.tables import avg_busbw, collective_rows, rows_to_csv, rows_to_json
-from ..topology.spec import FAMILIES, parse_topology
-from ..units import format_size, parse_size_range
+from ..report.tables import avg_busbw, collective_rows, rows_to_csv, rows_to_json, rows_to_nccl, rows_to_text
+from ..topology.spec import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, FAMILIES, parse_topology
+from ..units import parse_size_range
 from .app import app, out_console as _out
-
-VERIFY_FULL_LIMIT = 5_000_000  # (steps x transfers) above which verify samples blocks
+from .progress import QUIET_HELP, progress_bar
 
 
 def parse_options(items: list[str]) -> dict[str, str]:
@@ -39,8 +38,9 @@ def _jsonable_option(v):
 
 def run_collective(topology: str, bandwidth: str, latency: str, collective: str, algorithm: str,
                    sizes: str, model: str, group: str | None = None, root: int = 0,
-                   options: list[str] | None = None, check: bool = True):
-    """Everything `fabricsim collective` does, minus printing: (header, rows)."""
+                   options: list[str] | None = None, check: bool = True, progress: Progress | None = None):
+    """Everything `fabricsim collective` does, minus printing: (header, rows); `progress(done, total,
+    phase)` is told each phase (building the schedule, verifying it, timing the sizes)."""
     net = get_network_model(model)
     size_list = parse_size_range(sizes, "sizes")
     topo = parse_topology(topology, bandwidth, latency)
@@ -49,13 +49,15 @@ def run_collective(topology: str, bandwidth: str, latency: str, collective: str,
     if ranks is not None and len(ranks) > topo.n_npus:
         raise ConfigError("group", group, f"names {len(ranks)} ranks; accepted: at most {topo.n_npus} on {topo.name}")
     choice = choose_algorithm(algorithm, parse_options(options or []), where="--option")
+    report(progress, 0, 0, f"building the {choice.name} schedule on {topo.name}")
     sched = build_schedule(topo, coll, choice, group=ranks, root=root)
     verified = None
     if check:
-        work = sched.n_transfers
-        sample = None if work <= VERIFY_FULL_LIMIT else 256
+        sample = default_sample(sched)  # full check unless it moves more than 5M blocks
+        report(progress, 0, 0, f"verifying on data ({'sampled' if sample else 'every block'})")
         rep = verify(sched, sample=sample)
         verified = {"blocks_checked": rep.blocks_checked, "nblocks": rep.nblocks, "sampled": sample is not None}
+    report(progress, 0, len(size_list), f"timing {len(size_list)} sizes ({net.name})")
     times = net.collective(topo, sched).times(size_list)
     rows = collective_rows(coll, sched.p, size_list, times)
     header = {
@@ -70,11 +72,11 @@ def run_collective(topology: str, bandwidth: str, latency: str, collective: str,
 @app.command()
 def collective(
     topology: str = typer.Option(..., "--topology", "-t", help="e.g. torus:8x8, ring:16, switch:8,reduce, fat-tree:64,leaf=8"),
-    bandwidth: str = typer.Option("400Gbps", "--bandwidth", "-B", help="per link and direction; one value or one per dimension (comma list)"),
-    latency: str = typer.Option("100ns", "--latency", "-L", help="per link; one value or one per dimension"),
+    bandwidth: str = typer.Option(DEFAULT_BANDWIDTH, "--bandwidth", "-B", help="per link and direction; one value or one per dimension (comma list)"),
+    latency: str = typer.Option(DEFAULT_LATENCY, "--latency", "-L", help="per link; one value or one per dimension"),
     collective_name: str = typer.Option("all-reduce", "--collective", "-c", help="all-reduce, reduce-scatter, all-gather, all-to-all, broadcast, reduce"),
     algorithm: str = typer.Option("ring", "--algorithm", "-a", help="see `fabricsim algorithms`"),
-    sizes: str = typer.Option("1KiB:1GiB", "--sizes", "-s", help="MIN:MAX (doubling), MIN:MAX:FACTOR, or a comma list"),
+    sizes: str = typer.Option("1KiB:1GiB", "--sizes", "-s", help="MIN:MAX (doubling), MIN:MAX:FACTOR, or a comma list; a bare K/M/G is binary as in nccl-tests (8:128M)"),
     model: str = typer.Option("congestion-aware", "--model", "-m", help="congestion-aware (= analytical), congestion-unaware, flow (max-min fair, dataflow), flow-store-and-forward; see `fabricsim models`"),
     group: Optional[str] = typer.Option(None, "--group", "-g", help="ranks, e.g. 0-7 or 0,2,4,6 (default: all NPUs)"),
     root: int = typer.Option(0, "--root", help="root rank (index in the group) for broadcast and reduce"),
@@ -82,10 +84,22 @@ def collective(
     check: bool = typer.Option(True, "--verify/--no-verify", help="execute the schedule on data before timing it"),
     json_out: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
     csv_out: bool = typer.Option(False, "--csv", help="print CSV instead of a table"),
+    plot: Optional[str] = typer.Option(None, "--plot", help="also write busbw vs size to this image (.png, .pdf, .svg)"),
+    nccl_out: bool = typer.Option(False, "--nccl", help="print exactly nccl-tests' all_reduce_perf layout"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ):
     """Time one collective over a range of sizes; print an nccl-tests-style table."""
-    header, rows = run_collective(topology, bandwidth, latency, collective_name, algorithm, sizes, model,
-                                  group, root, option, check)
+    if plot:  # a bad path fails before the run
+        from ..report.plotting import check_path
+
+        check_path(plot, "--plot")
+    with progress_bar("collective", quiet) as progress:
+        header, rows = run_collective(topology, bandwidth, latency, collective_name, algorithm, sizes, model,
+                                      group, root, option, check, progress)
+    if plot:
+        from ..report import plotting
+
+        plotting.save(collective_figure(header, rows), plot)
     if json_out:
         print(rows_to_json(header, rows))
         return
@@ -96,16 +110,38 @@ def collective(
     v = header["verified"]
     vtxt = "not verified" if v is None else (f"verified on data ({v['blocks_checked']} of {v['nblocks']} blocks)" if v["sampled"] else "verified on data")
     how = "one stream through the switches" if header["streaming"] else f"{header['steps']} steps"
-    con.print(f"# fabricsim collective: {header['collective']}, {header['algorithm']} on {header['topology']} "
-              f"({header['ranks']} ranks), {how}, {header['model']}, {bandwidth}/link, {latency}; {vtxt}")
-    table = Table(box=None, header_style="bold")
-    for col in ("size (B)", "size", "count (elements)", "type", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
-        table.add_column(col, justify="right")
-    for r in rows:
-        table.add_row(str(r["size_bytes"]), format_size(r["size_bytes"]), str(r["count"]), "float",
-                      f"{r['time_us']:.2f}", f"{r['algbw_GBps']:.2f}", f"{r['busbw_GBps']:.2f}")
-    con.print(table)
+    title = (f"fabricsim collective: {header['collective']}, {header['algorithm']} on {header['topology']} "
+             f"({header['ranks']} ranks), {how}, {header['model']}, {bandwidth}/link, {latency}; {vtxt}")
+    if nccl_out:  # plain print: exact text, no console styling or wrapping
+        print(rows_to_nccl(header["collective"], rows, root, None if v is None else 0, (title,)), end="")
+        return
+    con.print("# " + title)
+    print(rows_to_text(rows), end="", flush=True)
     con.print(f"# Avg bus bandwidth    : {avg_busbw(rows):.3f} GB/s")
+    if plot:
+        con.print(f"# wrote plot: {plot}", highlight=False, markup=False)
+
+
+def collective_figure(header: dict, rows: list[dict]):
+    """busbw against size for `fabricsim collective --plot`: one line (this algorithm on this
+    model), a marker at each size timed.
+
+    Parameters
+    ----------
+    header, rows
+        What `run_collective` returns (busbw in GB/s, sizes in bytes).
+
+    Returns
+    -------
+    Figure
+        `report.figures.busbw_figure`.
+    """
+    from ..report.figures import busbw_figure
+
+    series = {f"{header['algorithm']} ({header['model']})":
+              ([r["size_bytes"] for r in rows], [r["busbw_GBps"] * 1e9 for r in rows])}
+    return busbw_figure(series, f"{header['collective']} on {header['topology']} ({header['ranks']} ranks), "
+                                f"{header['bandwidth']}/link, {header['latency']}")
 
 
 @app.command()

@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from ..collectives.registry import ALGORITHMS
-from ..topology.spec import parse_topology
+from ..topology.spec import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, parse_topology
 from ..units import format_time
 from .app import app, out_console as _out
 from .collective import run_collective
@@ -22,8 +22,8 @@ DEMO_CASES = (
 
 @app.command()
 def demo(
-    bandwidth: str = typer.Option("400Gbps", "--bandwidth", "-B"),
-    latency: str = typer.Option("100ns", "--latency", "-L"),
+    bandwidth: str = typer.Option(DEFAULT_BANDWIDTH, "--bandwidth", "-B"),
+    latency: str = typer.Option(DEFAULT_LATENCY, "--latency", "-L"),
 ):
     """All-reduce algorithms on an 8x8 torus and a 64-port switch, and one GPT-3 training iteration (embedded defaults)."""
     con = _out()

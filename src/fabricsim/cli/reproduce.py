@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Optional
 
 import typer
-from rich.console import Console
 from typer.core import TyperGroup
 
 from ..experiments import EXPERIMENTS, Experiment
 from ..experiments.base import reproduce
 from .app import app, out_console
+from .progress import QUIET_HELP, progress_bar
 
 
 def study_command(exp: Experiment):
@@ -30,7 +30,8 @@ def study_command(exp: Experiment):
     -------
     callable
         A typer command (help: `exp.summary`) that runs `experiments.base.reproduce` with a
-        transient progress bar on stderr (off with `--json`) and the tables on stdout.
+        transient progress bar on stderr (off with `--quiet` or when stderr is not a terminal) and the tables
+        (or `--json`) on stdout.
     """
 
     def command(
@@ -38,9 +39,10 @@ def study_command(exp: Experiment):
         out: Optional[str] = typer.Option(None, "--out", help=f"output folder for CSV/JSON/PNG (default {exp.default_out})"),
         config: Optional[str] = typer.Option(None, "--config", help=f"reproduction config (default configs/{exp.name}.yaml)"),
         json_out: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
     ):
-        err_con = Console(stderr=True)
-        reproduce(exp, config, out, quick, json_out, out_console(), err_con)
+        with progress_bar(f"reproduce {exp.name}", quiet) as progress:
+            reproduce(exp, config, out, quick, json_out, out_console(), progress)
 
     command.__doc__ = exp.summary
     return command

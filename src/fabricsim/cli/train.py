@@ -6,13 +6,13 @@ from typing import Optional
 
 import numpy as np
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from ..collectives.api import parse_group
 from ..errors import ConfigError
 from ..units import format_size, format_time
 from .app import app, out_console as _out
+from .progress import QUIET_HELP, progress_bar
 
 
 @app.command()
@@ -20,12 +20,26 @@ def traffic(
     file: str = typer.Argument(..., help="YAML: topology, bandwidth, latency, mode, flows, collectives (see docs/flow.md)"),
     json_out: bool = typer.Option(False, "--json", help="print JSON"),
     timeline: Optional[str] = typer.Option(None, "--timeline", help="write the link-utilization timeline to this CSV"),
+    plot: Optional[str] = typer.Option(None, "--plot", help="write per-link utilization, busiest first, to this image (.png, .pdf, .svg)"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ):
     """Run flows and collectives with start times together on the flow-level model."""
     from ..network.traffic import load_traffic, run_traffic
 
     spec = load_traffic(file)
-    res = run_traffic(spec, record_timeline=timeline is not None)
+    if plot:  # a bad path fails before the run
+        from ..report.plotting import check_path
+
+        check_path(plot, "--plot")
+    with progress_bar("traffic", quiet) as progress:
+        res = run_traffic(spec, record_timeline=timeline is not None, progress=progress)
+    if plot:
+        from ..report import plotting
+        from ..report.figures import utilization_figure
+
+        plotting.save(utilization_figure(
+            res.link_utilization, res.link_names(),
+            f"link utilization: {file} on {res.topology} ({spec.model}), makespan {format_time(res.makespan_s)}"), plot)
     if timeline:
         import csv
 
@@ -54,6 +68,8 @@ def traffic(
     u = res.link_utilization
     con.print(f"# makespan {format_time(res.makespan_s)}, {res.events} events; link utilization mean {u.mean():.1%}, "
               f"max {u.max(initial=0):.1%} (link {int(np.argmax(u)) if len(u) else -1})", highlight=False, markup=False)
+    if plot:
+        con.print(f"wrote plot: {plot}", highlight=False, markup=False)
 
 
 
@@ -64,14 +80,17 @@ def train(
     out: Optional[str] = typer.Option(None, "--out", "-o", help="output folder (default: the config's output.dir, else out/<config name>)"),
     iterations: Optional[int] = typer.Option(None, "--iterations", "-n", help="override workload.iterations"),
     trace_npus: Optional[str] = typer.Option(None, "--trace-npus", help="NPUs in the Perfetto trace, e.g. 0-63 or 0,8,16 (default: the first 64)"),
-    no_trace: bool = typer.Option(False, "--no-trace", help="do not write trace.json"),
+    no_trace: bool = typer.Option(False, "--no-trace", help="do not write the Perfetto trace"),
+    trace_format: Optional[str] = typer.Option(None, "--trace-format", help="json (trace.json) or json.gz (trace.json.gz, gzip); default: the config's output.trace_format, else json"),
     no_plot: bool = typer.Option(False, "--no-plot", help="do not write breakdown.png"),
     json_out: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ):
-    """Simulate training iterations: iteration time, where it goes, a Perfetto trace and a plot."""
+    """Simulate training iterations: iteration time, where it goes, MFU, a Perfetto trace and a plot."""
     from pathlib import Path
 
-    from ..report.train import breakdown_table, summary_json, write_outputs
+    from ..report.trace import trace_file_name
+    from ..report.train import breakdown_table, iteration_line, summary_json, throughput_line, write_outputs
     from ..train import load_train_config, run_train
 
     cfg = load_train_config(config)
@@ -79,38 +98,23 @@ def train(
         if iterations < 1:
             raise ConfigError("--iterations", iterations, "accepted: an integer >= 1")
         cfg.workload.iterations = iterations
+    if trace_format is not None:
+        trace_file_name(trace_format, "--trace-format")  # ConfigError for anything else
+        cfg.output.trace_format = trace_format
     npus_text = trace_npus or cfg.output.trace_npus
     ranks = parse_group(npus_text) if npus_text else None
     out_dir = Path(out or (cfg.output.dir and str((Path(cfg.base_dir) / cfg.output.dir).resolve()))
                    or Path("out") / Path(config).stem)
-    err = Console(stderr=True)
-    bar = {}
-
-    def progress(done: int, total: int) -> None:
-        if total < 20000 and not bar:
-            return
-        if not bar:
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-            bar["p"] = Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed}/{task.total} tasks"),
-                                TimeElapsedColumn(), console=err, transient=True)
-            bar["p"].start()
-            bar["t"] = bar["p"].add_task("sim", total=total)
-        bar["p"].update(bar["t"], completed=done)
-        if done >= total:
-            bar["p"].stop()
-
-    try:
+    with progress_bar("train", quiet) as progress:
         run = run_train(cfg, progress=progress)
-    finally:
-        if bar:
-            bar["p"].stop()
-    res = run.result
-    if ranks is not None and (max(ranks) >= res.graph.n_npus):
-        raise ConfigError("trace_npus", npus_text, f"accepted: NPUs 0..{res.graph.n_npus - 1}")
-    config_echo = {"config": cfg.model_dump(mode="json", exclude={"base_dir"})}
-    files = write_outputs(res, out_dir, run.title, trace=cfg.output.trace and not no_trace, trace_npus=ranks,
-                          plot=cfg.output.plot and not no_plot, extra=config_echo)
+        res = run.result
+        if ranks is not None and (max(ranks) >= res.graph.n_npus):
+            raise ConfigError("trace_npus", npus_text, f"accepted: NPUs 0..{res.graph.n_npus - 1}")
+        config_echo = {"config": cfg.model_dump(mode="json", exclude={"base_dir"})}
+        progress(0, 0, f"writing {out_dir}")
+        files = write_outputs(res, out_dir, run.title, trace=cfg.output.trace and not no_trace, trace_npus=ranks,
+                              trace_format=cfg.output.trace_format, plot=cfg.output.plot and not no_plot,
+                              extra=config_echo)
     if json_out:
         import json
 
@@ -118,12 +122,14 @@ def train(
         print(json.dumps(s, indent=2))
         return
     con = _out()
-    s = res.summary()
     con.print(f"# fabricsim train: {run.title}", highlight=False, markup=False)
     con.print(f"# {run.topology.describe()}; network model {cfg.network.model}; {len(res.graph)} tasks, "
               f"{res.graph.n_iterations} iteration(s)", highlight=False, markup=False)
-    its = ", ".join(format_time(x) for x in res.iteration_times)
-    con.print(f"iteration time: {format_time(s['iteration_time_s'])}  (per iteration: {its})", highlight=False, markup=False)
+    con.print(iteration_line(res), highlight=False, markup=False)
+    if res.graph.n_iterations > 1:
+        its = ", ".join(format_time(x) for x in res.iteration_times)
+        con.print(f"each iteration: {its}", highlight=False, markup=False)
+    con.print(throughput_line(res), highlight=False, markup=False)
     con.print(breakdown_table(res, "time per iteration: compute, exposed communication, idle (mean over NPUs)"))
     import os
 

@@ -1,6 +1,6 @@
 """Swing (De Sensi et al., NSDI'24) and the torus-optimized recursive doubling it is compared with.
 
-Spec: ../shared/specs/swing.md. On a torus of `dims` (dimension 0 fastest, as everywhere in
+Spec: docs/specs/swing.md. On a torus of `dims` (dimension 0 fastest, as everywhere in
 fabricsim), every algorithm here is a sequence of pairwise exchanges whose peers are given per
 step by a peer function:
 

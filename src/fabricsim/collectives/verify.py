@@ -62,6 +62,56 @@ class VerifyReport:
 
 _CELL_BUDGET = 20_000_000  # (node, block) cells held at once
 
+FULL_VERIFY_LIMIT = 5_000_000  # block moves above which `default_sample` checks a sample
+DEFAULT_SAMPLE = 256  # blocks checked by a sampled verify
+
+
+def verify_work(schedule: Schedule) -> int:
+    """Block moves a full `verify` executes: every block id of every transfer, at every repetition.
+
+    A range-form step counts the blocks of its runs, not its transfers: one transfer may move
+    thousands of blocks, and verify handles each one (memory and time grow with this count).
+
+    Parameters
+    ----------
+    schedule : Schedule
+        Any schedule.
+
+    Returns
+    -------
+    int
+        Sum over steps of (blocks moved in one repetition) x repeat.
+
+    Examples
+    --------
+    >>> from fabricsim.topology import parse_topology
+    >>> from fabricsim.collectives.api import build_schedule
+    >>> verify_work(build_schedule(parse_topology("ring:8"), "all-reduce", "ring"))  # 2 x 8 blocks x 7
+    112
+    """
+    return int(sum(int(st.ptr[-1]) * st.repeat for st in schedule.steps))
+
+
+def default_sample(schedule: Schedule, limit: int = FULL_VERIFY_LIMIT) -> int | None:
+    """The `sample=` of a default verify: None (every block) unless `verify_work` exceeds `limit`,
+    then `DEFAULT_SAMPLE` blocks (a few seconds at any size the builders make).
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The schedule to verify.
+    limit : int
+        Block moves up to which every block is checked.
+
+    Returns
+    -------
+    int or None
+        Blocks to sample, or None for a full check.
+    """
+    if verify_work(schedule) <= limit or schedule.nblocks <= DEFAULT_SAMPLE:
+        return None
+    return DEFAULT_SAMPLE
+
 
 def _check_owner(s: Schedule) -> None:
     if s.owner is None:

@@ -5,11 +5,22 @@ The breakdown counts, per NPU, time with compute running as compute; time with n
 communication of some category active as that category's exposed communication (the highest-
 priority category when several are active); the rest (pipeline bubbles, waiting for a peer) as
 idle. The parts sum to the makespan.
+
+Iterations: iteration i ends when the last task of iterations 0..i has ended (`iteration_ends`);
+its window is the time from the end of iteration i-1 (0 for the first) to its end, so the windows
+tile the run and their lengths are the iteration times. The per-iteration breakdown
+(`iteration_split`) applies the rule above inside each window (a task that straddles a window edge
+counts in both, by time). The first iteration carries the warm-up (pipeline fill, no previous
+iteration's tail to overlap); the last carries the cool-down (no next iteration overlaps its end or
+competes with it: DLRM on 16 NPUs runs 666.5, 591.1, 591.1, 525.2 us). The steady state is
+therefore the mean of the iterations in between (`steady_state`, 3 or more iterations), and the
+headline (`headline`) is the steady state, else the last iteration (the first with 1 iteration).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -18,6 +29,91 @@ from ..vocab import CATEGORIES, TaskKind
 from ..workload.graph import WorkloadGraph
 
 BREAKDOWN = ("compute",) + CATEGORIES + ("idle",)
+
+
+@dataclass(frozen=True, eq=False)
+class TaskSeconds:
+    """Seconds attributed to tasks per window, as (window, task, seconds) triples (sparse: a task
+    counts in one or two windows), sorted by window then task.
+
+    Parameters
+    ----------
+    window, task : int arrays
+        Window (iteration, 0-based) and task id.
+    seconds : float array
+        A compute task's running time, or a communication task's exposed time summed over its
+        members, inside that window.
+    """
+
+    window: np.ndarray
+    task: np.ndarray
+    seconds: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class IterationSplit:
+    """Every NPU's time, split per iteration window (module doc).
+
+    Parameters
+    ----------
+    edges : float array
+        Window edges, s: 0, then the end of each iteration (n_iterations + 1 values).
+    per_npu : float array
+        [iteration, NPU, component] seconds, components in `BREAKDOWN` order; per iteration and
+        NPU they sum to the window's length.
+    tasks : TaskSeconds
+        The seconds each task accounts for in each window (`split_time`).
+    """
+
+    edges: np.ndarray
+    per_npu: np.ndarray
+    tasks: TaskSeconds
+
+
+@dataclass(frozen=True, eq=False)
+class Period:
+    """Iterations `first..last` (0-based, inclusive), each figure per iteration (their mean).
+
+    Parameters
+    ----------
+    label : str
+        What the period is, iterations numbered from 1: "iteration 1 (first: warm-up included)",
+        "steady state (iterations 2-4)", "iteration 5 (last: cool-down included)".
+    first, last : int
+        The iterations, 0-based.
+    time_s : float
+        Mean iteration time, s.
+    per_npu : dict
+        Component (`BREAKDOWN`) -> per-NPU seconds per iteration; per NPU they sum to `time_s`.
+    """
+
+    label: str
+    first: int
+    last: int
+    time_s: float
+    per_npu: dict = field(default_factory=dict)
+
+    def mean(self) -> dict[str, float]:
+        """Mean over NPUs of each component, s per iteration."""
+        return {k: float(v.mean()) for k, v in self.per_npu.items()}
+
+    def max(self) -> dict[str, float]:
+        """Max over NPUs of each component, s per iteration."""
+        return {k: float(v.max()) for k, v in self.per_npu.items()}
+
+    def stages(self, stage: np.ndarray) -> dict[int, dict[str, float]]:
+        """Pipeline stage -> the mean over its NPUs of each component, s per iteration.
+
+        Parameters
+        ----------
+        stage : int array
+            Pipeline stage of each NPU (`WorkloadGraph.stage`).
+
+        Returns
+        -------
+        dict
+        """
+        return {int(s): {k: float(v[stage == s].mean()) for k, v in self.per_npu.items()} for s in np.unique(stage)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,8 +132,8 @@ class TrainResult:
         Communication pieces (a wave of a collective's chunks, or a whole communication task):
         the task id, its start and its end, s.
     breakdown : dict
-        Component name (`BREAKDOWN`) -> per-NPU seconds; per NPU the components sum to the
-        makespan.
+        Component name (`BREAKDOWN`) -> per-NPU seconds over the whole run; per NPU the
+        components sum to the makespan.
     events : int
         Events the engine processed.
     """
@@ -54,7 +150,7 @@ class TrainResult:
 
     @property
     def makespan(self) -> float:
-        """When the last task ended, s."""
+        """When the last task ended: the whole run, all iterations, s."""
         return float(np.nanmax(self.end)) if len(self.end) else 0.0
 
     @property
@@ -73,12 +169,13 @@ class TrainResult:
 
     @property
     def iteration_time(self) -> float:
-        """Mean time per iteration (= makespan / iterations), s."""
+        """Mean time per iteration over the whole run, warm-up included (= makespan / iterations), s.
+        Reports use `headline().time_s` (the steady state when there is one)."""
         n = self.graph.n_iterations
         return self.makespan / n if n else 0.0
 
     def mean_breakdown(self) -> dict[str, float]:
-        """Average over NPUs of each component; the components sum to the makespan.
+        """Average over NPUs of each component over the whole run; they sum to the makespan.
 
         Returns
         -------
@@ -88,7 +185,7 @@ class TrainResult:
         return {k: float(v.mean()) for k, v in self.breakdown.items()}
 
     def stage_breakdown(self) -> dict[int, dict[str, float]]:
-        """Pipeline stage -> the mean over its NPUs of each component.
+        """Pipeline stage -> the mean over its NPUs of each component over the whole run.
 
         Returns
         -------
@@ -115,22 +212,153 @@ class TrainResult:
         m = (g.kind == TaskKind.COMPUTE) & (g.npu == npu)
         return float((self.end[m] - self.start[m]).sum())
 
+    @cached_property
+    def iteration_split(self) -> IterationSplit:
+        """Each NPU's time per iteration window, and each task's share of it (module doc).
+
+        Returns
+        -------
+        IterationSplit
+            Seconds; computed once per result.
+        """
+        edges = np.concatenate([[0.0], self.iteration_ends])
+        per_npu, tasks = split_time(self.graph, self.start, self.end, self.piece_task, self.piece_start,
+                                    self.piece_end, self.system.scheduling.priorities, edges, with_tasks=True)
+        return IterationSplit(edges, per_npu, tasks)
+
+    def period(self, first: int, last: int, label: str) -> Period:
+        """Iterations `first..last` (0-based, inclusive), per iteration (module doc).
+
+        Parameters
+        ----------
+        first, last : int
+            Iterations, 0 <= first <= last < n_iterations.
+        label : str
+            What the period is called in reports.
+
+        Returns
+        -------
+        Period
+            Mean iteration time and per-NPU components, s per iteration.
+        """
+        sp = self.iteration_split
+        n = last - first + 1
+        mean = sp.per_npu[first:last + 1].sum(axis=0) / n
+        time_s = float(sp.edges[last + 1] - sp.edges[first]) / n
+        return Period(label, first, last, time_s, {k: mean[:, i] for i, k in enumerate(BREAKDOWN)})
+
+    def first_iteration(self) -> Period:
+        """Iteration 1, warm-up included, s."""
+        only = " (the only one: warm-up included)" if self.graph.n_iterations == 1 else " (first: warm-up included)"
+        return self.period(0, 0, "iteration 1" + only)
+
+    def last_iteration(self) -> Period:
+        """The last iteration (nothing overlaps its end), s."""
+        n = self.graph.n_iterations
+        return self.first_iteration() if n == 1 else self.period(n - 1, n - 1, f"iteration {n} (last: cool-down included)")
+
+    def steady_state(self) -> Period | None:
+        """Mean of the iterations after the first and before the last (None with fewer than 3
+        iterations), s per iteration."""
+        n = self.graph.n_iterations
+        if n < 3:
+            return None
+        its = "iteration 2" if n == 3 else f"iterations 2-{n - 1}"
+        return self.period(1, n - 2, f"steady state ({its})")
+
+    def headline(self) -> Period:
+        """The figure a report leads with: the steady state, else the last iteration (module doc)."""
+        return self.steady_state() or self.last_iteration()
+
+    @property
+    def model_flop_per_iteration(self) -> float | None:
+        """Model FLOPs of one iteration, or None when the workload does not know them.
+
+        The sum of the FLOPs of the graph's compute tasks divided by the iterations: for the zoo
+        models every layer's forward and backward (input-gradient + weight-gradient, each equal to
+        the forward for matmul/conv layers) FLOPs for the whole global batch, a multiply-add
+        counted as 2 (`workload.models`); for a transformer that is 3 x (2 x block params x seq +
+        4 x seq^2 x h) per block and sequence plus 3 x 2 x seq x h x vocab for the head, about
+        6 x params x tokens. No recomputation is simulated, so these are also the hardware FLOPs.
+        Unknown (None) when a compute task has a fixed duration and no FLOPs (ASTRA-sim text
+        workloads, traces without `num_ops`).
+        """
+        g = self.graph
+        comp = g.kind == TaskKind.COMPUTE
+        fixed_blind = comp & ~np.isnan(g.duration) & (g.duration > 0) & (g.flops <= 0)
+        if g.n_iterations == 0 or fixed_blind.any():
+            return None
+        return float(g.flops[comp].sum()) / g.n_iterations
+
+    def throughput(self, period: Period) -> dict:
+        """Model FLOP/s per NPU and model FLOPs utilization over a period.
+
+        `achieved_per_npu_tflop_per_s` = model FLOPs per iteration / (iteration time x NPUs) / 1e12;
+        `mfu` = model FLOPs per iteration / (iteration time x NPUs x NPU peak FLOP/s) (peak, not
+        peak x efficiency). None where the FLOPs are unknown (`model_flop_per_iteration`).
+
+        Parameters
+        ----------
+        period : Period
+            The iterations (`headline`, `first_iteration`, `steady_state`).
+
+        Returns
+        -------
+        dict
+            `achieved_per_npu_tflop_per_s` (TFLOP/s) and `mfu` (fraction of peak), or None values.
+        """
+        f = self.model_flop_per_iteration
+        if f is None or period.time_s <= 0:
+            return {"achieved_per_npu_tflop_per_s": None, "mfu": None}
+        per_npu = f / (period.time_s * self.graph.n_npus)
+        return {"achieved_per_npu_tflop_per_s": per_npu / 1e12, "mfu": per_npu / self.system.npu.peak_flops}
+
     def summary(self) -> dict:
-        """A JSON-ready dict: NPUs, tasks, iterations, iteration times, makespan (s), the mean and
-        max breakdown over NPUs (s), the mean exposed communication (s) and the event count."""
-        mb = self.mean_breakdown()
+        """A JSON-ready dict; every time is per iteration unless its name says otherwise (s).
+
+        Keys: `npus`, `tasks`, `iterations`, `events`; `iteration_time_s` (the headline: the
+        steady state with 3+ iterations, else the last iteration) and `iteration_time_basis`
+        (which, in words); `first_iteration_time_s`, `steady_state_iteration_time_s` (None with
+        fewer than 3 iterations), `last_iteration_time_s`, `iteration_times_s` (each iteration);
+        `total_s` (the whole run, all iterations); `breakdown_mean_s`, `breakdown_max_s` (over
+        NPUs), `exposed_comm_mean_s` and `stages` of the headline; `model_flop_per_iteration`
+        (FLOPs), `npu_peak_flop_per_s`, `achieved_per_npu_tflop_per_s` and `mfu` of the headline
+        (None when the FLOPs are unknown); `first_iteration`, `steady_state` (None with fewer than
+        3 iterations) and `last_iteration`: the same figures for each period.
+        """
+        g = self.graph
+        first, steady, last = self.first_iteration(), self.steady_state(), self.last_iteration()
+        head = steady or last
         return {
-            "npus": self.graph.n_npus,
-            "tasks": len(self.graph),
-            "iterations": self.graph.n_iterations,
-            "iteration_time_s": self.iteration_time,
-            "iteration_times_s": [float(x) for x in self.iteration_times],
-            "makespan_s": self.makespan,
-            "breakdown_mean_s": mb,
-            "breakdown_max_s": {k: float(v.max()) for k, v in self.breakdown.items()},
-            "exposed_comm_mean_s": float(sum(mb[c] for c in CATEGORIES)),
+            "npus": g.n_npus,
+            "tasks": len(g),
+            "iterations": g.n_iterations,
             "events": self.events,
+            "iteration_time_s": head.time_s,
+            "iteration_time_basis": head.label,
+            "first_iteration_time_s": first.time_s,
+            "steady_state_iteration_time_s": steady.time_s if steady else None,
+            "last_iteration_time_s": last.time_s,
+            "iteration_times_s": [float(x) for x in self.iteration_times],
+            "total_s": self.makespan,
+            **self._period_figures(head),
+            "model_flop_per_iteration": self.model_flop_per_iteration,
+            "npu_peak_flop_per_s": self.system.npu.peak_flops,
+            **self.throughput(head),
+            "first_iteration": self._period_block(first),
+            "steady_state": self._period_block(steady) if steady else None,
+            "last_iteration": self._period_block(last),
         }
+
+    def _period_block(self, p: Period) -> dict:
+        return {"iterations": [p.first + 1, p.last + 1], "iteration_time_s": p.time_s, **self._period_figures(p),
+                **self.throughput(p)}
+
+    def _period_figures(self, p: Period) -> dict:
+        mean = p.mean()
+        return {"breakdown_mean_s": mean, "breakdown_max_s": p.max(),
+                "exposed_comm_mean_s": float(sum(mean[c] for c in CATEGORIES)),
+                "stages": {str(k): v for k, v in p.stages(self.graph.stage).items()}}
 
 
 def breakdown(g: WorkloadGraph, start, end, piece_task, piece_start, piece_end, priorities) -> dict[str, np.ndarray]:
@@ -154,46 +382,109 @@ def breakdown(g: WorkloadGraph, start, end, piece_task, piece_start, piece_end, 
         Component name (`BREAKDOWN`) -> float array of seconds per NPU.
     """
     makespan = float(np.nanmax(end)) if len(end) else 0.0
+    per_npu, _ = split_time(g, start, end, piece_task, piece_start, piece_end, priorities,
+                            np.array([0.0, makespan]), with_tasks=False)
+    return {k: per_npu[0, :, i] for i, k in enumerate(BREAKDOWN)}
+
+
+def split_time(g: WorkloadGraph, start, end, piece_task, piece_start, piece_end, priorities, edges,
+               with_tasks: bool = False) -> tuple[np.ndarray, TaskSeconds | None]:
+    """Each NPU's time in each window, split into compute, exposed communication per category
+    and idle (the module doc's rule), and optionally each task's share.
+
+    Parameters
+    ----------
+    g : WorkloadGraph
+        The tasks.
+    start, end : float arrays
+        Start and end of every task, s.
+    piece_task, piece_start, piece_end : arrays
+        Communication pieces: task id, start and end (s).
+    priorities : sequence of str
+        Every communication category, highest priority first.
+    edges : float array
+        Window edges, s, non-decreasing, from 0 to the makespan.
+    with_tasks : bool
+        Also attribute every counted second to one task: the compute task running, or of the
+        exposed category's active tasks the one that started first among those still running
+        longest (deterministic).
+
+    Returns
+    -------
+    per_npu : float array
+        [window, NPU, component] seconds (`BREAKDOWN` order); per window and NPU they sum to
+        the window's length.
+    tasks : TaskSeconds or None
+        Seconds attributed to each task per window (with_tasks), else None.
+    """
+    edges = np.asarray(edges, dtype=float)
+    n_win = len(edges) - 1
+    rank = [list(priorities).index(c) for c in CATEGORIES]  # category -> priority rank
+    cls_of_cat = np.array([1 + r for r in rank])
     comp = np.flatnonzero(g.kind == TaskKind.COMPUTE)
-    # interval lists: (npu, t0, t1, class) with class 0 = compute, 1 + priority rank = comm category
-    cls_of_cat = np.array([1 + list(priorities).index(c) for c in CATEGORIES])
-    npus = [g.npu[comp]]
-    t0s, t1s, cls = [start[comp]], [end[comp]], [np.zeros(len(comp), dtype=np.int64)]
+    npus, t0s, t1s, cls, tasks = [g.npu[comp]], [start[comp]], [end[comp]], [np.zeros(len(comp), np.int64)], [comp]
     if len(piece_task):
-        # expand each piece to its members
-        mem_lists = []
-        for t in piece_task.tolist():
-            mem_lists.append(g.members(t))
+        mem_lists = [g.members(t) for t in piece_task.tolist()]
         cnt = np.fromiter((len(m) for m in mem_lists), dtype=np.int64, count=len(mem_lists))
         npus.append(np.fromiter((x for m in mem_lists for x in m), dtype=np.int64, count=int(cnt.sum())))
         t0s.append(np.repeat(piece_start, cnt))
         t1s.append(np.repeat(piece_end, cnt))
         cls.append(np.repeat(cls_of_cat[g.category[piece_task]], cnt))
-    N, T0, T1, C = (np.concatenate(x) for x in (npus, t0s, t1s, cls))
+        tasks.append(np.repeat(np.asarray(piece_task, dtype=np.int64), cnt))
+    N, T0, T1, C, K = (np.concatenate(x) for x in (npus, t0s, t1s, cls, tasks))
     n_cls = 1 + len(CATEGORIES)
-    acc = np.zeros((g.n_npus, n_cls))
+    acc = np.zeros((n_win, g.n_npus, n_cls))  # classes: 0 compute, 1 + priority rank
+    keys: list[np.ndarray] = []  # window x tasks + task, per counted segment (with_tasks)
+    secs: list[np.ndarray] = []
     order = np.argsort(N, kind="stable")
-    N, T0, T1, C = N[order], T0[order], T1[order], C[order]
+    N, T0, T1, C, K = N[order], T0[order], T1[order], C[order], K[order]
     bounds = np.searchsorted(N, np.arange(g.n_npus + 1))
     for p in range(g.n_npus):
         lo, hi = bounds[p], bounds[p + 1]
         if lo == hi:
             continue
         a, b, c = T0[lo:hi], T1[lo:hi], C[lo:hi]
-        pts = np.unique(np.concatenate([a, b]))
+        pts = np.unique(np.concatenate([a, b, edges]))  # window edges split the segments
         ia, ib = np.searchsorted(pts, a), np.searchsorted(pts, b)
         cover = np.zeros((n_cls, len(pts) + 1))
         np.add.at(cover, (c, ia), 1)
         np.add.at(cover, (c, ib), -1)
-        active = np.cumsum(cover, axis=1)[:, :-1] > 0.5  # [class, segment starting at pts[i]]
+        active = (np.cumsum(cover, axis=1) > 0.5)[:, :len(pts) - 1]  # [class, segment starting at pts[i]]
         seg = np.diff(pts)
-        active = active[:, :-1]
         first = np.where(active.any(axis=0), np.argmax(active, axis=0), -1)
-        for k in range(n_cls):
-            acc[p, k] = seg[first == k].sum()
-    out = {"compute": acc[:, 0]}
-    for c in CATEGORIES:
-        out[c] = acc[:, 1 + list(priorities).index(c)]
-    idle = makespan - acc.sum(axis=1)
-    out["idle"] = np.where(idle > 1e-12 * makespan, idle, 0.0)  # float dust from subtracting is not idle time
-    return {k: out[k] for k in BREAKDOWN}
+        win = np.clip(np.searchsorted(edges, pts[:-1], side="right") - 1, 0, n_win - 1)
+        m = first >= 0
+        acc[:, p, :] = np.bincount(win[m] * n_cls + first[m], weights=seg[m], minlength=n_win * n_cls).reshape(n_win, n_cls)
+        if with_tasks:
+            owner = _owners(pts[:-1], first, a, b, c, K[lo:hi])
+            keys.append(win[m] * len(g) + owner[m])
+            secs.append(seg[m])
+    out = np.empty((n_win, g.n_npus, len(BREAKDOWN)))
+    out[..., 0] = acc[..., 0]
+    for i, r in enumerate(rank):
+        out[..., 1 + i] = acc[..., 1 + r]
+    length = np.diff(edges)[:, None]
+    idle = length - acc.sum(axis=2)
+    out[..., -1] = np.where(idle > 1e-12 * max(edges[-1], 0.0), idle, 0.0)  # float dust from subtracting is not idle
+    if not with_tasks:
+        return out, None
+    uniq, inv = np.unique(np.concatenate(keys + [np.zeros(0, np.int64)]), return_inverse=True)
+    seconds = np.bincount(inv, weights=np.concatenate(secs + [np.zeros(0)]), minlength=len(uniq))
+    return out, TaskSeconds(uniq // max(len(g), 1), uniq % max(len(g), 1), seconds)
+
+
+def _owners(seg_start, first, a, b, c, task) -> np.ndarray:
+    """For each segment, a task of its counted class covering its start (-1 where none counts):
+    among the class's intervals that started by then, the one reaching furthest."""
+    owner = np.full(len(seg_start), -1, dtype=np.int64)
+    for k in np.unique(first[first >= 0]).tolist():
+        sel = c == k
+        ak, bk, tk = a[sel], b[sel], task[sel]
+        o = np.argsort(ak, kind="stable")
+        ak, bk, tk = ak[o], bk[o], tk[o]
+        reach = np.maximum.accumulate(bk)
+        best = np.maximum.accumulate(np.where(bk == reach, np.arange(len(bk)), 0))  # index reaching `reach`
+        segs = np.flatnonzero(first == k)
+        j = np.searchsorted(ak, seg_start[segs], side="right") - 1
+        owner[segs] = tk[best[j]]
+    return owner

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-Progress = Callable[[int, int, str], None]
+from ..progress import Progress
 
 
 @dataclass(frozen=True)
@@ -139,9 +139,9 @@ def run_experiment(exp: Experiment, cfg: Any, quick: bool = False, map_fn: Calla
 
 
 def reproduce(exp: Experiment, config: str | Path | None = None, out: str | Path | None = None, quick: bool = False,
-              json_out: bool = False, con=None, err_con=None, map_fn: Callable = map) -> Any:
-    """What `fabricsim reproduce NAME` does: load the config, run the study (a transient progress
-    bar on `err_con` unless `json_out`), write its files, print its tables or its JSON.
+              json_out: bool = False, con=None, progress: Progress | None = None, map_fn: Callable = map) -> Any:
+    """What `fabricsim reproduce NAME` does: load the config, run the study (reporting progress),
+    write its files, print its tables or its JSON.
 
     Parameters
     ----------
@@ -157,8 +157,9 @@ def reproduce(exp: Experiment, config: str | Path | None = None, out: str | Path
         Print the report as JSON on stdout (with the files written) instead of tables.
     con : rich Console, optional
         Where the tables go (default: a new Console on stdout).
-    err_con : rich Console, optional
-        Where the progress bar goes (stderr in the CLI); None: no progress bar.
+    progress : callable, optional
+        `progress(done, total, label)` as points finish, then while files are written (the CLI
+        draws it as a bar on stderr).
     map_fn : callable
         The map that evaluates the points (see `run_experiment`).
 
@@ -169,10 +170,9 @@ def reproduce(exp: Experiment, config: str | Path | None = None, out: str | Path
     """
     cfg = exp.load_config(config)
     out_dir = Path(out) if out else exp.default_out
-    if json_out or err_con is None:
-        rep = run_experiment(exp, cfg, quick, map_fn)
-    else:
-        rep = _run_with_bar(exp, cfg, quick, map_fn, err_con)
+    rep = run_experiment(exp, cfg, quick, map_fn, progress)
+    if progress is not None:
+        progress(0, 0, f"writing {out_dir}")
     files = exp.write(rep, out_dir)
     if json_out:
         d = exp.to_json(rep)
@@ -187,15 +187,3 @@ def reproduce(exp: Experiment, config: str | Path | None = None, out: str | Path
     return rep
 
 
-def _run_with_bar(exp: Experiment, cfg: Any, quick: bool, map_fn: Callable, err_con) -> Any:
-    """`run_experiment` with a transient rich progress bar (the next point's label) on `err_con`."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=err_con, transient=True) as bar:
-        task = bar.add_task(f"{exp.name} reproduction", total=None)
-
-        def tick(done: int, total: int, label: str) -> None:
-            bar.update(task, completed=done, total=total, description=f"{exp.name}: {label}")
-
-        return run_experiment(exp, cfg, quick, map_fn, tick)

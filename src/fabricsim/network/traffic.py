@@ -22,6 +22,7 @@ dataflow, or streams for in-network algorithms).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import ConfigError
+from ..progress import Progress, report
+from ..topology.spec import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
 from ..units import parse_bandwidth, parse_size, parse_time
 from ..vocab import normalize_collective
 from .dataflow import merge_flows, schedule_flows
@@ -155,8 +158,8 @@ class TrafficFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     topology: str | dict[str, Any]  # a spec string, or {family: torus, dims: [8, 8], ...}
-    bandwidth: Any = "400Gbps"
-    latency: Any = "100ns"
+    bandwidth: Any = DEFAULT_BANDWIDTH
+    latency: Any = DEFAULT_LATENCY
     model: str = "flow"
     mode: str | None = None
     chunk: float = 0.0
@@ -243,6 +246,8 @@ class TrafficResult:
         Per-interval link rates (bytes/s), when recorded.
     topology : str
         The topology's name.
+    link_src, link_dst : int arrays
+        The node each link leaves and enters (topology node ids, as in `flows:`).
     """
 
     items: tuple[ItemResult, ...]
@@ -252,6 +257,18 @@ class TrafficResult:
     events: int
     timeline: tuple
     topology: str
+    link_src: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    link_dst: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def link_names(self) -> list[str]:
+        """A name per link, its ends as node ids.
+
+        Returns
+        -------
+        list of str
+            `src->dst`, in link order.
+        """
+        return [f"{a}->{b}" for a, b in zip(self.link_src.tolist(), self.link_dst.tolist())]
 
 
 def load_traffic(path: str) -> TrafficFile:
@@ -272,7 +289,7 @@ def load_traffic(path: str) -> TrafficFile:
     return load_yaml(TrafficFile, path, "topology, flows, collectives")
 
 
-def run_traffic(spec: TrafficFile, *, record_timeline: bool = False) -> TrafficResult:
+def run_traffic(spec: TrafficFile, *, record_timeline: bool = False, progress: Progress | None = None) -> TrafficResult:
     """Run every flow and collective of `spec` together on its network model.
 
     Parameters
@@ -281,6 +298,10 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False) -> TrafficR
         A validated traffic file (`load_traffic`).
     record_timeline : bool
         Keep per-interval link rates (flow models).
+
+    progress : callable, optional
+        `progress(done, total, phase)` (`fabricsim.progress`): each collective as it becomes flows,
+        then the simulation.
 
     Returns
     -------
@@ -303,6 +324,7 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False) -> TrafficR
                            np.full(k, np.inf if f.cap is None else f.cap), np.full(k, f.priority)))
         labels.append((f.name or f"flow{i}", "flow", k, f.size * k))
     for i, c in enumerate(spec.collectives):
+        report(progress, i, len(spec.collectives), f"scheduling {c.name or f'collective{i}'}")
         sched = build_schedule(topo, c.collective, c.algorithm, group=_group(c.group), root=c.root)
         fl = schedule_flows(topo, sched, c.size, start=c.start, priority=c.priority, stream=net.streams)
         parts.append(fl)
@@ -310,6 +332,7 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False) -> TrafficR
     if not parts:
         raise ConfigError("traffic", "empty", "accepted: at least one flow or collective")
     flows = merge_flows(*parts, topo=topo)
+    report(progress, 0, 0, f"simulating {len(flows)} flows ({net.name})")
     res = net.flows(topo, flows, record_timeline=record_timeline)
     items, off = [], 0
     for (name, kind, k, nbytes), part in zip(labels, parts):
@@ -317,4 +340,5 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False) -> TrafficR
         start = float(np.min(part.start)) if k else 0.0
         items.append(ItemResult(name, kind, start, float(res.finish[sl].max()) if k else start, nbytes))
         off += k
-    return TrafficResult(tuple(items), res.makespan, res.utilization(topo), res.link_busy, res.events, res.timeline, topo.name)
+    return TrafficResult(tuple(items), res.makespan, res.utilization(topo), res.link_busy, res.events, res.timeline, topo.name,
+                         topo.link_src, topo.link_dst)

@@ -1,21 +1,70 @@
-"""Plots of training simulations (matplotlib, Agg backend: no display needed)."""
+"""Plots of training simulations, drawn through `report.plotting` (the one plotting helper)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..engine.result import BREAKDOWN, TrainResult
+import numpy as np
 
-COLORS = {"compute": "#4C72B0", "MP": "#DD8452", "PP": "#55A868", "DP": "#C44E52", "IO": "#8172B3",
-          "other": "#937860", "idle": "#CCCCCC"}
+from ..engine.result import BREAKDOWN, TrainResult
+from .plotting import (
+    COLORS,
+    figure,
+    headroom,
+    legend_outside,
+    save,
+    stacked_bars,
+    styled,
+    time_unit,
+)
+
+__all__ = ["COLORS", "breakdown_figure", "plot_breakdown"]
+
+
+def _segment_label(comp: str) -> str:
+    return {"compute": "compute", "idle": "idle (bubbles, waiting)"}.get(comp, f"exposed {comp}")
+
+
+@styled
+def breakdown_figure(res: TrainResult, title: str = ""):
+    """Stacked bars of the time per iteration.
+
+    One bar for all NPUs (the mean) and, with several pipeline stages, one per stage (mean over
+    its NPUs); segments compute, exposed MP/PP/DP/IO/other communication, idle; the time unit
+    (ns/us/ms/s) is chosen from the tallest bar; totals written above the bars.
+
+    Parameters
+    ----------
+    res : TrainResult
+        The run.
+    title : str
+        Plot title (default "iteration time breakdown").
+
+    Returns
+    -------
+    Figure
+    """
+    stages = res.stage_breakdown()
+    bars = [("all NPUs", res.mean_breakdown())]
+    if len(stages) > 1:
+        bars += [(f"stage {s}", b) for s, b in stages.items()]
+    n_it = max(res.graph.n_iterations, 1)
+    secs = {comp: np.array([b[comp] / n_it for _, b in bars]) for comp in BREAKDOWN}
+    scale, unit = time_unit(sum(secs.values()))
+    fig, (ax,) = figure(panel=(max(4.5, 1.0 + 0.9 * len(bars)), 4.2))
+    x = np.arange(len(bars))
+    totals = stacked_bars(ax, x, {c: v * scale for c, v in secs.items()},
+                          labels={c: _segment_label(c) for c in BREAKDOWN})
+    ax.set_xticks(x, [name for name, _ in bars], rotation=30 if len(bars) > 4 else 0)
+    ax.set_ylabel(f"time per iteration ({unit})")
+    ax.set_title(title or "iteration time breakdown")
+    headroom(ax, totals)
+    legend_outside(ax)
+    return fig
 
 
 def plot_breakdown(res: TrainResult, path: str | Path, title: str = "") -> Path:
-    """Stacked bars of the time per iteration, written as an image.
-
-    One bar for all NPUs (the mean) and, with several pipeline stages, one per stage (mean over
-    its NPUs); segments compute, exposed MP/PP/DP/IO/other communication, idle; in ms below a 10 s
-    makespan, else s.
+    """Write `breakdown_figure(res, title)` as an image.
 
     Parameters
     ----------
@@ -31,34 +80,4 @@ def plot_breakdown(res: TrainResult, path: str | Path, title: str = "") -> Path:
     Path
         `path`.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    stages = res.stage_breakdown()
-    bars = [("all NPUs", res.mean_breakdown())]
-    if len(stages) > 1:
-        bars += [(f"stage {s}", b) for s, b in stages.items()]
-    n_it = max(res.graph.n_iterations, 1)
-    scale, unit = (1e3, "ms") if res.makespan < 10 else (1.0, "s")
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.0 + 0.9 * len(bars)), 4.5))
-    x = range(len(bars))
-    bottom = [0.0] * len(bars)
-    for comp in BREAKDOWN:
-        vals = [b[comp] / n_it * scale for _, b in bars]
-        if not any(v > 0 for v in vals):
-            continue
-        label = {"compute": "compute", "idle": "idle (bubbles, waiting)"}.get(comp, f"exposed {comp}")
-        ax.bar(x, vals, bottom=bottom, color=COLORS[comp], label=label, width=0.6)
-        bottom = [a + v for a, v in zip(bottom, vals)]
-    ax.set_xticks(list(x), [name for name, _ in bars], rotation=30 if len(bars) > 4 else 0)
-    ax.set_ylabel(f"time per iteration ({unit})")
-    ax.set_title(title or "iteration time breakdown", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save(breakdown_figure(res, title), path, field="output.plot")

@@ -3,7 +3,13 @@
 algbw = size / time; busbw = algbw x factor, with nccl-tests' factors, so that busbw is
 comparable to a rank's link bandwidth whatever the group size. GB = 1e9 bytes. Sizes follow
 nccl-tests: for all-gather the gathered output, for reduce-scatter the input. The factor
-depends on the collective only, not on the algorithm (as in nccl-tests).
+depends on the collective only, not on the algorithm (as in nccl-tests). `count` is the element
+count nccl-tests prints: the count passed to the NCCL call, per rank for all-gather,
+reduce-scatter and all-to-all.
+
+Two text layouts: `rows_to_text` (fabricsim's table, header lines `#`-prefixed so that
+`grep -v '^#'` keeps the data rows) and `rows_to_nccl` (exactly nccl-tests' all_reduce_perf
+layout, for scripts that parse it).
 """
 
 from __future__ import annotations
@@ -14,7 +20,13 @@ import json
 
 import numpy as np
 
+from ..units import format_size
+
 ELEMENT_BYTES = 4  # nccl-tests' count column, float32
+
+PER_RANK_COUNT = frozenset({"all-gather", "reduce-scatter", "all-to-all"})  # nccl-tests' count is size/4/n
+REDOP = {"all-reduce": "sum", "reduce-scatter": "sum", "reduce": "sum"}  # nccl-tests' redop; others "none"
+ROOTED = frozenset({"broadcast", "reduce"})  # nccl-tests prints root -1 for the others
 
 BUSBW_FACTOR = {
     "all-reduce": lambda n: 2 * (n - 1) / n,
@@ -65,7 +77,8 @@ def collective_rows(collective: str, n: int, sizes, times) -> list[dict]:
     Returns
     -------
     list of dict
-        Keys `size_bytes`, `count` (float32 elements), `time_s`, `time_us`, `algbw_GBps` and
+        Keys `size_bytes`, `count` (float32 elements, as nccl-tests counts them: per rank for
+        all-gather, reduce-scatter and all-to-all), `time_s`, `time_us`, `algbw_GBps` and
         `busbw_GBps` (GB = 1e9 bytes; inf for a zero time).
 
     Examples
@@ -76,11 +89,12 @@ def collective_rows(collective: str, n: int, sizes, times) -> list[dict]:
     """
     rows = []
     f = busbw_factor(collective, n)
+    per = n if collective in PER_RANK_COUNT else 1
     for size, t in zip(np.asarray(sizes, float), np.asarray(times, float)):
         algbw = size / t if t > 0 else float("inf")
         rows.append({
             "size_bytes": int(round(size)) if float(size).is_integer() else float(size),
-            "count": int(size // ELEMENT_BYTES),
+            "count": int(size // ELEMENT_BYTES) // per,
             "time_s": float(t),
             "time_us": float(t * 1e6),
             "algbw_GBps": float(algbw / 1e9),
@@ -143,3 +157,89 @@ def rows_to_json(header: dict, rows: list[dict]) -> str:
         Indented JSON.
     """
     return json.dumps({**header, "rows": rows, "avg_busbw_GBps": avg_busbw(rows)}, indent=2)
+
+
+def rows_to_text(rows: list[dict]) -> str:
+    """fabricsim's table: size (B), size, count, type, time, algbw, busbw; the column names on a
+    `#`-prefixed line, like every other line that is not a data row.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of `collective_rows`.
+
+    Returns
+    -------
+    str
+        Lines ending in newlines; each column right-aligned to its widest entry.
+    """
+    head = ("size (B)", "size", "count (elements)", "type", "time (us)", "algbw (GB/s)", "busbw (GB/s)")
+    body = [(str(r["size_bytes"]), format_size(r["size_bytes"]), str(r["count"]), "float", f"{r['time_us']:.2f}",
+             f"{r['algbw_GBps']:.2f}", f"{r['busbw_GBps']:.2f}") for r in rows]
+    widths = [max(len(c) for c in col) for col in zip(head, *body)]
+    line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
+    return "".join([f"# {line(head)}\n"] + [f"  {line(b)}\n" for b in body])
+
+
+def nccl_time(us: float) -> str:
+    """A time as nccl-tests prints it: 7 characters, 0, 1 or 2 decimals as the value grows.
+
+    Parameters
+    ----------
+    us : float
+        Microseconds.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> nccl_time(16.8), nccl_time(414.19), nccl_time(12646.4)
+    ('  16.80', '  414.2', '  12646')
+    """
+    if us >= 10000.0:
+        return f"{us:7.0f}"
+    return f"{us:7.1f}" if us >= 100.0 else f"{us:7.2f}"
+
+
+def rows_to_nccl(collective: str, rows: list[dict], root: int | None = None, wrong: int | None = 0,
+                 preamble: tuple[str, ...] = ()) -> str:
+    """The rows in nccl-tests' all_reduce_perf layout: `#` header lines, out-of-place and in-place
+    columns (the same simulated time in both), `# Avg bus bandwidth` at the end.
+
+    Parameters
+    ----------
+    collective : str
+        Canonical collective name: sets redop (`sum` or `none`) and whether `root` is printed.
+    rows : list of dict
+        Rows of `collective_rows`.
+    root : int, optional
+        Root rank of broadcast and reduce (nccl-tests prints -1 for the other collectives).
+    wrong : int or None
+        The #wrong column: 0 after a passed verification, None (`N/A`) when not verified.
+    preamble : tuple of str
+        Lines printed first, each prefixed with `# `.
+
+    Returns
+    -------
+    str
+        Lines ending in newlines, with nccl-tests' column widths.
+    """
+    op = REDOP.get(collective, "none")
+    rt = root if collective in ROOTED and root is not None else -1
+    wr = "  N/A" if wrong is None else f"{wrong:5d}"
+    out = [f"# {p}\n" for p in preamble] + ["#\n"]
+    out.append(f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}  {'':>6}           out-of-place"
+               "                       in-place          \n")
+    out.append(f"# {'size':>10}  {'count':>12}  {'type':>8}  {'redop':>6}  {'root':>6}"
+               + f"  {'time':>7}  {'algbw':>6}  {'busbw':>6} {'#wrong':>6}" * 2 + "\n")
+    out.append(f"# {'(B)':>10}  {'(elements)':>12}  {'':>8}  {'':>6}  {'':>6}"
+               + f"  {'(us)':>7}  {'(GB/s)':>6}  {'(GB/s)':>6}  {'':>5}" * 2 + "\n")
+    for r in rows:
+        res = f"  {nccl_time(r['time_us'])}  {r['algbw_GBps']:6.2f}  {r['busbw_GBps']:6.2f}  {wr}"
+        out.append(f"{int(r['size_bytes']):12d}  {r['count']:12d}  {'float':>8}  {op:>6}  {rt:6d}{res}{res}\n")
+    out.append("# Out of bounds values : 0 OK\n")
+    out.append(f"# Avg bus bandwidth    : {avg_busbw(rows):g} \n")
+    out.append("#\n")
+    return "".join(out)

@@ -1,19 +1,26 @@
-"""Reports of a training simulation: summary table, JSON, per-NPU CSV, and the files of a run."""
+"""Reports of a training simulation: the summary table, summary.json, breakdown.csv (per NPU and
+iteration), layers.csv, and the files of a run. Every time is per iteration unless its name says
+otherwise; the headline is the steady state (iterations after the first) when the run has 2+
+iterations, else the first iteration (`TrainResult.headline`)."""
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 from pathlib import Path
 
 from rich.table import Table
 
-from ..engine.result import BREAKDOWN, TrainResult
-from ..units import format_time
+from ..engine.result import BREAKDOWN, Period, TrainResult
+from ..units import format_flops, format_time
+
+TRACE_DEFAULT_FORMAT = "json"
 
 
 def summary_json(res: TrainResult, title: str, extra: dict | None = None) -> dict:
-    """`TrainResult.summary()` with the title, the model and strategy names and the per-stage breakdown.
+    """`TrainResult.summary()` (per iteration, units in the key names) with the title, the model
+    and the strategy.
 
     Parameters
     ----------
@@ -27,18 +34,18 @@ def summary_json(res: TrainResult, title: str, extra: dict | None = None) -> dic
     Returns
     -------
     dict
-        JSON-ready; times in s.
+        JSON-ready; times in s per iteration (`total_s`: the whole run), FLOPs, FLOP/s.
     """
-    s = res.summary()
-    s.update(title=title, model=str(res.graph.meta.get("model", "")), strategy=str(res.graph.meta.get("strategy", "")))
-    s["stages"] = {str(k): v for k, v in res.stage_breakdown().items()}
+    s = {"title": title, "model": str(res.graph.meta.get("model", "")),
+         "strategy": str(res.graph.meta.get("strategy", "")), **res.summary()}
     if extra:
         s.update(extra)
     return s
 
 
 def write_breakdown_csv(res: TrainResult, path: str | Path) -> Path:
-    """One row per NPU: its stage and each component of its time; components sum to the makespan.
+    """One row per iteration and NPU: its stage, each component of its time in that iteration
+    (`TrainResult.iteration_split`) and the iteration's length; the components sum to it.
 
     Parameters
     ----------
@@ -50,54 +57,117 @@ def write_breakdown_csv(res: TrainResult, path: str | Path) -> Path:
     Returns
     -------
     Path
-        `path`; columns `npu`, `stage` and `<component>_s` (seconds).
+        `path`; columns `iteration` (from 1), `npu`, `stage`, `<component>_s` and `iteration_s`
+        (seconds).
     """
+    sp = res.iteration_split
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["npu", "stage"] + [f"{k}_s" for k in BREAKDOWN])
-        for p in range(res.graph.n_npus):
-            w.writerow([p, int(res.graph.stage[p])] + [repr(float(res.breakdown[k][p])) for k in BREAKDOWN])
+        w.writerow(["iteration", "npu", "stage"] + [f"{k}_s" for k in BREAKDOWN] + ["iteration_s"])
+        for it in range(sp.per_npu.shape[0]):
+            length = repr(float(sp.edges[it + 1] - sp.edges[it]))
+            for p in range(res.graph.n_npus):
+                w.writerow([it + 1, p, int(res.graph.stage[p])] + [repr(float(x)) for x in sp.per_npu[it, p]] + [length])
     return path
 
 
-def breakdown_table(res: TrainResult, title: str) -> Table:
-    """A rich table of the time per iteration.
+def iteration_line(res: TrainResult) -> str:
+    """The headline iteration time, saying what it is, and the other iterations.
 
-    Columns compute, exposed communication per category, idle and total; rows the mean NPU and
-    (with several pipeline stages) each stage; times formatted with units.
+    Parameters
+    ----------
+    res : TrainResult
+        The run.
+
+    Returns
+    -------
+    str
+        e.g. "iteration time: 591.1 us, steady state (iterations 2-3); iteration 1 (first: warm-up
+        included): 666.5 us; ...".
+    """
+    head = res.headline()
+    text = f"iteration time: {format_time(head.time_s)}, {head.label}"
+    others = [p for p in (res.first_iteration(), res.last_iteration()) if (p.first, p.last) != (head.first, head.last)]
+    text += "".join(f"; {p.label}: {format_time(p.time_s)}" for p in others)
+    if res.graph.n_iterations < 3:
+        text += "; run 3+ iterations for the steady state"
+    return text
+
+
+def throughput_line(res: TrainResult, period: Period | None = None) -> str:
+    """Model FLOPs per iteration, TFLOP/s per NPU and MFU of a period (default the headline).
+
+    Parameters
+    ----------
+    res : TrainResult
+        The run.
+    period : Period, optional
+        The iterations (default `res.headline()`).
+
+    Returns
+    -------
+    str
+        "n/a" figures where the workload does not know its FLOPs.
+    """
+    period = period or res.headline()
+    f = res.model_flop_per_iteration
+    peak = format_flops(res.system.npu.peak_flops)
+    if f is None:
+        return f"model FLOPs: n/a (compute given as durations); TFLOP/s per NPU: n/a; MFU: n/a (peak {peak} per NPU)"
+    tp = res.throughput(period)
+    return (f"model FLOPs: {format_flops(f).removesuffix('/s')} per iteration; {tp['achieved_per_npu_tflop_per_s']:.4g} TFLOP/s per NPU; "
+            f"MFU {tp['mfu']:.1%} of {peak} peak per NPU; {period.label}")
+
+
+def breakdown_table(res: TrainResult, title: str) -> Table:
+    """A rich table of the time per iteration of the headline period (`TrainResult.headline`).
+
+    Columns compute, exposed communication per category, idle and total; rows the mean NPU,
+    (with several pipeline stages) each stage, and the mean NPU in the first and the last
+    iteration where they are not the headline; times formatted with units.
 
     Parameters
     ----------
     res : TrainResult
         The run.
     title : str
-        Table title.
+        Table title (the period is appended).
 
     Returns
     -------
     rich.table.Table
     """
-    n_it = max(res.graph.n_iterations, 1)
-    t = Table(box=None, header_style="bold", title=title)
+    head = res.headline()
+    t = Table(box=None, header_style="bold", title=f"{title}; {head.label}")
     t.add_column("NPUs")
     for k in BREAKDOWN:
         t.add_column(k if k in ("compute", "idle") else f"exposed {k}", justify="right")
     t.add_column("total", justify="right")
-    rows = [("all (mean)", res.mean_breakdown())]
-    stages = res.stage_breakdown()
+    rows = [("all (mean)", head.mean())]
+    stages = head.stages(res.graph.stage)
     if len(stages) > 1:
         rows += [(f"stage {s}", b) for s, b in stages.items()]
+    for p in (res.first_iteration(), res.last_iteration()):
+        if (p.first, p.last) != (head.first, head.last):
+            rows.append((f"{p.label.split(' (')[0]}, all (mean)", p.mean()))
     for name, b in rows:
-        cells = [format_time(b[k] / n_it) for k in BREAKDOWN]
-        t.add_row(name, *cells, format_time(sum(b.values()) / n_it))
+        t.add_row(name, *(format_time(b[k]) for k in BREAKDOWN), format_time(sum(b.values())))
     return t
 
 
+def _per_iteration_view(res: TrainResult) -> TrainResult:
+    """`res` with its breakdown replaced by the headline period's x iterations, so that a reader
+    dividing the whole-run breakdown by the iterations (the plot) shows the headline period."""
+    n = max(res.graph.n_iterations, 1)
+    return dataclasses.replace(res, breakdown={k: v * n for k, v in res.headline().per_npu.items()})
+
+
 def write_outputs(res: TrainResult, out_dir: str | Path, title: str, *, trace: bool = True, trace_npus=None,
-                  plot: bool = True, extra: dict | None = None) -> dict[str, Path]:
-    """Write the files of a training run: summary.json, breakdown.csv, trace.json, breakdown.png.
+                  trace_format: str = TRACE_DEFAULT_FORMAT, plot: bool = True, extra: dict | None = None) -> dict[str, Path]:
+    """Write the files of a training run: summary.json, breakdown.csv, layers.csv, trace.json (or
+    trace.json.gz), breakdown.png.
 
     Parameters
     ----------
@@ -108,31 +178,38 @@ def write_outputs(res: TrainResult, out_dir: str | Path, title: str, *, trace: b
     title : str
         Title of the run.
     trace : bool
-        Write trace.json (`write_trace`).
+        Write the Perfetto trace (`write_trace`).
     trace_npus : sequence of int, optional
         NPUs in the trace (default: the first `DEFAULT_TRACE_NPUS`).
+    trace_format : str
+        "json" or "json.gz" (gzip-compressed, deterministic).
     plot : bool
-        Write breakdown.png (`plot_breakdown`).
+        Write breakdown.png (`plot_breakdown`) of the headline period.
     extra : dict, optional
         More keys for summary.json (e.g. the config).
 
     Returns
     -------
     dict
-        File kind (summary, breakdown_csv, trace, plot) -> path written.
+        File kind (summary, breakdown_csv, layers_csv, trace, plot) -> path written.
     """
+    from .layers import write_layers_csv
+    from .trace import trace_file_name
+
+    name = trace_file_name(trace_format)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {}
     (out / "summary.json").write_text(json.dumps(summary_json(res, title, extra), indent=2))
     files["summary"] = out / "summary.json"
     files["breakdown_csv"] = write_breakdown_csv(res, out / "breakdown.csv")
+    files["layers_csv"] = write_layers_csv(res, out / "layers.csv")
     if trace:
         from .trace import write_trace
 
-        files["trace"] = write_trace(res, out / "trace.json", trace_npus)
+        files["trace"] = write_trace(res, out / name, trace_npus)
     if plot:
         from .plots import plot_breakdown
 
-        files["plot"] = plot_breakdown(res, out / "breakdown.png", title)
+        files["plot"] = plot_breakdown(_per_iteration_view(res), out / "breakdown.png", f"{title}; {res.headline().label}")
     return files

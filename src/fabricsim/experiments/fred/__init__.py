@@ -68,7 +68,7 @@ def run(cfg: FredConfig, quick: bool = False, progress=None, map_fn=map) -> Repr
 
 
 def reproduce(config: str | Path | None = None, out: str | Path | None = None, quick: bool = False,
-              json_out: bool = False, con=None, err_con=None) -> Reproduction:
+              json_out: bool = False, con=None, progress=None) -> Reproduction:
     """What `fabricsim reproduce fred` does (`experiments.base.reproduce` with this study).
 
     Parameters
@@ -81,8 +81,10 @@ def reproduce(config: str | Path | None = None, out: str | Path | None = None, q
         The CI subset.
     json_out : bool
         Print JSON instead of tables.
-    con, err_con : rich Console, optional
-        Tables (default stdout) and the progress bar (None: no bar).
+    con : rich Console, optional
+        Where the tables go (default stdout).
+    progress : callable, optional
+        `progress(done, total, label)` as points finish (`fabricsim.progress`).
 
     Returns
     -------
@@ -90,7 +92,7 @@ def reproduce(config: str | Path | None = None, out: str | Path | None = None, q
     """
     from ..base import reproduce as run_study
 
-    return run_study(EXPERIMENT, config, out, quick, json_out, con, err_con)
+    return run_study(EXPERIMENT, config, out, quick, json_out, con, progress)
 
 
 __all__ = ["DEFAULT_OUT", "DIMENSIONS", "EXPERIMENT", "E2ERow", "FredConfig", "FredPoint", "MicroPoint", "MicroRow",

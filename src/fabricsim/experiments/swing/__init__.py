@@ -1,6 +1,6 @@
 """Reproduce Swing (De Sensi et al., NSDI'24) with fabricsim's analytical network model.
 
-Everything the paper fixes comes from `configs/swing.yaml` (spec: shared/specs/swing.md): torus
+Everything the paper fixes comes from `configs/swing.yaml` (spec: docs/specs/swing.md): torus
 shapes, link bandwidth and latency, the per-step overhead alpha, vector sizes, the algorithms
 compared, and the paper's numbers to compare against.
 
@@ -74,7 +74,7 @@ EXPERIMENT = Experiment(
 
 
 def reproduce(config: str | Path | None = None, out: str | Path | None = None, quick: bool = False,
-              json_out: bool = False, con=None, err_con=None) -> Reproduction:
+              json_out: bool = False, con=None, progress=None) -> Reproduction:
     """What `fabricsim reproduce swing` does (`experiments.base.reproduce` with this study).
 
     Parameters
@@ -87,8 +87,10 @@ def reproduce(config: str | Path | None = None, out: str | Path | None = None, q
         The CI subset of tori.
     json_out : bool
         Print JSON instead of tables.
-    con, err_con : rich Console, optional
-        Tables (default stdout) and the progress bar (None: no bar).
+    con : rich Console, optional
+        Where the tables go (default stdout).
+    progress : callable, optional
+        `progress(done, total, label)` as points finish (`fabricsim.progress`).
 
     Returns
     -------
@@ -96,7 +98,7 @@ def reproduce(config: str | Path | None = None, out: str | Path | None = None, q
     """
     from ..base import reproduce as run_study
 
-    return run_study(EXPERIMENT, config, out, quick, json_out, con, err_con)
+    return run_study(EXPERIMENT, config, out, quick, json_out, con, progress)
 
 
 __all__ = ["DEFAULT_OUT", "EXPERIMENT", "PAPER_ALGORITHMS", "CasePoint", "CaseResult", "CaseRows", "Curve",

@@ -122,6 +122,8 @@ class CaseResult:
         Swing against the best baseline at each size, percent (the paper's definition).
     best_baseline : tuple of str or None
         The fastest baseline's key at each size.
+    topology : str
+        The shape's family: `torus` or `hyperx` (`Shape.topology`).
     """
 
     name: str
@@ -135,6 +137,7 @@ class CaseResult:
     variants: tuple[Curve, ...]
     gain_pct: tuple[float | None, ...]
     best_baseline: tuple[str | None, ...]
+    topology: str = "torus"
 
     def entry(self, key: str) -> Curve | None:
         """One entry's curve on this case.
@@ -384,4 +387,5 @@ def case_result(name: str, shape: Shape, bw: float, base: bool, sizes, cfg: Swin
         gains.append(gain_pct(subj.times_s[i], b.times_s[i]))
         best.append(b.key)
     return CaseResult(name, shape.name, shape.dims, bw, base, tuple(float(s) for s in sizes_a),
-                      shape.D * bw * 8 / 1e9, tuple(entries), tuple(variants), tuple(gains), tuple(best))
+                      shape.D * bw * 8 / 1e9, tuple(entries), tuple(variants), tuple(gains), tuple(best),
+                      shape.topology)

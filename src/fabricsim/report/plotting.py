@@ -1,0 +1,558 @@
+"""The one plotting helper: every figure of fabricsim is drawn through it.
+
+It owns the style (fonts, colours, dpi, panel sizes), unit-aware axes (byte sizes as `1KiB`,
+`1MiB` ticks; times in ns/us/ms/s chosen from the data; bandwidths in GB/s), the rule "log axis
+when the values span more than `LOG_DECADES` decades", value labels on bars, legends outside the
+data, y-limits with headroom, and the "paper vs ours" markers (the paper's values as hollow black
+diamonds beside ours, with the ratio ours/paper).
+
+Figures are `matplotlib.figure.Figure` objects on the Agg canvas, made without pyplot (no global
+state, no display, no backend switch); matplotlib is imported only when a figure is made, so the
+CLI starts fast. Builders return the Figure (tests inspect its axes); `save` writes it. The
+figures of the command line are in `report.figures`, the studies' in `experiments/*/plots.py`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..units import format_size
+
+DPI = 120
+PANEL = (4.8, 3.6)  # inches per panel
+LOG_DECADES = 2.0  # a value axis is logarithmic when max/min exceeds 10**LOG_DECADES
+HEADROOM = 0.15  # fraction of the data range left above the tallest bar or point
+FORMATS = ("png", "pdf", "svg")
+STYLE = {"font.size": 9, "axes.titlesize": 9.5, "axes.labelsize": 9, "legend.fontsize": 8,
+         "xtick.labelsize": 8, "ytick.labelsize": 8, "axes.grid": True, "axes.grid.axis": "y", "grid.alpha": 0.3,
+         "axes.axisbelow": True, "axes.spines.top": False, "axes.spines.right": False,
+         "legend.frameon": False, "figure.dpi": DPI}
+# the training breakdown's segments, the same in every figure that stacks them
+COLORS = {"compute": "#4C72B0", "MP": "#DD8452", "PP": "#55A868", "DP": "#C44E52", "IO": "#8172B3",
+          "other": "#937860", "idle": "#CCCCCC"}
+CYCLE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C",
+         "#CCB974", "#64B5CD")
+# the paper's values: hollow diamonds, black unless a series colour is given
+PAPER = {"marker": "D", "markerfacecolor": "none", "markeredgecolor": "black", "markeredgewidth": 1.5,
+         "markersize": 7, "linestyle": "none", "zorder": 5}
+PAPER_LABEL = "paper (hollow diamonds; ratio = ours / paper)"
+_TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
+
+
+def styled(fn: Callable) -> Callable:
+    """Decorator: run a figure builder under the style (`STYLE`), restoring matplotlib's settings.
+
+    Parameters
+    ----------
+    fn : callable
+        A function that builds and returns a Figure.
+
+    Returns
+    -------
+    callable
+        The same function, drawing with `STYLE`.
+    """
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        import matplotlib
+
+        with matplotlib.rc_context(STYLE):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def figure(panels: int = 1, cols: int | None = None, panel: tuple[float, float] = PANEL, sharey: bool = False):
+    """A new figure on the Agg canvas with a grid of panels (constrained layout).
+
+    Parameters
+    ----------
+    panels : int
+        Number of axes.
+    cols : int, optional
+        Panels per row (default all in one row).
+    panel : (float, float)
+        Size of one panel, inches.
+    sharey : bool
+        Share the y-axis between panels.
+
+    Returns
+    -------
+    (Figure, list of Axes)
+        Unused grid cells are hidden and not returned.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    cols = max(1, min(cols or panels, panels))
+    rows = math.ceil(panels / cols)
+    fig = Figure(figsize=(panel[0] * cols, panel[1] * rows), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    grid = np.atleast_1d(fig.subplots(rows, cols, sharey=sharey, squeeze=False)).ravel()
+    for ax in grid[panels:]:
+        ax.set_visible(False)
+    return fig, list(grid[:panels])
+
+
+# ---------------------------------------------------------------- units and scales
+
+
+def spans_decades(values, decades: float = LOG_DECADES) -> bool:
+    """Whether positive values span more than `decades` decades (the log-axis rule).
+
+    Parameters
+    ----------
+    values : array-like of float
+        Data on one axis (NaN and infinities ignored).
+    decades : float
+        Threshold, decades.
+
+    Returns
+    -------
+    bool
+        True if every finite value is > 0 and max / min > 10**decades.
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    if v.size == 0 or v.min() <= 0:
+        return False
+    return float(v.max() / v.min()) > 10.0 ** decades
+
+
+def time_unit(seconds) -> tuple[float, str]:
+    """The unit to show times in: the largest of s, ms, us, ns in which the largest value is >= 1.
+
+    Parameters
+    ----------
+    seconds : array-like of float
+        Times, s.
+
+    Returns
+    -------
+    (float, str)
+        Factor to multiply seconds by, and the unit's name (`ms`).
+    """
+    v = np.abs(np.asarray(seconds, dtype=float).ravel())
+    v = v[np.isfinite(v)]
+    top = float(v.max()) if v.size else 0.0
+    for mult, name in _TIME_UNITS:
+        if top >= mult:
+            return 1.0 / mult, name
+    return 1e9, "ns"
+
+
+def size_label(nbytes: float) -> str:
+    """A byte size as a tick label, without spaces (`1KiB`, `256MiB`).
+
+    Parameters
+    ----------
+    nbytes : float
+        Bytes.
+
+    Returns
+    -------
+    str
+    """
+    return format_size(nbytes, digits=3).replace(" ", "")
+
+
+def size_axis(ax, sizes, axis: str = "x", label: str = "message size") -> str:
+    """Put byte sizes on an axis: log base 2 with ticks at powers of two when they span more than
+    `LOG_DECADES` decades, else linear with a tick at each size; labels like `1KiB`.
+
+    Parameters
+    ----------
+    ax : Axes
+    sizes : array-like of float
+        The sizes plotted, bytes.
+    axis : str
+        `x` or `y`.
+    label : str
+        Axis label.
+
+    Returns
+    -------
+    str
+        The scale chosen: `log` or `linear`.
+    """
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    s = np.asarray(sizes, dtype=float)
+    s = s[np.isfinite(s) & (s > 0)]
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xlabel if axis == "x" else ax.set_ylabel)(label)
+    if s.size == 0:
+        return "linear"
+    if spans_decades(s):
+        (ax.set_xscale if axis == "x" else ax.set_yscale)("log", base=2)
+        lo, hi = math.floor(math.log2(s.min())), math.ceil(math.log2(s.max()))
+        step = next(k for k in (1, 2, 5, 10, 20) if (hi - lo) // k + 1 <= 9)
+        ticks = [2.0 ** e for e in range(lo, hi + 1) if e % step == 0]
+        a.set_major_locator(FixedLocator(ticks))
+        a.set_minor_locator(NullLocator())
+        scale = "log"
+    else:
+        ticks = np.unique(s) if len(np.unique(s)) <= 9 else None
+        if ticks is not None:
+            a.set_major_locator(FixedLocator(ticks))
+        scale = "linear"
+    a.set_major_formatter(FuncFormatter(lambda v, _pos: size_label(v) if v > 0 else "0"))
+    return scale
+
+
+def value_axis(ax, values, label: str, axis: str = "y") -> str:
+    """Label a value axis and make it logarithmic when its values span more than `LOG_DECADES`.
+
+    Parameters
+    ----------
+    ax : Axes
+    values : array-like of float
+        Everything plotted on that axis (display units).
+    label : str
+        Axis label, with its unit.
+    axis : str
+        `x` or `y`.
+
+    Returns
+    -------
+    str
+        The scale chosen: `log` or `linear`.
+    """
+    from matplotlib.ticker import FuncFormatter
+
+    scale = "log" if spans_decades(values) else "linear"
+    (ax.set_yscale if axis == "y" else ax.set_xscale)(scale)
+    if scale == "log":  # plain numbers (0.01, 1, 100), not powers of ten
+        (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    (ax.set_ylabel if axis == "y" else ax.set_xlabel)(label)
+    return scale
+
+
+def headroom(ax, values, bottom: float | None = 0.0, frac: float = HEADROOM, axis: str = "y") -> tuple[float, float]:
+    """Set an axis' limits so the tallest value (and the label above it) stays inside the axes.
+
+    Parameters
+    ----------
+    ax : Axes
+    values : array-like of float
+        Every height plotted (bars' tops, markers), display units.
+    bottom : float, optional
+        Lower limit (default 0, for bars; None: 0 or the lowest value if negative; ignored on a
+        log axis).
+    frac : float
+        Room above the top: a fraction of the range (linear) or of the decades spanned (log).
+    axis : str
+        `y`, or `x` for horizontal bars.
+
+    Returns
+    -------
+    (float, float)
+        The limits set.
+    """
+    get_lim, set_lim = (ax.get_ylim, ax.set_ylim) if axis == "y" else (ax.get_xlim, ax.set_xlim)
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return get_lim()
+    top = float(v.max())
+    if (ax.get_yscale() if axis == "y" else ax.get_xscale()) == "log":
+        pos = v[v > 0]
+        lo = float(pos.min()) if pos.size else 1.0
+        span = max(math.log10(top / lo), 1.0) if top > 0 else 1.0
+        set_lim(lo / 10 ** (0.5 * frac * span), top * 10 ** (frac * span + 0.1))
+    else:
+        lo = min(0.0, float(v.min())) if bottom is None else bottom
+        rng = (top - lo) or abs(top) or 1.0
+        set_lim(lo, top + frac * rng)
+    return get_lim()
+
+
+# ---------------------------------------------------------------- drawing
+
+
+def label_bars(ax, container, values, fmt: Callable[[float], str] = "{:.3g}".format):
+    """Write each bar's value above it.
+
+    Parameters
+    ----------
+    ax : Axes
+    container : BarContainer
+        The bars (for stacks: the top segment, so labels sit on the stack).
+    values : sequence of float
+        What to write (display units), one per bar.
+    fmt : callable
+        Value -> text.
+
+    Returns
+    -------
+    list of Annotation
+    """
+    return ax.bar_label(container, labels=[fmt(v) for v in values], padding=2, fontsize=6.5)
+
+
+def bars(ax, x, heights, width: float = 0.6, fmt: Callable[[float], str] | None = "{:.3g}".format, **kw):
+    """Bars with their values written above.
+
+    Parameters
+    ----------
+    ax : Axes
+    x : sequence of float
+        Bar centres.
+    heights : sequence of float
+        Display units.
+    width : float
+    fmt : callable or None
+        Value -> label text (None: no labels).
+    **kw
+        Passed to `Axes.bar` (color, label, hatch, ...).
+
+    Returns
+    -------
+    BarContainer
+    """
+    c = ax.bar(x, heights, width, **kw)
+    if fmt is not None:
+        label_bars(ax, c, heights, fmt)
+    return c
+
+
+def stacked_bars(ax, x, segments: Mapping[str, Sequence[float]], width: float = 0.6,
+                 colors: Mapping[str, str] | None = None, labels: Mapping[str, str] | None = None,
+                 fmt: Callable[[float], str] | None = "{:.3g}".format) -> np.ndarray:
+    """Stacked bars (segments in the mapping's order, all-zero ones skipped), totals written above.
+    Stacks stay on a linear axis: segments must add up visually.
+
+    Parameters
+    ----------
+    ax : Axes
+    x : sequence of float
+        Bar centres.
+    segments : mapping
+        Segment name -> heights (display units), one per bar.
+    width : float
+    colors : mapping, optional
+        Segment name -> colour (default `COLORS`, then `CYCLE`).
+    labels : mapping, optional
+        Segment name -> legend label (default the name).
+    fmt : callable or None
+        Total -> label text (None: no labels).
+
+    Returns
+    -------
+    float array
+        The totals.
+    """
+    colors = {**COLORS, **(colors or {})}
+    bottom = np.zeros(len(x))
+    top = None
+    for k, (name, vals) in enumerate(segments.items()):
+        v = np.asarray(vals, dtype=float)
+        if not np.any(v > 0):
+            continue
+        top = ax.bar(x, v, width, bottom=bottom, color=colors.get(name, CYCLE[k % len(CYCLE)]),
+                     label=(labels or {}).get(name, name))
+        bottom = bottom + v
+    if top is not None and fmt is not None:
+        label_bars(ax, top, bottom, fmt)
+    return bottom
+
+
+def paper_markers(ax, x, paper, ours=None, color: str = "black", label: str | None = PAPER_LABEL,
+                  ratio_fmt: str = "x{:.2f}"):
+    """The paper's values as hollow diamonds, with ours / paper written beside each.
+
+    Parameters
+    ----------
+    ax : Axes
+    x : sequence of float
+        Positions (bar centres, sizes).
+    paper : sequence of float or None
+        The paper's values (display units); None: the paper gives none there (skipped).
+    ours : sequence of float or None, optional
+        Our values at the same positions, for the ratio.
+    color : str
+        Edge colour of the diamonds.
+    label : str, optional
+        Legend label.
+    ratio_fmt : str
+        Format of the ratio text.
+
+    Returns
+    -------
+    Line2D or None
+        The markers (None when the paper gives no value).
+    """
+    pts = [(i, float(xi), float(p)) for i, (xi, p) in enumerate(zip(x, paper)) if p is not None and np.isfinite(p)]
+    if not pts:
+        return None
+    line, = ax.plot([p[1] for p in pts], [p[2] for p in pts], **{**PAPER, "markeredgecolor": color}, label=label)
+    line.set_gid("paper")
+    if ours is not None:
+        for i, xi, p in pts:
+            o = ours[i]
+            if o is not None and p != 0 and np.isfinite(o):
+                ax.annotate(ratio_fmt.format(o / p), (xi, p), xytext=(6, -3), textcoords="offset points",
+                            fontsize=6.5, color=color)
+    return line
+
+
+def paper_bars(ax, x, ours, paper, width: float = 0.8, color: str = CYCLE[0],
+               fmt: Callable[[float], str] = "{:.3g}".format, label: str = "fabricsim"):
+    """Ours and the paper's values side by side: ours solid, the paper's hatched (white with black
+    hatching), both written above their bars.
+
+    Parameters
+    ----------
+    ax : Axes
+    x : sequence of float
+        Group centres.
+    ours : sequence of float
+        Our values (display units).
+    paper : sequence of float or None
+        The paper's (None: no paper bar there).
+    width : float
+        Width of the pair.
+    color : str
+        Our bars' colour.
+    fmt : callable
+        Value -> label text.
+    label : str
+        Legend label of our bars.
+
+    Returns
+    -------
+    (BarContainer, BarContainer or None)
+        Ours, the paper's.
+    """
+    x = np.asarray(x, dtype=float)
+    mine = bars(ax, x - width / 4, ours, width / 2, fmt, color=color, label=label)
+    idx = [i for i, p in enumerate(paper) if p is not None and np.isfinite(p)]
+    if not idx:
+        return mine, None
+    theirs = ax.bar(x[idx] + width / 4, [paper[i] for i in idx], width / 2, color="white", edgecolor="black",
+                    hatch="////", linewidth=0.8, label="paper")
+    for patch in theirs:
+        patch.set_gid("paper")
+    label_bars(ax, theirs, [paper[i] for i in idx], fmt)
+    return mine, theirs
+
+
+def ratio_text(ours, paper, fmt: str = "{:.2f}") -> str:
+    """Ours / paper as text (`x0.93`), `-` without a paper value.
+
+    Parameters
+    ----------
+    ours, paper : float or None
+
+    Returns
+    -------
+    str
+    """
+    if ours is None or paper is None or not paper or not np.isfinite(ours):
+        return "-"
+    return "x" + fmt.format(ours / paper)
+
+
+def legend_outside(target, handles=None, labels=None, order: Sequence[str] = ()):
+    """A legend outside the data: right of the axes (Axes) or of all panels (Figure); one entry per
+    label.
+
+    Parameters
+    ----------
+    target : Axes or Figure
+    handles, labels : sequences, optional
+        Default: every labelled artist of the axes (of all axes for a Figure).
+    order : sequence of str
+        Labels to list first, in this order (the rest follow as found).
+
+    Returns
+    -------
+    Legend or None
+        None when nothing is labelled.
+    """
+    from matplotlib.axes import Axes
+
+    is_axes = isinstance(target, Axes)
+    if handles is None:
+        axes = [target] if is_axes else [a for a in target.axes if a.get_visible()]
+        seen: dict = {}
+        for ax in axes:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                seen.setdefault(lab, h)
+        labels = [lab for lab in order if lab in seen] + [lab for lab in seen if lab not in order]
+        handles = [seen[lab] for lab in labels]
+    if not handles:
+        return None
+    if is_axes:
+        return target.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    return target.legend(handles, labels, loc="outside right upper")
+
+
+# ---------------------------------------------------------------- files
+
+
+def check_path(path: str | Path, field: str = "--plot") -> Path:
+    """Check an image path before any work is done.
+
+    Parameters
+    ----------
+    path : str or Path
+        Where the figure will go; the suffix picks the format.
+    field : str
+        The option or config field, for the error.
+
+    Returns
+    -------
+    Path
+        ConfigError naming `field` for an unknown format, a folder, or a parent that is a file.
+    """
+    p = Path(path)
+    fmt = p.suffix.lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise ConfigError(field, str(path), f"accepted: a file ending in {', '.join('.' + f for f in FORMATS)}")
+    if p.is_dir():
+        raise ConfigError(field, str(path), "is a folder; accepted: an image file path")
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(field, str(path), f"{parent} is a file; accepted: a path in a folder")
+            break
+    return p
+
+
+def save(fig, path: str | Path, field: str = "--plot") -> Path:
+    """Write a figure (its folder is created) and close it.
+
+    Parameters
+    ----------
+    fig : Figure
+    path : str or Path
+        The file; its suffix picks the format (png, pdf, svg). PNG and PDF carry no date or
+        version, so the same figure gives the same bytes.
+    field : str
+        Named in the error when the file cannot be written.
+
+    Returns
+    -------
+    Path
+        `path`; ConfigError naming `field` when it cannot be written.
+    """
+    p = check_path(path, field)
+    fmt = p.suffix.lower().lstrip(".")
+    meta = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Producer": None}, "svg": {"Date": None}}[fmt]
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(p, dpi=DPI, bbox_inches="tight", metadata=meta)
+    except OSError as e:
+        raise ConfigError(field, str(path), f"cannot be written ({e.strerror or e}); accepted: a writable path") from None
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:  # a figure made through pyplot: release it
+        plt.close(fig)
+    return p
