@@ -65,8 +65,8 @@ COMMANDS: dict[tuple[str, str], str] = {
     ("README.md", ".venv/bin/python benchmarks/bench_train.py"): NOT_HERE,
     ("docs/astra.md", "cd reference/astra-sim"): RUN,
     ("docs/astra.md", "fabricsim astra --workload-configuration examples/workload/microbenchmarks/all_reduce/8npus_1MB/"
-                      "all_reduce --system-configuration examples/system/native_collectives/Ring_4chunks.json "
-                      "--network-configuration examples/network/analytical/Ring_8npus.yml --backend congestion-aware "
+                      "all_reduce --system-configuration examples/system/native_collectives/HGX-H100-validated.json "
+                      "--network-configuration examples/network/analytical/HGX-H100-validated.yml --backend congestion-aware "
                       "--model analytical"): RUN,
     ("docs/flow.md", "fabricsim collective -t torus:8x8 -a swing -m flow -s 1MiB:1GiB"): RUN,
     ("docs/flow.md", "fabricsim collective -t switch:8 -m flow-store-and-forward"): RUN,
