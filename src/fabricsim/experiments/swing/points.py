@@ -125,8 +125,8 @@ class CasePoint:
 
     @property
     def label(self) -> str:
-        """What progress bars show (`torus 8x8`, `torus 8x8 at 100 Gb/s`)."""
-        return f"torus {self.shape.name}" + ("" if self.base else f" at {bandwidth_label(self.bandwidth_Bps)}")
+        """What progress bars show (`torus 8x8`, `hyperx 8x8`, `torus 8x8 at 100 Gb/s`)."""
+        return f"{self.shape.topology} {self.shape.name}" + ("" if self.base else f" at {bandwidth_label(self.bandwidth_Bps)}")
 
 
 @dataclass(frozen=True)
