@@ -1,0 +1,49 @@
+"""Hostile values for the inputs issue 12 added (`--sizes` with nccl-tests suffixes, `--plot`, `--nccl`,
+`--quiet`, `--trace-format` / `output.trace_format`): each run ends in exit 0, or exit 2 with one line
+on stderr naming the field; never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fabricsim.cli import main
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12)
+
+
+def _one_line_or_ok(rc: int, err: str, field: str) -> None:
+    assert rc in (0, 2)
+    if rc == 2:
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert len(lines) == 1 and lines[0].startswith("fabricsim: error:") and field in lines[0], err
+    assert "Traceback" not in err
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(TEXT, st.from_regex(r"\A[0-9]{1,4}[kKmMgGtT]?:[0-9]{1,4}[kKmMgGtT]?(:[0-9])?\Z")))
+def test_sizes(capsys, sizes):
+    rc = main(["collective", "-t", "ring:4", "-s", sizes, "--nccl", "--no-verify", "--quiet"])
+    _one_line_or_ok(rc, capsys.readouterr().err, "sizes")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(TEXT)
+def test_plot_path(capsys, tmp_path, name):
+    rc = main(["collective", "-t", "ring:4", "-s", "1MiB", "--plot", str(tmp_path / name) if name else "", "--quiet"])
+    _one_line_or_ok(rc, capsys.readouterr().err, "--plot")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(TEXT, st.integers(), st.lists(st.integers(), max_size=2), st.none()))
+def test_trace_format_in_a_config(capsys, tmp_path, value):
+    cfg = {"network": {"topology": "ring:4"}, "system": {"npu": {"peak": "100TFLOP/s", "memory_bandwidth": "2TB/s"}},
+           "workload": {"model": "resnet50", "batch": 8, "parallelism": {"dp": 4}},
+           "output": {"dir": str(tmp_path / "o"), "trace_format": value, "plot": False}}
+    path = Path(tmp_path) / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    rc = main(["train", str(path), "--quiet"])
+    _one_line_or_ok(rc, capsys.readouterr().err, "trace_format")
