@@ -9,7 +9,7 @@ import importlib
 import pytest
 
 MODULES = [
-    "fabricsim.collectives.algorithm", "fabricsim.collectives.api", "fabricsim.collectives.verify",
+    "fabricsim.collectives.algorithm", "fabricsim.collectives.memory", "fabricsim.collectives.api", "fabricsim.collectives.verify",
     "fabricsim.engine.simulator", "fabricsim.network.analytical", "fabricsim.network.flow", "fabricsim.network.model",
     "fabricsim.report.tables", "fabricsim.system.npu", "fabricsim.topology.spec", "fabricsim.train", "fabricsim.units",
     "fabricsim.vocab", "fabricsim.workload.models", "fabricsim.workload.parallelism", "fabricsim.experiments.base",
