@@ -76,17 +76,16 @@ def npu_memory_traffic(schedule: Schedule) -> MemoryTraffic:
     (5.25, 1.5, 3.5)
     """
     n = schedule.n_nodes
-    read, write, sent = np.zeros(n), np.zeros(n), np.zeros(n)
+    read, write = np.zeros(n), np.zeros(n)
     for st in schedule.steps:
         b = schedule.transfer_fraction(st) * st.repeat
         red = st.reduce.astype(bool)
-        np.add.at(sent, st.src, b)
         np.add.at(read, st.src, b)  # a send reads its blocks
         np.add.at(write, st.dst, b)  # a receive lands them
         np.add.at(read, st.dst[red], 2.0 * b[red])  # a reduction reads both operands ...
         np.add.at(write, st.dst[red], b[red])  # ... and writes the sum
     p = schedule.p
-    return MemoryTraffic(read[:p], write[:p], sent[:p])
+    return MemoryTraffic(read[:p], write[:p], schedule.bytes_sent(1.0)[:p])
 
 
 def engine_memory_traffic(schedule: Schedule) -> MemoryTraffic:
@@ -127,7 +126,4 @@ def engine_memory_traffic(schedule: Schedule) -> MemoryTraffic:
         at_root = np.zeros(p)
         at_root[schedule.root or 0] = 1.0
         read, write = (at_root, 1.0 - at_root) if coll == "broadcast" else (ones, at_root)
-    sent = np.zeros(schedule.n_nodes)
-    for st in schedule.steps:
-        np.add.at(sent, st.src, schedule.transfer_fraction(st) * st.repeat)
-    return MemoryTraffic(read, write, sent[:p])
+    return MemoryTraffic(read, write, schedule.bytes_sent(1.0)[:p])
