@@ -1,5 +1,7 @@
 """Training-simulator benchmark: GPT-3 175B on 1024 NPUs, MP(8)-PP(8)-DP(16), one iteration with
-8 microbatches (1F1B), from `configs/gpt3-175b.yaml`. Target: under 30 s.
+8 microbatches (1F1B), from `configs/gpt3-175b.yaml`. Target: under 30 s. The same iteration with
+the endpoint model on (NPU-driven `comm-opt`, and `ace`: every wave holds a share of its NPUs and
+re-times their compute) against off (`ideal`, the config's), to record what the endpoint costs.
 
 Each case runs in a fresh Python process so that its peak memory (ru_maxrss) is its own.
 Recorded per case: wall time of building the graph, simulating, and the breakdown, the number
@@ -21,6 +23,10 @@ CASES = [
     ("gpt3-175b MP(8)-PP(8)-DP(16), 1024 NPUs, 8 microbatches, analytical", "configs/gpt3-175b.yaml", {}),
     ("gpt3-175b MP(8)-PP(8)-DP(16), 1024 NPUs, 8 microbatches, shared comm stream", "configs/gpt3-175b.yaml",
      {"comm_streams": "one"}),
+    ("gpt3-175b MP(8)-PP(8)-DP(16), 1024 NPUs, endpoint model on: comm-opt (NPU-driven)", "configs/gpt3-175b.yaml",
+     {"endpoint": {"policy": "comm-opt"}}),
+    ("gpt3-175b MP(8)-PP(8)-DP(16), 1024 NPUs, endpoint model on: ace", "configs/gpt3-175b.yaml",
+     {"endpoint": {"policy": "ace", "sram": "4MiB", "alu_throughput": "1TB/s", "dma_bandwidth": "1TB/s"}}),
     ("gpt3-175b MP(8)-DP(2)-PP(4), 64 NPUs, 1F1B 8 microbatches, analytical", "configs/gpt3-175b-64.yaml", {}),
     ("gpt3-175b MP(8)-DP(2)-PP(4), 64 NPUs, 1F1B 8 microbatches, flow model", "configs/gpt3-175b-64.yaml",
      {"model": "flow"}),
@@ -37,6 +43,9 @@ if "comm_streams" in over:
     cfg.system.scheduling.comm_streams = over["comm_streams"]
 if "model" in over:
     cfg.network.model = over["model"]
+if "endpoint" in over:
+    from fabricsim.train import EndpointSection
+    cfg.system.endpoint = EndpointSection.model_validate(over["endpoint"])
 t0 = time.perf_counter()
 topo = topology_of(cfg)
 g = graph_of(cfg, topo.n_npus)

@@ -13,6 +13,8 @@ MODULES = [
     "fabricsim.engine.simulator", "fabricsim.network.analytical", "fabricsim.network.flow", "fabricsim.network.model",
     "fabricsim.report.tables", "fabricsim.system.npu", "fabricsim.topology.spec", "fabricsim.train", "fabricsim.units",
     "fabricsim.vocab", "fabricsim.workload.models", "fabricsim.workload.parallelism", "fabricsim.experiments.base",
+    "fabricsim.system.resources", "fabricsim.system.policies", "fabricsim.system.ace", "fabricsim.system.endpoint",
+    "fabricsim.engine.pricing",
 ]
 
 

@@ -218,14 +218,14 @@ def test_weight_streaming_bound_is_the_io_rate():
     the spec's 1/0.651 bound, which counts loads alone."""
     from fabricsim.engine.pricing import CommPricer
     from fabricsim.engine.simulator import simulate
-    from fabricsim.system import NPU, Endpoint, Scheduling, System
+    from fabricsim.system import NPU, Ideal, Scheduling, System
     from fabricsim.workload.models import Layer, Model
     from fabricsim.workload.parallelism import Strategy, build_training
 
     L, params = 6, 500_000_000
     m = Model("stream", tuple(Layer(f"l{i}", "fc", params, 1.0, 1.0, 1.0, 1, params) for i in range(L)))
     g = build_training(m, Strategy(dp=20, batch=20, weight_streaming=True))
-    sysm = System(NPU(1e18, 1e18, 1.0), Endpoint(), Scheduling(comm_streams="per-category"))
+    sysm = System(NPU(1e18, 1e18, 1.0), Ideal(), Scheduling(comm_streams="per-category"))
     times = {}
     for name in ("mesh", "D"):
         t = topo_of(name)

@@ -13,7 +13,7 @@ from fabricsim.collectives.schedule import COLLECTIVES
 from fabricsim.engine.pricing import CommPricer
 from fabricsim.engine.simulator import simulate
 from fabricsim.errors import ConfigError
-from fabricsim.system import NPU, Endpoint, Scheduling, System
+from fabricsim.system import NPU, Ideal, NpuDriven, Scheduling, System
 from fabricsim.topology import parse_topology
 from fabricsim.workload.astra_text import parse_astra_text
 from fabricsim.workload.graph import COLLECTIVE, COMPUTE, P2P, GraphBuilder
@@ -269,7 +269,7 @@ def _two_collectives(policy, chunks=1, priorities=None):
     c = [b.compute(p, "c", duration=1e-3) for p in grp]
     b.collective("all-reduce", 40e6, grp, "MP", "mp", deps=c)
     sch = Scheduling(policy=policy, chunks=chunks, priorities=priorities or ("MP", "PP", "DP", "IO", "other"))
-    return run(b.build(), topo="ring:4", bw=50e9, lat=0.0, system=System(NPU(), Endpoint(), sch))
+    return run(b.build(), topo="ring:4", bw=50e9, lat=0.0, system=System(NPU(), Ideal(), sch))
 
 
 def test_priority_preempts_at_chunk_boundaries():
@@ -296,7 +296,7 @@ def test_chunks_pipeline_through_the_dimensions(chunks, in_flight):
     b = GraphBuilder(16)
     b.collective("all-reduce", S, tuple(range(16)), "DP", "ar")
     t = parse_topology("stack:Switch4xSwitch4", [B0, B1], [a0, a1])
-    sysm = System(NPU(), Endpoint(), Scheduling(chunks=chunks, chunks_in_flight=in_flight))
+    sysm = System(NPU(), Ideal(), Scheduling(chunks=chunks, chunks_in_flight=in_flight))
     res = simulate(b.build(), sysm, CommPricer(t, algorithms={"all-reduce": "hierarchical"}))
     w = S * in_flight / chunks  # bytes per wave
     # a ring step through a switch: 2 hops; dimension 0 moves w/4 per step, dimension 1 w/16
@@ -318,7 +318,7 @@ def test_lifo_and_fifo_order():
     t = ring_ar(2, 1e9, 50e9, 0)
     for policy, order in (("FIFO", [0, 1, 2]), ("LIFO", [0, 2, 1])):
         res = run(g, topo="ring:2", bw=50e9, lat=0.0,
-                  system=System(NPU(), Endpoint(), Scheduling(policy=policy)))
+                  system=System(NPU(), Ideal(), Scheduling(policy=policy)))
         ends = [res.end[ids[i]] for i in order]
         assert ends == pytest.approx([t, 2 * t, 3 * t])
 
@@ -330,7 +330,7 @@ def test_per_category_streams_overlap():
     t = ring_ar(2, 1e9, 50e9, 0)
     one = run(b.build(), topo="ring:2", bw=50e9, lat=0.0)
     per = run(b.build(), topo="ring:2", bw=50e9, lat=0.0,
-              system=System(NPU(), Endpoint(), Scheduling(comm_streams="per-category")))
+              system=System(NPU(), Ideal(), Scheduling(comm_streams="per-category")))
     assert one.makespan == pytest.approx(2 * t)
     assert per.makespan == pytest.approx(t)
 
@@ -341,7 +341,7 @@ def test_endpoint_interference_stretches_compute():
     b = GraphBuilder(2)
     b.compute(0, "c", duration=10e-3)
     b.collective("all-reduce", 4e-3 * 50e9, (0, 1), "DP", "ar")  # ring:2 AR: 2*(S/2)/B = S/B
-    sysm = System(NPU(), Endpoint(comm_compute_fraction=0.25), Scheduling())
+    sysm = System(NPU(), NpuDriven(units=0.25, memory=0.1), Scheduling())
     res = run(b.build(), topo="ring:2", bw=50e9, lat=0.0, system=sysm)
     assert res.end[1] == pytest.approx(4e-3)
     assert res.end[0] == pytest.approx(11e-3)
@@ -396,7 +396,7 @@ def _mp_over_dp(priorities):
     b.collective("all-reduce", 400e6, grp, "DP", "dp")
     c = [b.compute(p, "c", duration=1e-3) for p in grp]
     b.collective("all-reduce", 40e6, grp, "MP", "mp", deps=c)
-    sysm = System(NPU(), Endpoint(), Scheduling(priorities=priorities))
+    sysm = System(NPU(), Ideal(), Scheduling(priorities=priorities))
     return run(b.build(), topo="ring:4,uni", bw=50e9, lat=0.0, system=sysm, model="flow")
 
 
@@ -433,7 +433,7 @@ def test_endpoint_interference_in_both_engines(model):
     b.compute(0, "c", duration=10e-3)
     b.collective("all-reduce", 4e-3 * 50e9, (0, 1), "DP", "ar")
     res = run(b.build(), topo="ring:2", bw=50e9, lat=0.0, model=model,
-              system=System(NPU(), Endpoint(comm_compute_fraction=0.25), Scheduling()))
+              system=System(NPU(), NpuDriven(units=0.25, memory=0.1), Scheduling()))
     assert res.end[1] == pytest.approx(4e-3, rel=1e-9)
     assert res.end[0] == pytest.approx(11e-3, rel=1e-9)
 
@@ -449,7 +449,7 @@ def test_memory_bound_kernel_slows_by_the_memory_share(model):
     b.compute(0, "c", flops=2e12, mem_bytes=8e9)
     b.collective("all-reduce", 4e-3 * 50e9, (0, 1), "DP", "ar")
     res = run(b.build(), topo="ring:2", bw=50e9, lat=0.0, model=model,
-              system=System(npu, Endpoint(comm_compute_fraction=0.1, comm_memory_fraction=0.5), Scheduling()))
+              system=System(npu, NpuDriven(units=0.1, memory=0.5), Scheduling()))
     assert res.end[0] == pytest.approx(4e-3 + (8e-3 - 4e-3 * 8 / 16), rel=1e-9)
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from fabricsim.engine.pricing import CommPricer
 from fabricsim.engine.simulator import simulate
-from fabricsim.system import NPU, Endpoint, Scheduling, System
+from fabricsim.system import ACE, NPU, Ideal, NoOverlap, NpuDriven, Scheduling, System
 from fabricsim.topology import parse_topology
 from fabricsim.workload.graph import COMPUTE
 from fabricsim.workload.models import get_model, transformer
@@ -37,7 +37,8 @@ def runs(draw):
                        chunks_in_flight=draw(st.sampled_from([1, 2])),
                        comm_streams=draw(st.sampled_from(["one", "per-category"])),
                        priorities=tuple(draw(st.permutations(["MP", "PP", "DP", "IO", "other"]))))
-    endpoint = Endpoint(draw(st.sampled_from([0.0, 0.3])), draw(st.sampled_from([0.0, 0.5])))
+    endpoint = draw(st.sampled_from([Ideal(), NpuDriven(0.3, 0.5), NpuDriven(0.05, 0.1), NoOverlap(),
+                                     ACE(4 * 2**20, 1e12, 5e11), ACE(64 * 2**10, 1e12, 5e11)]))
     topo = draw(st.sampled_from(TOPOS[n]))
     model = draw(st.sampled_from(["analytical", "congestion-unaware"]))
     return strategy, System(NPU(1e14, 1e12, 0.5), endpoint, sched), topo, model
@@ -80,7 +81,7 @@ def test_random_transformer_runs(case):
 def test_flow_engine_respects_dependencies(streams, iterations):
     m = transformer("t", 4, 128, 4, 32, 500)
     g = build_training(m, Strategy(mp=2, pp=2, dp=2, batch=4, microbatches=2, iterations=iterations))
-    res = simulate(g, System(NPU(1e14, 1e12, 0.5), Endpoint(), Scheduling(comm_streams=streams)),
+    res = simulate(g, System(NPU(1e14, 1e12, 0.5), Ideal(), Scheduling(comm_streams=streams)),
                    CommPricer(parse_topology("torus:2x4", "10GB/s", "1us"), "flow"))
     check(res)
 

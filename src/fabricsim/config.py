@@ -99,13 +99,14 @@ def validate(model: type[M], data: dict, where: str, brackets: bool = False) -> 
 def _join_fields(loc: list[str], inner: list[str]) -> list[str]:
     """A config path and a domain object's field name, overlap removed: (system, npu) +
     (npu, efficiency) -> system.npu.efficiency; (system, endpoint) + (endpoint, rate) ->
-    system.endpoint.rate; a field already in the path is not repeated."""
+    system.endpoint.rate; a field already in the path is not repeated; a policy's `endpoint.`
+    prefix goes where the section has another name (policies.ACE.sram)."""
     for k in range(min(len(loc), len(inner)), 0, -1):
         if loc[-k:] == inner[:k]:
             return loc + inner[k:]
     if inner and inner[-1] in loc:
         return loc
-    return loc + [x for x in inner if x and x not in ("option",)]
+    return loc + [x for x in inner if x and x not in ("option", "endpoint")]
 
 
 def _fields_at(model: type[BaseModel], loc) -> list[str]:

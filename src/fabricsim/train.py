@@ -10,9 +10,10 @@ network:
   model: analytical               # congestion-aware (= analytical), congestion-unaware, flow, flow-store-and-forward
   algorithms: {all-reduce: ring}  # per collective, NAME[,KEY=VALUE...] (defaults: ring; direct for all-to-all)
 system:
-  npu: {peak: 989TFLOP/s, memory_bandwidth: 3.35TB/s, efficiency: 0.5}
-  endpoint: {policy: npu, comm_compute_fraction: 0.0, comm_memory_fraction: 0.0}   # or {policy: ideal},
-                                  # {policy: offload, rate: 200GB/s}
+  npu: {peak: 989TFLOP/s, memory_bandwidth: 3.35TB/s, efficiency: 0.5, unit_bandwidth: unlimited}
+  endpoint: {policy: ideal}       # or {policy: npu, units: 0.1, memory: 0.3}, {policy: comp-opt},
+                                  # {policy: comm-opt}, {policy: no-overlap},
+                                  # {policy: ace, sram: 4MiB, alu_throughput: 1TB/s, dma_bandwidth: 500GB/s}
   scheduling: {policy: LIFO, priorities: [MP, PP, DP, IO, other], chunks: 1, chunks_in_flight: 1,
                comm_streams: one}
 workload:
@@ -52,7 +53,8 @@ from .engine.simulator import simulate
 from .errors import ConfigError
 from .progress import Progress, report
 from .network.model import canonical_model_name
-from .system.endpoint import EndpointModel, make_endpoint
+from .system.endpoint import DEFAULT_POLICY, make_endpoint
+from .system.resources import EndpointModel
 from .system.model import System
 from .system.npu import NPU
 from .system.scheduling import Scheduling
@@ -141,14 +143,20 @@ class NpuSection(_Strict):
         Memory bandwidth, bytes/s (units accepted: `3.35TB/s`).
     efficiency : float
         Fraction of peak that compute-bound kernels reach, in (0, 1].
+    unit_bandwidth : float
+        Memory bytes/s all compute units together move running communication kernels (units
+        accepted: `4TB/s`; `unlimited`, the default: the units never limit NPU-driven communication).
     """
 
     peak: float = 1e15
     memory_bandwidth: float = 3e12
     efficiency: float = 1.0
+    unit_bandwidth: float = float("inf")
 
     _peak = field_validator("peak", mode="before")(lambda v: parse_flops(v, "peak"))
     _bw = field_validator("memory_bandwidth", mode="before")(lambda v: parse_bandwidth(v, "memory_bandwidth"))
+    _ubw = field_validator("unit_bandwidth", mode="before")(
+        lambda v: float("inf") if str(v).strip().lower() in ("unlimited", "inf") else parse_bandwidth(v, "unit_bandwidth"))
     _built = model_validator(mode="after")(lambda self: self.build() and self)
 
     def build(self) -> NPU:
@@ -159,23 +167,24 @@ class NpuSection(_Strict):
         NPU
             Peak FLOP/s, memory bytes/s, efficiency.
         """
-        return NPU(self.peak, self.memory_bandwidth, self.efficiency)
+        return NPU(self.peak, self.memory_bandwidth, self.efficiency, self.unit_bandwidth)
 
 
 class EndpointSection(BaseModel):
-    """`system.endpoint:` an endpoint policy and its fields (default `npu` with no interference).
+    """`system.endpoint:` an endpoint policy and its fields (default `ideal`: no interference).
 
     Parameters
     ----------
     policy : str
-        A policy of `system.endpoint.ENDPOINT_POLICIES`: npu, ideal or offload.
+        A policy of `system.endpoint.ENDPOINT_POLICIES` (`fabricsim models`): ideal, npu,
+        comp-opt, comm-opt, no-overlap, ace, offload.
     **fields
-        The policy's config fields (npu: `comm_compute_fraction`, `comm_memory_fraction`;
-        offload: `rate`, bytes/s with units).
+        The policy's config fields (npu: `units`, `memory`, shares in (0, 1); ace: `sram`,
+        `alu_throughput`, `dma_bandwidth`, `min_block`, with units; offload: `rate`).
     """
 
     model_config = ConfigDict(extra="allow")
-    policy: str = "npu"
+    policy: str = DEFAULT_POLICY
 
     _built = model_validator(mode="after")(lambda self: self.build() and self)
 
@@ -187,6 +196,37 @@ class EndpointSection(BaseModel):
         EndpointModel
         """
         return make_endpoint(self.policy, **(self.model_extra or {}))
+
+
+def parse_endpoint(text: str, field: str = "system.endpoint") -> dict:
+    """A `system.endpoint` mapping from `POLICY[,FIELD=VALUE...]` (the command line's form).
+
+    Parameters
+    ----------
+    text : str
+        e.g. `comm-opt`, `npu,units=0.1,memory=0.3`, `ace,sram=4MiB,alu_throughput=1TB/s,dma_bandwidth=500GB/s`.
+    field : str
+        The field named in errors.
+
+    Returns
+    -------
+    dict
+        `{"policy": POLICY, FIELD: VALUE, ...}` (values as written; the policy's fields model
+        reads their units); ConfigError for an item without `=`.
+
+    Examples
+    --------
+    >>> parse_endpoint("npu,units=0.1,memory=0.3")
+    {'policy': 'npu', 'units': '0.1', 'memory': '0.3'}
+    """
+    name, *items = [x.strip() for x in str(text).split(",")]
+    out: dict = {"policy": name}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError(field, item, "accepted: POLICY[,FIELD=VALUE...], e.g. npu,units=0.1,memory=0.3")
+        out[key.strip()] = value.strip()
+    return out
 
 
 class SchedulingSection(_Strict):
@@ -530,11 +570,14 @@ class TrainRun:
         Its network.
     result : TrainResult
         Task times and the breakdown (s).
+    pricer : CommPricer
+        What priced its communication, with the system's endpoint policy (`engine.usage`).
     """
 
     config: TrainConfig
     topology: Topology
     result: TrainResult
+    pricer: CommPricer
 
     @property
     def title(self) -> str:
@@ -579,4 +622,5 @@ def run_train(cfg: TrainConfig, progress: Progress | None = None) -> TrainRun:
     system = system_of(cfg)
     report(progress, 0, len(graph), "simulating")
     tasks = None if progress is None else (lambda done, total: progress(done, total, "simulating"))
-    return TrainRun(cfg, topo, simulate(graph, system, pricer_of(cfg, topo), progress=tasks))
+    pricer = pricer_of(cfg, topo).for_system(system.endpoint, system.npu)
+    return TrainRun(cfg, topo, simulate(graph, system, pricer, progress=tasks), pricer)

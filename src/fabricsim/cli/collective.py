@@ -176,7 +176,7 @@ def algorithms():
 @app.command()
 def models():
     """List network models (--model, network.model) and endpoint policies (system.endpoint.policy)."""
-    from ..system.endpoint import ENDPOINT_POLICIES
+    from ..system.endpoint import DEFAULT_POLICY, ENDPOINT_POLICIES, policy_fields
 
     con = _out()
     con.print("network models:", highlight=False, markup=False)
@@ -185,5 +185,5 @@ def models():
         con.print(f"  {e.name:<24} {e.summary}{alias}", highlight=False, markup=False)
     con.print("endpoint policies:", highlight=False, markup=False)
     for p in ENDPOINT_POLICIES.values():
-        fields = ", ".join(p.fields.model_fields) or "no fields"
-        con.print(f"  {p.name:<24} {p.summary} ({fields})", highlight=False, markup=False)
+        default = ", the default" if p.name == DEFAULT_POLICY else ""
+        con.print(f"  {p.name:<24} {p.summary} ({policy_fields(p)}{default})", highlight=False, markup=False)

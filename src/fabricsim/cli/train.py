@@ -79,6 +79,9 @@ def train(
     config: str = typer.Argument(..., help="training config YAML: network, system, workload, output (see docs/train.md)"),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="output folder (default: the config's output.dir, else out/<config name>)"),
     iterations: Optional[int] = typer.Option(None, "--iterations", "-n", help="override workload.iterations"),
+    endpoint: Optional[str] = typer.Option(None, "--endpoint", "-e", help="override system.endpoint: POLICY[,FIELD=VALUE...], "
+                                           "e.g. comm-opt, npu,units=0.1,memory=0.3, ace,sram=4MiB,alu_throughput=300GB/s,"
+                                           "dma_bandwidth=450GB/s (fabricsim models lists the policies)"),
     trace_npus: Optional[str] = typer.Option(None, "--trace-npus", help="NPUs in the Perfetto trace, e.g. 0-63 or 0,8,16 (default: the first 64)"),
     no_trace: bool = typer.Option(False, "--no-trace", help="do not write the Perfetto trace"),
     trace_format: Optional[str] = typer.Option(None, "--trace-format", help="json (trace.json) or json.gz (trace.json.gz, gzip); default: the config's output.trace_format, else json"),
@@ -90,10 +93,15 @@ def train(
     from pathlib import Path
 
     from ..report.trace import trace_file_name
-    from ..report.train import breakdown_table, iteration_line, summary_json, throughput_line, write_outputs
-    from ..train import load_train_config, run_train
+    from ..engine.usage import endpoint_usage
+    from ..report.train import (breakdown_table, endpoint_line, iteration_line, summary_json, throughput_line,
+                                write_outputs)
+    from ..config import validate
+    from ..train import EndpointSection, load_train_config, parse_endpoint, run_train
 
     cfg = load_train_config(config)
+    if endpoint is not None:
+        cfg.system.endpoint = validate(EndpointSection, parse_endpoint(endpoint, "--endpoint"), "--endpoint")
     if iterations is not None:
         if iterations < 1:
             raise ConfigError("--iterations", iterations, "accepted: an integer >= 1")
@@ -110,7 +118,9 @@ def train(
         res = run.result
         if ranks is not None and (max(ranks) >= res.graph.n_npus):
             raise ConfigError("trace_npus", npus_text, f"accepted: NPUs 0..{res.graph.n_npus - 1}")
-        config_echo = {"config": cfg.model_dump(mode="json", exclude={"base_dir"})}
+        progress(0, 0, "endpoint usage")
+        usage = endpoint_usage(res, run.pricer)
+        config_echo = {"config": cfg.model_dump(mode="json", exclude={"base_dir"}), "endpoint": usage.summary()}
         progress(0, 0, f"writing {out_dir}")
         files = write_outputs(res, out_dir, run.title, trace=cfg.output.trace and not no_trace, trace_npus=ranks,
                               trace_format=cfg.output.trace_format, plot=cfg.output.plot and not no_plot,
@@ -130,6 +140,7 @@ def train(
         its = ", ".join(format_time(x) for x in res.iteration_times)
         con.print(f"each iteration: {its}", highlight=False, markup=False)
     con.print(throughput_line(res), highlight=False, markup=False)
+    con.print(endpoint_line(usage, cfg.system.endpoint.policy), highlight=False, markup=False)
     con.print(breakdown_table(res, "time per iteration: compute, exposed communication, idle (mean over NPUs)"))
     import os
 

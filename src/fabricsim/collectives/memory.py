@@ -4,7 +4,9 @@ Two ways to run a schedule at an NPU:
 
 - **NPU-driven** (NCCL-like; `npu_memory_traffic`): the NPU's cores move every block through its
   memory. Every send reads its blocks; every receive lands them (one write); a reducing receive
-  then reads two operands (the landed block and the local one) and writes the sum. So a ring
+  then reads two operands (the landed block and the local one) and writes the sum. An all-to-all,
+  which has no in-place form, also copies each rank's own block into its output (one read, one
+  write of size/p). So a ring
   all-reduce of D bytes on p ranks moves 5(p-1)/p D in its reduce-scatter and 2(p-1)/p D in its
   all-gather: 7(p-1)/p D of memory traffic for 2(p-1)/p D sent, 3.5 bytes per network byte. A
   multi-dimensional or hierarchical schedule pays each of its phases, because each is in its steps.
@@ -37,11 +39,15 @@ class MemoryTraffic:
         Bytes read from and written to the rank's memory, per byte of the collective's size.
     sent : float array [p]
         Bytes the rank sends into the network, per byte of size.
+    reduced : float array [p]
+        Bytes the rank reduces (received blocks added into its own), per byte of size: the
+        reduction work of whoever drives the schedule (the NPU's cores or an engine's ALUs).
     """
 
     read: np.ndarray
     write: np.ndarray
     sent: np.ndarray
+    reduced: np.ndarray
 
     @property
     def total(self) -> np.ndarray:
@@ -85,7 +91,30 @@ def npu_memory_traffic(schedule: Schedule) -> MemoryTraffic:
         np.add.at(read, st.dst[red], 2.0 * b[red])  # a reduction reads both operands ...
         np.add.at(write, st.dst[red], b[red])  # ... and writes the sum
     p = schedule.p
-    return MemoryTraffic(read[:p], write[:p], schedule.bytes_sent(1.0)[:p])
+    if schedule.collective == "all-to-all":  # the own block, copied from input to output
+        read[:p] += 1.0 / p
+        write[:p] += 1.0 / p
+    return MemoryTraffic(read[:p], write[:p], schedule.bytes_sent(1.0)[:p], reduced_bytes(schedule))
+
+
+def reduced_bytes(schedule: Schedule) -> np.ndarray:
+    """Bytes each rank reduces (adds received blocks into its own), per byte of the collective's size.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        Any collective schedule.
+
+    Returns
+    -------
+    float array [p]
+        (p-1)/p for every rank of a ring all-reduce (its reduce-scatter); 0 where switches reduce.
+    """
+    red = np.zeros(schedule.n_nodes)
+    for st in schedule.steps:
+        r = st.reduce.astype(bool)
+        np.add.at(red, st.dst[r], (schedule.transfer_fraction(st) * st.repeat)[r])
+    return red[: schedule.p]
 
 
 def engine_memory_traffic(schedule: Schedule) -> MemoryTraffic:
@@ -126,4 +155,4 @@ def engine_memory_traffic(schedule: Schedule) -> MemoryTraffic:
         at_root = np.zeros(p)
         at_root[schedule.root or 0] = 1.0
         read, write = (at_root, 1.0 - at_root) if coll == "broadcast" else (ones, at_root)
-    return MemoryTraffic(read, write, schedule.bytes_sent(1.0)[:p])
+    return MemoryTraffic(read, write, schedule.bytes_sent(1.0)[:p], reduced_bytes(schedule))

@@ -450,7 +450,7 @@ class Schedule:
 # ---- composition ---------------------------------------------------------------------------
 
 
-def lane_total(steps: Sequence[Step], cost: np.ndarray) -> np.ndarray:
+def lane_total(steps: Sequence[Step], cost: np.ndarray, floor: dict | None = None) -> np.ndarray:
     """Sum of per-step costs along the time line: a block of lanes costs its slowest lane.
 
     Parameters
@@ -460,6 +460,9 @@ def lane_total(steps: Sequence[Step], cost: np.ndarray) -> np.ndarray:
     cost : array
         Cost of each step on the first axis (any unit, e.g. seconds; further axes, e.g. sizes,
         are kept).
+    floor : dict, optional
+        Block id -> the least a block costs (same trailing shape as `cost`): what its lanes
+        share (an NPU's injection limit across its concurrent lanes).
 
     Returns
     -------
@@ -470,10 +473,15 @@ def lane_total(steps: Sequence[Step], cost: np.ndarray) -> np.ndarray:
     total = np.zeros(cost.shape[1:])
     block = None
     lanes: dict = {}
+
+    def close(key):
+        worst = np.max(np.stack(list(lanes.values())), axis=0)
+        return np.maximum(worst, floor[key]) if floor and key in floor else worst
+
     for st, c in zip(steps, cost):
         key = st.lane[0] if st.lane is not None else None
         if key != block and lanes:
-            total = total + np.max(np.stack(list(lanes.values())), axis=0)
+            total = total + close(block)
             lanes = {}
         block = key
         if key is None:
@@ -481,7 +489,7 @@ def lane_total(steps: Sequence[Step], cost: np.ndarray) -> np.ndarray:
         else:
             lanes[st.lane[1]] = lanes.get(st.lane[1], 0.0) + c
     if lanes:
-        total = total + np.max(np.stack(list(lanes.values())), axis=0)
+        total = total + close(block)
     return total
 
 

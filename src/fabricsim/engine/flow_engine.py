@@ -14,10 +14,12 @@ flow of d "bytes"), chained in task-id order on each NPU, so one flow simulation
 finishes when the graph does. A communication task is bracketed by two empty flows: an entry that
 waits for its dependencies and an exit that waits for all its transfers.
 
-The endpoint policy (`system.endpoint`) is modelled here as in the analytical engine:
-- interference: the entry of a communication task raises an activity counter on each of its
-  NPUs and the exit lowers it; a compute flow is capped at base / slowed time (the roofline with
-  the resources communication holds) while its NPU's counter is positive;
+The endpoint policy (`system.endpoint`) is modelled here as in the analytical engine, from the
+same answers (`CommPricer.demand`, `injection_for`, `held`):
+- interference: the entry of a communication task raises, on each of its NPUs, the hold the
+  policy gives it (for its demand, at the pace it has alone), and its exit lowers it; a compute
+  flow runs at 1 / its roofline stretch under the larger share of each resource held
+  (`network.flow.Holds`);
 - injection limit: a private endpoint link per NPU (capacity 1) that the NPU's outgoing traffic
   of a collective crosses at weight 1 / rate.
 """
@@ -27,10 +29,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..network.dataflow import schedule_flows
-from ..network.flow import Flows
+from ..network.flow import Flows, Holds
 from ..network.flow_model import endpoint_topology, with_injection
-from ..system.endpoint import slowed_task_times
 from ..system.model import System
+from ..system.resources import roofline_shares
 from ..vocab import CATEGORIES, COLLECTIVES, TaskKind
 from ..workload.graph import WorkloadGraph
 from .pricing import CommPricer, io_flows
@@ -80,12 +82,11 @@ class _FlowGraph:
         n = len(g)
         self.prio_of_cat = [system.scheduling.rank(c) for c in CATEGORIES]
         self.dur = system.npu.task_times(g.duration, g.flops, g.mem_bytes)
-        held = system.endpoint.held(system.npu)
-        self.interferes = held.any
-        slowed = slowed_task_times(system.npu, g.duration, g.flops, g.mem_bytes, held)
-        self.busy_cap = np.where(slowed > 0, self.dur / np.where(slowed > 0, slowed, 1.0), 1.0)
+        self.interferes = pricer.endpoint.interferes
+        self.share_c, self.share_m = roofline_shares(system.npu, g.duration, g.flops, g.mem_bytes)
+        self.hold_ids: dict = {}  # (npu, Held) -> hold id
         self.empty = g.moves_nothing()
-        self.cols: dict[str, list] = {k: [] for k in ("src", "dst", "size", "prio", "kind", "lat", "rate", "gate", "gcap")}
+        self.cols: dict[str, list] = {k: [] for k in ("src", "dst", "size", "prio", "kind", "lat", "rate", "gate", "ga", "gc")}
         self.deps: list = []
         self.sets: list = []
         self.marks: list = []  # per flow: [(counter, delta), ...] at its arrival
@@ -97,7 +98,7 @@ class _FlowGraph:
         self.kind, self.npu, self.peer = g.kind.tolist(), g.npu.tolist(), g.peer.tolist()
         self.cat, self.coll, self.size = g.category.tolist(), g.coll.tolist(), g.size.tolist()
 
-    def add(self, s, d, sz, pr, kf, deps, sets=None, lat=None, rate=np.inf, gate=-1, gcap=np.inf, marks=None) -> int:
+    def add(self, s, d, sz, pr, kf, deps, sets=None, lat=None, rate=np.inf, gate=-1, ga=0.0, gc=0.0, marks=None) -> int:
         """Append flows (arrays or scalars); returns the first one's index."""
         s = np.atleast_1d(s)
         k = len(s)
@@ -110,7 +111,8 @@ class _FlowGraph:
         c["lat"].append(np.full(k, np.nan) if lat is None else np.asarray(lat, dtype=float))
         c["rate"].append(np.full(k, float(rate)))
         c["gate"].append(np.full(k, gate, dtype=np.int64))
-        c["gcap"].append(np.full(k, float(gcap)))
+        c["ga"].append(np.full(k, float(ga)))
+        c["gc"].append(np.full(k, float(gc)))
         self.sets.extend(sets if sets is not None else [None] * k)
         self.deps.extend(deps)
         self.marks.extend([marks or ()] + [()] * (k - 1))
@@ -129,7 +131,7 @@ class _FlowGraph:
             if self.last_comp[p] >= 0:
                 preds.append(self.last_comp[p])
             gate = p if self.interferes else -1
-            f = self.add(p, p, self.dur[t], 0, PRIVATE, [preds], gate=gate, gcap=self.busy_cap[t])
+            f = self.add(p, p, self.dur[t], 0, PRIVATE, [preds], gate=gate, ga=self.share_c[t], gc=self.share_m[t])
             self.entry[t] = self.exit[t] = self.last_comp[p] = f
             return
         pr = self.prio_of_cat[self.cat[t]]
@@ -137,11 +139,23 @@ class _FlowGraph:
         if self.empty[t]:
             self.entry[t] = self.exit[t] = self._marker(members[0], pr, preds)
             return
-        up = [(m, 1) for m in members] if self.interferes else None
-        down = [(m, -1) for m in members] if self.interferes else None
+        pc, size = self.pricer, self.size[t]
         if k == TaskKind.P2P:
             src, dst = self.npu[t], self.peer[t]
-            rate = self.pricer.injection(None)
+            demand = pc.p2p_demand(src, dst)
+        elif k == TaskKind.IO:
+            demand = pc.io_demand(self.coll[t])
+        else:
+            demand = pc.demand(COLLECTIVES[self.coll[t]], members)
+        up = down = None
+        if self.interferes:  # the hold the policy gives it at the pace it has alone
+            alone = pc.p2p(src, dst, size) if k == TaskKind.P2P else \
+                pc.io(self.peer[t], members, self.coll[t], size) if k == TaskKind.IO else \
+                pc.collective(COLLECTIVES[self.coll[t]], members, size)
+            hid = self._hold(members, pc.held(demand, size, alone))
+            up, down = [(h, 1) for h in hid], [(h, -1) for h in hid]
+        if k == TaskKind.P2P:
+            rate = pc.injection_for(demand)
             if self.interferes:  # the transfer holds both NPUs from its start to its arrival
                 e = self._marker(src, pr, preds, up)
                 self.entry[t] = e
@@ -152,17 +166,21 @@ class _FlowGraph:
         e = self._marker(members[0], pr, preds, up)
         if k == TaskKind.IO:
             fl = io_flows(self.topo, self.peer[t], members, self.coll[t], self.size[t], pr)
-            sinks = self._add_flows(fl, 1.0, pr, e, self.pricer.injection(None))
+            sinks = self._add_flows(fl, 1.0, pr, e, pc.injection_for(demand))
         else:
             c = COLLECTIVES[self.coll[t]]
             unit = self.units.get((c, members))
             if unit is None:
-                sched = self.pricer.schedule(c, members)
-                flows = schedule_flows(self.topo, sched, 1.0, stream=self.pricer.model.streams)
-                unit = self.units[(c, members)] = (flows, self.pricer.injection(sched))
+                sched = pc.schedule(c, members)
+                flows = schedule_flows(self.topo, sched, 1.0, stream=pc.model.streams)
+                unit = self.units[(c, members)] = (flows, pc.injection_for(demand))
             sinks = self._add_flows(unit[0], self.size[t], pr, e, unit[1])
         self.entry[t] = e
         self.exit[t] = self._marker(members[0], pr, sinks, down)
+
+    def _hold(self, members, held) -> list[int]:
+        """Hold ids of `held` on each member (one per distinct (NPU, shares))."""
+        return [self.hold_ids.setdefault((m, held), len(self.hold_ids)) for m in members]
 
     def _add_flows(self, unit: Flows, scale: float, pr: int, entry: int, rate: float) -> np.ndarray:
         """Append a unit flow set with sizes times `scale`, its sources waiting for `entry`;
@@ -203,14 +221,20 @@ class _FlowGraph:
         counts = np.fromiter((len(d) for d in self.deps), dtype=np.int64, count=self.n)
         dep_ptr = np.concatenate([[0], np.cumsum(counts)])
         dep_idx = np.concatenate([np.asarray(d, dtype=np.int64) for d in self.deps]) if self.n else np.zeros(0, np.int64)
-        gated = self.interferes
-        m_counts = np.fromiter((len(m) for m in self.marks), dtype=np.int64, count=self.n)
-        marks = [x for m in self.marks for x in m]
+        holds = None
+        if self.interferes:
+            m_counts = np.fromiter((len(m) for m in self.marks), dtype=np.int64, count=self.n)
+            marks = [x for m in self.marks for x in m]
+            keys = list(self.hold_ids)  # in id order
+            holds = Holds(group=np.array([p for p, _ in keys], dtype=np.int64),
+                          units=np.array([h.units for _, h in keys], dtype=float),
+                          memory=np.array([h.memory for _, h in keys], dtype=float),
+                          mark_ptr=np.concatenate([[0], np.cumsum(m_counts)]).astype(np.int64),
+                          mark_idx=np.array([c for c, _ in marks], dtype=np.int64),
+                          mark_delta=np.array([d for _, d in marks], dtype=np.int64),
+                          gate=cat["gate"], compute=cat["ga"], memory_time=cat["gc"], rate=np.ones(self.n))
         flows = Flows(S, D, cat["size"], None, None, cat["prio"], dep_ptr, dep_idx, ptr, links, cat["lat"],
-                      gate=cat["gate"] if gated else None, gated_cap=cat["gcap"] if gated else None,
-                      mark_ptr=np.concatenate([[0], np.cumsum(m_counts)]) if gated else None,
-                      mark_idx=np.array([c for c, _ in marks], dtype=np.int64) if gated else None,
-                      mark_delta=np.array([d for _, d in marks], dtype=np.int64) if gated else None)
+                      holds=holds)
         rate = cat["rate"]
         if np.isfinite(rate).any():  # endpoint links after the private compute links
             aug = endpoint_topology(topo, 2 * n_npus, 1.0)

@@ -5,6 +5,12 @@ The answer comes from the configured network model (`network.model`) run on the 
 of the chosen algorithm for that group (prepared once per (collective, group), priced per size),
 with the endpoint's injection limit for it (`system.endpoint`). Answers are cached.
 
+The pricer is also where the endpoint policy meets the schedule: `demand(coll, group)` is what the
+collective asks of each member's endpoint (network and memory bytes per byte, from its schedule;
+its latency alone, from the network model), `injection_for` the rate the policy allows it, and
+`held(demand, size, duration)` what it holds of the NPU while it runs. Both engines ask here, so
+they price the same collective the same way.
+
 Phases: the analytical models split a collective into phases, runs of steps on the same network
 dimensions (a hierarchical all-reduce on a 2-D network: reduce-scatter on dimension 0, on
 dimension 1, then all-gather back), so the engine can pipeline the chunks of a collective through
@@ -23,9 +29,11 @@ from ..collectives.registry import algorithms_for, choose_algorithm, get_algorit
 from ..collectives.schedule import Schedule
 from ..errors import ConfigError
 from ..network.flow import Flows
+from ..network.flow_model import endpoint_topology, with_injection
 from ..network.model import NetworkModel, get_network_model
-from ..system.endpoint import Endpoint, EndpointModel
+from ..system.policies import Ideal
 from ..system.npu import NPU
+from ..system.resources import CommDemand, EndpointModel, Held, collective_demand, transfer_demand
 from ..topology.graph import Topology
 from ..vocab import COLLECTIVES, IODirection, normalize_collective
 
@@ -127,7 +135,8 @@ class CommPricer:
     algorithms : mapping, optional
         collective -> algorithm choice (`normalize_algorithms`).
     endpoint : EndpointModel, optional
-        What the NPU's endpoint allows communication (its injection limit); default: none.
+        What the NPU's endpoint allows communication (its injection limit) and what communication
+        holds of it; default `ideal` (nothing).
     npu : NPU, optional
         The NPU the endpoint serves.
 
@@ -147,11 +156,12 @@ class CommPricer:
         self.topo = topo
         self.model = get_network_model(model)
         self.algorithms = normalize_algorithms(algorithms)
-        self.endpoint = endpoint if endpoint is not None else Endpoint()
+        self.endpoint = endpoint if endpoint is not None else Ideal()
         self.npu = npu if npu is not None else NPU()
         self._schedules: dict = {}
         self._costs: dict = {}
         self._times: dict = {}
+        self._demands: dict = {}
 
     def for_system(self, endpoint: EndpointModel, npu: NPU) -> "CommPricer":
         """This pricer with the endpoint of a system; shares the placed schedules already built.
@@ -196,27 +206,125 @@ class CommPricer:
             s = self._schedules[key] = build_schedule(self.topo, coll, self.algorithms[coll], group=list(group))
         return s
 
-    def injection(self, schedule: Schedule | None) -> float:
-        """Bytes/s each NPU's endpoint can inject for this collective.
+    def demand(self, coll: str, group: tuple[int, ...]) -> CommDemand:
+        """What the collective asks of each member's endpoint per byte (cached): network and memory
+        bytes from its schedule, its latency alone from the network model.
 
         Parameters
         ----------
-        schedule : Schedule or None
-            The collective's placed schedule.
+        coll : str
+            Canonical collective name.
+        group : tuple of int
+            NPU ids.
+
+        Returns
+        -------
+        CommDemand
+        """
+        key = (coll, group)
+        d = self._demands.get(key)
+        if d is None:
+            sched = self.schedule(coll, group)
+            lat = float(self.model.collective(self.topo, sched).times([0.0])[0]) if self.endpoint.interferes else 0.0
+            d = self._demands[key] = collective_demand(sched, lat)
+        return d
+
+    def p2p_demand(self, src: int, dst: int) -> CommDemand:
+        """What a point-to-point transfer asks of its endpoints per byte (one read, one write).
+
+        Parameters
+        ----------
+        src, dst : int
+            Topology node ids.
+
+        Returns
+        -------
+        CommDemand
+        """
+        return transfer_demand(self._route_latency(src, dst))
+
+    def io_demand(self, shards: int) -> CommDemand:
+        """What an io task asks of each member per byte of the task: its shard, landed once.
+
+        Parameters
+        ----------
+        shards : int
+            Shards the data is split into.
+
+        Returns
+        -------
+        CommDemand
+        """
+        return transfer_demand(0.0, 1.0 / max(int(shards), 1))
+
+    def _route_latency(self, src: int, dst: int) -> float:
+        if src == dst:
+            return 0.0
+        _, links = self.topo.route([src], [dst])
+        return float(self.topo.link_lat[links].sum())
+
+    def injection_for(self, demand: CommDemand) -> float:
+        """Bytes/s each member's endpoint can inject for a communication of this demand.
+
+        Parameters
+        ----------
+        demand : CommDemand
 
         Returns
         -------
         float
             Bytes/s (inf: the links decide).
         """
-        return float(self.endpoint.injection_rate(self.npu, schedule))
+        return float(self.endpoint.injection_rate(self.npu, demand))
+
+    def held(self, demand: CommDemand, size: float, duration: float) -> Held:
+        """What a communication of this demand holds of each member's NPU while `size` bytes take
+        `duration` seconds.
+
+        Parameters
+        ----------
+        demand : CommDemand
+        size : float
+            Bytes it moves (of the collective's size).
+        duration : float
+            Seconds it runs.
+
+        Returns
+        -------
+        Held
+        """
+        pace = size / duration if duration > 0 else 0.0
+        return self.endpoint.held(self.npu, demand, pace)
+
+    def endpoint_floor(self, coll: str, group: tuple[int, ...], size: float) -> float:
+        """The least time a collective's bytes need through its members' endpoints: what the
+        busiest member sends over its injection rate (0 without a limit). Chunks pipelined through
+        phases on different links still share the endpoint (the engine's floor for a wave).
+
+        Parameters
+        ----------
+        coll : str
+            Canonical collective name.
+        group : tuple of int
+            NPU ids.
+        size : float
+            Bytes.
+
+        Returns
+        -------
+        float
+            Seconds.
+        """
+        d = self.demand(coll, group)
+        rate = self.injection_for(d)
+        return d.sent * size / rate if np.isfinite(rate) and rate > 0 else 0.0
 
     def _cost(self, coll: str, group: tuple[int, ...]):
         key = (coll, group)
         got = self._costs.get(key)
         if got is None:
             sched = self.schedule(coll, group)
-            rate = self.injection(sched)
+            rate = self.injection_for(self.demand(coll, group))
             got = self._costs[key] = self.model.collective(self.topo, sched, None if np.isinf(rate) else rate)
         return got
 
@@ -298,7 +406,13 @@ class CommPricer:
         key = ("io", direction, members, shards, float(size))
         t = self._times.get(key)
         if t is None:
-            t = self._times[key] = self.model.flows(self.topo, io_flows(self.topo, direction, members, shards, size)).makespan
+            fl = io_flows(self.topo, direction, members, shards, size)
+            rate = self.injection_for(self.io_demand(shards))
+            topo = self.topo
+            if np.isfinite(rate):  # what leaves an NPU crosses its endpoint (stores)
+                fl = with_injection(topo, fl, np.full(len(fl), rate))
+                topo = endpoint_topology(topo, topo.n_npus, 1.0)
+            t = self._times[key] = self.model.flows(topo, fl).makespan
         return t
 
     def p2p(self, src: int, dst: int, size: float) -> float:
@@ -314,12 +428,18 @@ class CommPricer:
         Returns
         -------
         float
-            Seconds; 0 for src == dst or no bytes.
+            Seconds; 0 for src == dst or no bytes. With an endpoint limit r: at least the path
+            latency plus size / r.
         """
         if src == dst or size <= 0:
             return 0.0
         key = ("p2p", src, dst, float(size))
         t = self._times.get(key)
         if t is None:
-            t = self._times[key] = self.model.p2p(self.topo, src, dst, size)
+            t = self.model.p2p(self.topo, src, dst, size)
+            d = self.p2p_demand(src, dst)
+            rate = self.injection_for(d)
+            if np.isfinite(rate):
+                t = max(t, d.latency + size / rate)
+            self._times[key] = t
         return t

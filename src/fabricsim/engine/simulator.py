@@ -4,14 +4,18 @@ Resources: each NPU has one compute stream and `comm_streams` communication stre
 - A compute task starts when its dependencies are done and its NPU's compute stream is free;
   among ready tasks the lowest id goes first. Its time is the NPU roofline (or its fixed
   duration); while communication runs on its NPU it progresses at the rate the endpoint policy
-  leaves it (`system.endpoint`: the roofline with the resources communication holds).
+  leaves it (`system.endpoint`: the roofline with the resources communication holds; each wave
+  holds what the policy says for its demand and pace, `CommPricer.held`; several at once hold
+  the larger share of each resource). A task whose resource is wholly held waits.
 - A collective starts when its dependencies are done and, on every member, the stream serving
   its category is free and picks it (priority category, then LIFO/FIFO by ready time, then id).
   It is split into `chunks` chunks and runs in waves of `chunks_in_flight` chunks; a wave is
   priced by the network model for its group and size, alone, phase by phase (a phase: the steps
   on one set of network dimensions). Waves pipeline through the phases: a wave that follows the
   previous wave of the same collective without a gap costs only its slowest phase, so c chunks
-  cost sum(phases) + (c/k - 1) * max(phases) of a wave (k = chunks in flight per phase). Between
+  cost sum(phases) + (c/k - 1) * max(phases) of a wave (k = chunks in flight per phase), but no
+  less than its bytes through the endpoint (what an NPU sends over its injection limit, which
+  every phase shares). Between
   waves the streams may pick another collective (a higher-priority one preempts; the pipeline
   then fills again). All members are released together when a wave ends.
 - A p2p transfer occupies the sender's stream and is priced over its route.
@@ -36,14 +40,25 @@ from enum import IntEnum
 import numpy as np
 
 from ..network.flow import successors
-from ..system.endpoint import slowed_task_times
 from ..system.model import System
-from ..vocab import CATEGORIES, TaskKind
+from ..system.resources import Held, roofline_shares
+from ..vocab import CATEGORIES, COLLECTIVES, TaskKind
 from ..workload.graph import WorkloadGraph
 from .pricing import CommPricer
 from .result import TrainResult, breakdown
 
 COMPUTE, COLLECTIVE, P2P, IO = TaskKind.COMPUTE, TaskKind.COLLECTIVE, TaskKind.P2P, TaskKind.IO
+NOTHING = Held()
+
+
+def task_stretch(a: float, c: float, units: float, memory: float) -> float:
+    """Scalar `system.resources.stretch`: max(a / (1 - units), c / (1 - memory)); inf where a
+    needed resource is wholly held; 1 for a task of no time."""
+    if a <= 0 and c <= 0:
+        return 1.0
+    fa = 0.0 if a <= 0 else (a / (1.0 - units) if units < 1 else float("inf"))
+    fc = 0.0 if c <= 0 else (c / (1.0 - memory) if memory < 1 else float("inf"))
+    return max(fa, fc)
 
 
 class Event(IntEnum):
@@ -109,12 +124,10 @@ class _Run:
         self.cat, self.size, self.coll, self.grp = g.category.tolist(), g.size.tolist(), g.coll.tolist(), g.group.tolist()
         self.groups = g.groups
         self.base = system.npu.task_times(g.duration, g.flops, g.mem_bytes).tolist()
-        held = system.endpoint.held(system.npu)
-        self.interferes = held.any
-        # a running compute task's stretch while communication holds part of its NPU
-        slowed = slowed_task_times(system.npu, g.duration, g.flops, g.mem_bytes, held)
-        base = np.asarray(self.base)
-        self.busy_stretch = np.where(base > 0, slowed / np.where(base > 0, base, 1.0), 1.0).tolist()
+        self.interferes = pricer.endpoint.interferes
+        # compute and memory time of each task over its roofline time: its stretch under a hold
+        a, c = roofline_shares(system.npu, g.duration, g.flops, g.mem_bytes)
+        self.share_c, self.share_m = a.tolist(), c.tolist()
         self.empty = g.moves_nothing().tolist()
         self.succ_ptr, self.succ_idx = (a.tolist() for a in successors(g.dep_ptr, g.dep_idx))
         self.waiting = np.diff(g.dep_ptr).tolist()
@@ -139,7 +152,9 @@ class _Run:
         self.crem = [0.0] * g.n_npus  # nominal seconds left of the running task at clast
         self.clast = [0.0] * g.n_npus
         self.cstretch = [1.0] * g.n_npus
-        self.comm_active = [0] * g.n_npus
+        self.holds: list[dict] = [{} for _ in range(g.n_npus)]  # per NPU: Held -> waves holding it
+        self.cur_held = [NOTHING] * g.n_npus  # what communication holds of each NPU now
+        self.wave_held: dict[int, Held] = {}
         self.events: list = []
         self.seq = 0
         self.n_done = 0
@@ -214,7 +229,10 @@ class _Run:
     # ---- compute -----------------------------------------------------------------------------
 
     def stretch_of(self, p: int, t: int) -> float:
-        return self.busy_stretch[t] if (self.interferes and self.comm_active[p] > 0) else 1.0
+        h = self.cur_held[p]
+        if h is NOTHING:
+            return 1.0
+        return task_stretch(self.share_c[t], self.share_m[t], h.units, h.memory)
 
     def try_compute(self, p: int, now: float) -> None:
         if self.crun[p] >= 0 or not self.cready[p]:
@@ -238,7 +256,27 @@ class _Run:
         self.crem[p] -= (now - self.clast[p]) / self.cstretch[p]
         self.clast[p], self.cstretch[p] = now, s
         self.cver[p] += 1
-        self.push(now + max(self.crem[p], 0.0) * s, Event.COMPUTE_END, p, self.cver[p])
+        left = max(self.crem[p], 0.0)
+        self.push(now + (left * s if left > 0 else 0.0), Event.COMPUTE_END, p, self.cver[p])  # inf: waits
+
+    def hold(self, t: int, h: Held, delta: int, now: float) -> None:
+        """Wave of task t starts (+1) or ends (-1) holding `h` on its members: re-time their compute."""
+        for p in self.members_of(t):
+            held = self.holds[p]
+            k = held.get(h, 0) + delta
+            if k:
+                held[h] = k
+            else:
+                del held[h]
+            cur = NOTHING
+            for x in held:
+                cur = x if cur is NOTHING else cur.combined(x)
+            if cur is not NOTHING and not cur.any:
+                cur = NOTHING
+            if cur != self.cur_held[p]:
+                self.cur_held[p] = cur
+                self.restretch(p, now)
+
 
     def compute_end(self, p: int, version: int, now: float) -> None:
         if version != self.cver[p]:
@@ -285,26 +323,34 @@ class _Run:
                 return
         for m in sts:
             self.busy[m] = True
-        k, dur = self.wave(t, now)
+        k, dur, demand, moved = self.wave(t, now)
         self.pieces_left[t] -= k
         if np.isnan(self.start[t]):
             self.start[t] = now
-        for p in self.members_of(t):
-            self.comm_active[p] += 1
-            if self.interferes and self.comm_active[p] == 1:
-                self.restretch(p, now)
+        if self.interferes:
+            h = self.wave_held[t] = self.pricer.held(demand, moved, dur)
+            self.hold(t, h, 1, now)
         self.push(now + dur, Event.COMM_END, t, now)
 
-    def wave(self, t: int, now: float) -> tuple[int, float]:
-        """(pieces, duration) of the next wave of task t starting now."""
-        pr = self.pricer
+    def wave(self, t: int, now: float) -> tuple[int, float, object, float]:
+        """(pieces, duration, demand, bytes moved) of the next wave of task t starting now (the
+        demand only where the endpoint interferes)."""
+        pr, want = self.pricer, self.interferes
         if self.kind[t] == P2P:
-            return 1, pr.p2p(self.npu[t], self.peer[t], self.size[t])
+            src, dst, size = self.npu[t], self.peer[t], self.size[t]
+            return 1, pr.p2p(src, dst, size), pr.p2p_demand(src, dst) if want else None, size
         if self.kind[t] == IO:
-            return 1, pr.io(self.peer[t], self.groups[self.grp[t]], self.coll[t], self.size[t])
+            shards = self.coll[t]
+            return 1, pr.io(self.peer[t], self.groups[self.grp[t]], shards, self.size[t]), \
+                pr.io_demand(shards) if want else None, self.size[t]
         k = min(self.in_flight, self.pieces_left[t])
-        ph = pr.phase_times(self.coll[t], self.groups[self.grp[t]], self.size[t] * k / self.chunks)
-        return k, float(ph.max() if self.wave_end[t] == now else ph.sum())  # pipelined behind its previous wave
+        coll, group, size = COLLECTIVES[self.coll[t]], self.groups[self.grp[t]], self.size[t] * k / self.chunks
+        ph = pr.phase_times(coll, group, size)
+        if self.wave_end[t] == now:  # pipelined behind its previous wave: its slowest phase, and its
+            dur = max(float(ph.max()), pr.endpoint_floor(coll, group, size))  # endpoint carries all phases
+        else:
+            dur = float(ph.sum())
+        return k, dur, pr.demand(coll, group) if want else None, size
 
     def comm_end(self, t: int, wave_start: float, now: float) -> None:
         self.pieces.append((t, wave_start, now))
@@ -312,10 +358,8 @@ class _Run:
         sts = self.streams(t)
         for m in sts:
             self.busy[m] = False
-        for p in self.members_of(t):
-            self.comm_active[p] -= 1
-            if self.interferes and self.comm_active[p] == 0:
-                self.restretch(p, now)
+        if self.interferes:
+            self.hold(t, self.wave_held.pop(t), -1, now)
         if self.pieces_left[t] == 0:
             self.release(t, now)
         for m in sts:

@@ -23,7 +23,66 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
 from ..progress import Progress
+
+
+def shipped_config(file_name: str, what: str) -> Path:
+    """A study's shipped config: configs/FILE of the checkout fabricsim runs from, else of the
+    current directory.
+
+    Parameters
+    ----------
+    file_name : str
+        e.g. `ace.yaml`.
+    what : str
+        What the file is, for the error (`an ACE reproduction config`).
+
+    Returns
+    -------
+    Path
+        The file; ConfigError naming `--config` if neither exists.
+    """
+    here = Path(__file__).resolve()
+    for cand in (here.parents[3] / "configs" / file_name, Path.cwd() / "configs" / file_name):
+        if cand.is_file():
+            return cand
+    raise ConfigError("--config", str(Path("configs") / file_name), f"not found; accepted: the path of {what}")
+
+
+def or_dash(x, fmt: str = "{:.3f}") -> str:
+    """A value as a study's tables print it: `fmt`, or `-` when there is none.
+
+    Parameters
+    ----------
+    x : float or None
+    fmt : str
+
+    Returns
+    -------
+    str
+    """
+    return "-" if x is None else fmt.format(x)
+
+
+def study_table(title: str, columns):
+    """A rich table as the studies print them: no box, bold header, columns right-justified.
+
+    Parameters
+    ----------
+    title : str
+    columns : sequence of str
+
+    Returns
+    -------
+    rich.table.Table
+    """
+    from rich.table import Table
+
+    t = Table(box=None, header_style="bold", title=title)
+    for c in columns:
+        t.add_column(c, justify="right")
+    return t
 
 
 @dataclass(frozen=True)

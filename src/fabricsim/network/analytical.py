@@ -239,8 +239,10 @@ def phases_of(topo: Topology, steps, routed) -> list[np.ndarray]:
     """Indices of the step shapes of each phase.
 
     A phase is a run of steps on the same set of network dimensions (a block of lanes counts as
-    one step), e.g. a hierarchical all-reduce on a 2-D network: reduce-scatter on dimension 0, on
-    dimension 1, then all-gather back.
+    one step on the union of its lanes' dimensions), e.g. a hierarchical all-reduce on a 2-D
+    network: reduce-scatter on dimension 0, on dimension 1, then all-gather back; a bucket
+    all-reduce, whose blocks all use every dimension, is one phase (chunks cannot pipeline
+    through links they share).
 
     Parameters
     ----------
@@ -256,13 +258,12 @@ def phases_of(topo: Topology, steps, routed) -> list[np.ndarray]:
     list of int64 array
         Step indices of each phase, in order.
     """
-    keys = []
-    for st, r in zip(steps, routed):
+    dims = [tuple(np.unique(topo.link_dim[np.flatnonzero(np.diff(r.incidence.indptr))]).tolist()) for r in routed]
+    block_dims: dict = {}  # a block of lanes runs its lanes at once: its phase is the union of their dimensions
+    for st, d in zip(steps, dims):
         if st.lane is not None:
-            keys.append(("lanes", st.lane[0]))
-        else:
-            used = np.flatnonzero(np.diff(r.incidence.indptr))  # links (rows) carrying a transfer
-            keys.append(tuple(np.unique(topo.link_dim[used]).tolist()))
+            block_dims[st.lane[0]] = tuple(sorted(set(block_dims.get(st.lane[0], ())) | set(d)))
+    keys = [block_dims[st.lane[0]] if st.lane is not None else d for st, d in zip(steps, dims)]
     out: list[list[int]] = []
     prev = object()
     for i, k in enumerate(keys):
@@ -363,7 +364,23 @@ class AnalyticalCollective:
         cost = self.step_costs(sizes)
         if self.routed is None:
             return cost.sum(axis=0)  # serial flows
-        return lane_total(self.schedule.steps, cost)
+        idx = range(len(self.schedule.steps))
+        return lane_total(self.schedule.steps, cost, self._lane_floor(idx, np.atleast_1d(np.asarray(sizes, float))))
+
+    def _lane_floor(self, idx, sizes: np.ndarray) -> dict | None:
+        """Block id -> the time an NPU's injection limit imposes on a block of concurrent lanes:
+        what it sends in all of them together over the limit (each lane alone only sees its own)."""
+        if self.injection is None or not np.isfinite(self.injection):
+            return None
+        sent: dict = {}
+        for i in idx:
+            st, r = self.schedule.steps[i], self.routed[i]
+            if st.lane is None or r.src_npu is None:
+                continue
+            npu = r.src_npu >= 0
+            per = np.bincount(r.src_npu[npu], weights=r.frac[npu], minlength=self.topo.n_npus) * r.repeat
+            sent[st.lane[0]] = sent.get(st.lane[0], 0.0) + per
+        return {k: float(np.max(v, initial=0.0)) / self.injection * sizes for k, v in sent.items()}
 
     def phase_times(self, size: float) -> np.ndarray:
         """Time of each phase for one size (they add up to `times`).
@@ -381,7 +398,9 @@ class AnalyticalCollective:
         cost = self.step_costs([size])
         if self.routed is None:
             return np.array([float(cost.sum())])
-        return np.array([float(lane_total([self.schedule.steps[i] for i in idx], cost[idx])[0]) for idx in self.phases])
+        one = np.array([float(size)])
+        return np.array([float(lane_total([self.schedule.steps[i] for i in idx], cost[idx],
+                                          self._lane_floor(idx, one))[0]) for idx in self.phases])
 
     @property
     def link_frac(self) -> np.ndarray:

@@ -27,10 +27,12 @@ Weights: a flow with explicit link sets may use a link at `weight` x its rate (a
 resource consumed per byte: an endpoint's memory or engine capacity); max-min then fills
 sum(weight x rate) <= capacity on every link.
 
-Activity gates (endpoint interference in the training engine): counters that flows change when
-they arrive (`mark_*`: +1 when a collective starts on an NPU, -1 when it ends); a flow with
-`gate >= 0` is capped at `gated_cap` while its counter is positive (a compute kernel slows while
-communication holds part of its NPU).
+Holds (endpoint interference in the training engine, `Holds`): a hold is a share of a group's
+(an NPU's) compute units and memory bandwidth; flows raise (+1) or lower (-1) holds when they
+arrive (a collective's entry and exit on each member). A gated flow (a compute kernel on that NPU)
+is capped at its rate over its roofline stretch with the larger share of each resource held:
+max(compute / (1 - units), memory / (1 - memory)) for its compute and memory fractions of time;
+0 while a resource it needs is wholly held.
 """
 
 from __future__ import annotations
@@ -44,6 +46,39 @@ from ..errors import ConfigError
 from ..topology.graph import Topology
 
 MODES = ("pipelined", "store-and-forward")
+
+
+@dataclass(frozen=True, eq=False)
+class Holds:
+    """Shares of NPUs that flows raise and lower, and the flows they slow (module doc).
+
+    Parameters
+    ----------
+    group : int array [holds]
+        The group (an NPU) each hold applies to.
+    units, memory : float arrays [holds]
+        Shares of the group's compute units and memory bandwidth, in [0, 1].
+    mark_ptr, mark_idx, mark_delta : arrays
+        At flow i's arrival, holds `mark_idx[mark_ptr[i]:mark_ptr[i+1]]` are raised (+1) or
+        lowered (-1) by the matching `mark_delta`; `mark_ptr` has one entry per flow plus one.
+    gate : int array [flows]
+        The group whose holds slow each flow (-1: none).
+    compute, memory_time : float arrays [flows]
+        Each gated flow's compute time and memory time over its roofline time.
+    rate : float array [flows]
+        Each gated flow's rate with nothing held, bytes/s.
+    """
+
+    group: np.ndarray
+    units: np.ndarray
+    memory: np.ndarray
+    mark_ptr: np.ndarray
+    mark_idx: np.ndarray
+    mark_delta: np.ndarray
+    gate: np.ndarray
+    compute: np.ndarray
+    memory_time: np.ndarray
+    rate: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,13 +110,8 @@ class Flows:
         Seconds per flow, overriding the sum of its links' latencies (NaN: that sum).
     route_weight : float array, optional
         Per `route_links` entry: bytes of link capacity used per byte of the flow (default 1).
-    gate : int array, optional
-        Activity counter that gates each flow (-1: none); goes with `gated_cap`.
-    gated_cap : float array, optional
-        Rate cap of each flow while its gate counter is positive, bytes/s.
-    mark_ptr, mark_idx, mark_delta : arrays, optional
-        At flow i's arrival, counters `mark_idx[mark_ptr[i]:mark_ptr[i+1]]` change by the matching
-        `mark_delta` entries.
+    holds : Holds, optional
+        Endpoint holds the flows raise and lower, and the flows they slow.
     """
 
     src: np.ndarray
@@ -97,11 +127,7 @@ class Flows:
     route_links: np.ndarray | None = None
     latency: np.ndarray | None = None  # s per flow, overriding the sum of its links' latencies (NaN: that sum)
     route_weight: np.ndarray | None = None  # per route_links entry: link use per byte of the flow (default 1)
-    gate: np.ndarray | None = None  # counter that gates each flow (-1: none)
-    gated_cap: np.ndarray | None = None  # bytes/s cap of each flow while its gate counter is > 0
-    mark_ptr: np.ndarray | None = None  # at flow i's arrival, counters mark_idx[mark_ptr[i]:...] += mark_delta
-    mark_idx: np.ndarray | None = None
-    mark_delta: np.ndarray | None = None
+    holds: Holds | None = None  # endpoint holds raised and lowered by flows, and the flows they slow
 
     def __post_init__(self):
         n = len(np.atleast_1d(self.src))
@@ -125,18 +151,10 @@ class Flows:
             raise ValueError("Flows: rate caps must be > 0")
         if self.route_weight is not None and (self.route_links is None or len(self.route_weight) != len(self.route_links)):
             raise ValueError("Flows: route_weight needs explicit routes, one weight per route entry")
-        if (self.gate is None) != (self.gated_cap is None) or (self.mark_ptr is None) != (self.mark_idx is None):
-            raise ValueError("Flows: gate and gated_cap, mark_ptr and mark_idx go together")
-
-    @property
-    def n_counters(self) -> int:
-        """Activity counters the flows use (gates and marks)."""
-        top = -1
-        if self.gate is not None and len(self.gate):
-            top = max(top, int(np.max(self.gate)))
-        if self.mark_idx is not None and len(self.mark_idx):
-            top = max(top, int(np.max(self.mark_idx)))
-        return top + 1
+        h = self.holds
+        if h is not None and not (len(h.gate) == len(h.compute) == len(h.memory_time) == len(h.rate) == n
+                                  and len(h.mark_ptr) == n + 1 and len(h.units) == len(h.memory) == len(h.group)):
+            raise ValueError("Flows: holds need one gate, compute, memory_time and rate per flow, mark_ptr of n+1")
 
     def __len__(self) -> int:
         return len(self.src)
@@ -420,10 +438,11 @@ class _FlowRun:
         self.topo, self.flows, self.U, self.record = topo, flows, U, record_timeline
         n = len(U.size)
         self.hops = np.diff(U.ptr)
-        gate = np.full(n, -1, dtype=np.int64) if flows.gate is None else np.asarray(flows.gate, np.int64)[U.owner]
-        gcap = np.full(n, np.inf) if flows.gated_cap is None else np.asarray(flows.gated_cap, float)[U.owner]
+        h = flows.holds
+        gate = np.full(n, -1, dtype=np.int64) if h is None else np.asarray(h.gate, np.int64)[U.owner]
+        ga, gc, gr = ((np.zeros(n),) * 3) if h is None else (np.asarray(x, float)[U.owner] for x in (h.compute, h.memory_time, h.rate))
         # classes: same route (and weights), cap, priority and gate
-        key = np.stack([U.key.astype(float), U.cap, U.prio.astype(float), gate.astype(float), gcap], axis=1)
+        key = np.stack([U.key.astype(float), U.cap, U.prio.astype(float), gate.astype(float), ga, gc, gr], axis=1)
         _, cls_rep, cls_of = np.unique(key, axis=0, return_index=True, return_inverse=True)
         self.cls_of = cls_of.ravel()
         n_cls = len(cls_rep)
@@ -434,9 +453,14 @@ class _FlowRun:
         self.c_links = U.links[ent]
         self.c_weight = None if U.weight is None else U.weight[ent]
         self.c_cap, self.c_prio = U.cap[cls_rep], U.prio[cls_rep]
-        self.c_gate, self.c_gcap = gate[cls_rep], gcap[cls_rep]
+        self.c_gate, self.c_ga, self.c_gc, self.c_gr = gate[cls_rep], ga[cls_rep], gc[cls_rep], gr[cls_rep]
         self.gated = np.flatnonzero(self.c_gate >= 0)
-        self.counters = np.zeros(max(flows.n_counters, 1), dtype=np.int64)
+        n_groups = 1 if h is None else int(max(np.max(h.group, initial=-1), np.max(h.gate, initial=-1))) + 1
+        self.hold_count = np.zeros(0 if h is None else len(h.group), dtype=np.int64)
+        self.g_units, self.g_memory = np.zeros(n_groups), np.zeros(n_groups)  # largest share held per group
+        if h is not None:  # holds of each group, CSR
+            self.h_order = np.argsort(h.group, kind="stable")
+            self.h_ptr = np.concatenate([[0], np.cumsum(np.bincount(h.group, minlength=n_groups))])
         self.succ_ptr, self.succ = successors(U.dep_ptr, U.dep_idx)
         self.waiting = np.diff(U.dep_ptr).copy()
         self.remaining = U.size.copy()
@@ -480,10 +504,16 @@ class _FlowRun:
             links = self.c_links[ent]
             w = None if self.c_weight is None else self.c_weight[ent]
             cap = self.c_cap
-            if len(self.gated):  # gated classes whose counter is positive run at their gated cap
+            if len(self.gated):  # gated classes run at their rate over their stretch under the holds
                 cap = cap.copy()
-                g = self.gated[self.counters[self.c_gate[self.gated]] > 0]
-                cap[g] = np.minimum(cap[g], self.c_gcap[g])
+                g = self.gated
+                grp = self.c_gate[g]
+                u, m = self.g_units[grp], self.g_memory[grp]
+                a, c = self.c_ga[g], self.c_gc[g]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    st = np.maximum(np.where(a > 0, a / (1.0 - u), 0.0), np.where(c > 0, c / (1.0 - m), 0.0))
+                    st = np.where((a > 0) | (c > 0), st, 1.0)
+                    cap[g] = np.minimum(cap[g], np.where(np.isfinite(st), self.c_gr[g] / st, 0.0))
             r = water_fill(self.topo.link_bw, sub_ptr, links, mult.astype(float), cap[cidx], self.c_prio[cidx], w)
             self.rate = r[self.slot[self.cls_of[self.active]]]
             per_entry = np.repeat(r * mult, counts) * (1.0 if w is None else w)
@@ -539,7 +569,7 @@ class _FlowRun:
         while self.arriveq and self.arriveq[0][0] <= now:
             _, _, units = heapq.heappop(self.arriveq)
             self.t_done[units] = now
-            if self.flows.mark_ptr is not None:
+            if self.flows.holds is not None:
                 self._mark(U.owner[units[U.last[units]]])
             a, c = self.succ_ptr[units], self.succ_ptr[units + 1] - self.succ_ptr[units]
             nxt = self.succ[np.repeat(a - (np.cumsum(c) - c), c) + np.arange(int(c.sum()))]
@@ -549,16 +579,22 @@ class _FlowRun:
                 self._push_starts(ok, np.maximum(now, U.start[ok]))
 
     def _mark(self, owners: np.ndarray) -> None:
-        f = self.flows
-        a, c = f.mark_ptr[owners], f.mark_ptr[owners + 1] - f.mark_ptr[owners]
+        """Raise and lower the holds of flows arriving now; the largest shares per group follow."""
+        h = self.flows.holds
+        a, c = h.mark_ptr[owners], h.mark_ptr[owners + 1] - h.mark_ptr[owners]
         if not c.sum():
             return
         ent = np.repeat(a - (np.cumsum(c) - c), c) + np.arange(int(c.sum()))
-        idx = np.asarray(f.mark_idx)[ent]
-        before = self.counters[idx] > 0
-        np.add.at(self.counters, idx, np.asarray(f.mark_delta)[ent])
-        if (before != (self.counters[idx] > 0)).any():
-            self.dirty = True  # a gate opened or closed
+        idx = np.asarray(h.mark_idx)[ent]
+        np.add.at(self.hold_count, idx, np.asarray(h.mark_delta)[ent])
+        for grp in np.unique(h.group[idx]):
+            ids = self.h_order[self.h_ptr[grp]: self.h_ptr[grp + 1]]
+            on = ids[self.hold_count[ids] > 0]
+            u = float(np.max(h.units[on], initial=0.0))
+            m = float(np.max(h.memory[on], initial=0.0))
+            if u != self.g_units[grp] or m != self.g_memory[grp]:
+                self.g_units[grp], self.g_memory[grp] = u, m
+                self.dirty = True
 
     def _starts(self) -> None:
         """Units starting now: empty ones arrive after their latency, the others send."""

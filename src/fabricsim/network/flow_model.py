@@ -49,9 +49,11 @@ def with_injection(topo: Topology, flows: Flows, rate: np.ndarray, link_base: in
     """`flows` charged to an endpoint link per NPU, so each NPU's outgoing traffic is rate-limited.
 
     Every flow with a finite `rate[flow]` also crosses the endpoint link (`link_base + npu`,
-    capacity 1) of every NPU whose links it leaves, at weight 1/rate: an NPU's outgoing traffic of
-    a collective together moves at most `rate` bytes/s. Streams (explicit link sets) are charged at
-    every NPU that feeds them.
+    capacity 1) of the NPU it leaves, at weight 1/rate: an NPU's outgoing traffic of a collective
+    together moves at most `rate` bytes/s. A routed flow is charged at its source only (NPUs it
+    crosses on a direct network forward it in their routers, not through their endpoints); a flow
+    with an explicit link set (a stream through switches) at every NPU whose links it leaves (every
+    member feeds it).
 
     Parameters
     ----------
@@ -70,7 +72,8 @@ def with_injection(topo: Topology, flows: Flows, rate: np.ndarray, link_base: in
         The same flows with explicit routes and weights.
     """
     base = topo.n_links if link_base is None else int(link_base)
-    if flows.route_ptr is not None:
+    routed = flows.route_ptr is None
+    if not routed:
         ptr, links = np.asarray(flows.route_ptr, np.int64), np.asarray(flows.route_links, np.int64)
         w = np.ones(len(links)) if flows.route_weight is None else np.asarray(flows.route_weight, float)
     else:
@@ -80,6 +83,8 @@ def with_injection(topo: Topology, flows: Flows, rate: np.ndarray, link_base: in
     tid = np.repeat(np.arange(n), np.diff(ptr))
     src = topo.link_src[links]
     hit = (src < topo.n_npus) & np.isfinite(rate[tid])
+    if routed:  # the source's endpoint only
+        hit &= src == flows.src[tid]
     # one endpoint entry per (flow, NPU it leaves)
     pairs = np.unique(np.stack([tid[hit], src[hit]], axis=1), axis=0) if hit.any() else np.zeros((0, 2), np.int64)
     all_t = np.concatenate([tid, pairs[:, 0]])

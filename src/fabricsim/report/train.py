@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.table import Table
 
 from ..engine.result import BREAKDOWN, Period, TrainResult
-from ..units import format_flops, format_time
+from ..units import format_bandwidth, format_flops, format_size, format_time
 
 TRACE_DEFAULT_FORMAT = "json"
 
@@ -119,6 +119,29 @@ def throughput_line(res: TrainResult, period: Period | None = None) -> str:
     tp = res.throughput(period)
     return (f"model FLOPs: {format_flops(f).removesuffix('/s')} per iteration; {tp['achieved_per_npu_tflop_per_s']:.4g} TFLOP/s per NPU; "
             f"MFU {tp['mfu']:.1%} of {peak} peak per NPU; {period.label}")
+
+
+def endpoint_line(usage, policy: str) -> str:
+    """What communication moved through the endpoints and what compute lost (`engine.usage`).
+
+    Parameters
+    ----------
+    usage : EndpointUsage
+        Of the headline period.
+    policy : str
+        The endpoint policy's name.
+
+    Returns
+    -------
+    str
+        e.g. "endpoint npu: communication sent 204 MB per NPU at 106.5 GB/s (utilization 35.5%),
+        memory 714 MB at 372.7 GB/s (3.50 B per network byte); compute 1.073x its time alone".
+    """
+    return (f"endpoint {policy}: communication sent {format_size(usage.sent.mean())} per NPU at "
+            f"{format_bandwidth(usage.network_bandwidth)} (utilization {usage.utilization:.1%} of its links), memory "
+            f"{format_size(usage.memory.mean())} at {format_bandwidth(usage.memory_bandwidth)} "
+            f"({usage.memory_per_network_byte:.2f} B per network byte); compute {usage.compute_slowdown:.3f}x its time "
+            f"alone; {usage.period}")
 
 
 def breakdown_table(res: TrainResult, title: str) -> Table:

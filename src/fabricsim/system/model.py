@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .endpoint import Endpoint, EndpointModel
+from .policies import Ideal
+from .resources import EndpointModel
 from .npu import NPU
 from .scheduling import Scheduling
 
@@ -19,11 +20,11 @@ class System:
         The roofline (peak FLOP/s, memory bytes/s, efficiency).
     endpoint : EndpointModel
         What communication costs the NPU and how fast its endpoint injects (`system.endpoint`;
-        default: policy `npu` with no interference).
+        default: policy `ideal`, no interference).
     scheduling : Scheduling
         Communication streams, category priorities and chunks.
     """
 
     npu: NPU = field(default_factory=NPU)
-    endpoint: EndpointModel = field(default_factory=Endpoint)
+    endpoint: EndpointModel = field(default_factory=Ideal)
     scheduling: Scheduling = field(default_factory=Scheduling)

@@ -1,5 +1,9 @@
 """The NPU: a roofline. A task of F FLOPs touching M bytes of memory takes
-max(F / (peak * efficiency), M / memory_bandwidth); fixed-duration tasks (traces) keep theirs."""
+max(F / (peak * efficiency), M / memory_bandwidth); fixed-duration tasks (traces) keep theirs.
+
+`unit_bandwidth` is what its compute units can move through memory when they run communication
+kernels (loads plus stores, all units together): an NPU-driven collective given a share u of the
+units moves at most u x unit_bandwidth memory bytes/s (`system.policies`)."""
 
 from __future__ import annotations
 
@@ -22,6 +26,9 @@ class NPU:
         Memory bandwidth, bytes/s, > 0.
     efficiency : float
         Fraction of peak that compute-bound kernels reach, in (0, 1].
+    unit_bandwidth : float
+        Memory bytes/s all its compute units together can move running communication kernels
+        (loads + stores), > 0 (inf: the units never limit communication).
 
     Examples
     --------
@@ -33,6 +40,7 @@ class NPU:
     peak_flops: float = 1e15  # FLOP/s
     memory_bandwidth: float = 3e12  # bytes/s
     efficiency: float = 1.0  # fraction of peak reached by compute-bound kernels
+    unit_bandwidth: float = float("inf")  # memory bytes/s the units move running communication
 
     def __post_init__(self):
         if not self.peak_flops > 0:
@@ -41,6 +49,8 @@ class NPU:
             raise ConfigError("npu.memory_bandwidth", self.memory_bandwidth, "accepted: a bandwidth > 0, e.g. 3TB/s")
         if not 0 < self.efficiency <= 1:
             raise ConfigError("npu.efficiency", self.efficiency, "accepted: a fraction in (0, 1]")
+        if not self.unit_bandwidth > 0:
+            raise ConfigError("npu.unit_bandwidth", self.unit_bandwidth, "accepted: a bandwidth > 0, e.g. 4TB/s")
 
     def compute_time(self, flops, mem_bytes):
         """Roofline time: max(F / (peak x efficiency), M / memory bandwidth).

@@ -178,19 +178,16 @@ class FredConfig(_Strict):
 
 
 def default_config_path() -> Path:
-    """The shipped config: configs/fred.yaml of the checkout this package runs from, else of the
-    current directory.
+    """The shipped config (`experiments.base.shipped_config`).
 
     Returns
     -------
     Path
-        The file; ConfigError naming `--config` if neither exists.
+        The file; ConfigError naming `--config` if it is not found.
     """
-    here = Path(__file__).resolve()
-    for cand in (here.parents[4] / "configs" / "fred.yaml", Path.cwd() / "configs" / "fred.yaml"):
-        if cand.is_file():
-            return cand
-    raise ConfigError("--config", "configs/fred.yaml", "not found; accepted: the path of a FRED reproduction config")
+    from ..base import shipped_config
+
+    return shipped_config("fred.yaml", "a FRED reproduction config")
 
 
 def load_config(path: str | Path | None = None) -> FredConfig:

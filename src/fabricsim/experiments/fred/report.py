@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ...units import format_time
 from .comm import MicroRow, TrafficRow
+from ..base import or_dash, study_table
 from .plots import write_plots
 from .training import E2ERow, SweepRow, SweepSummary
 
@@ -96,19 +97,6 @@ def write_outputs(rep: Reproduction, out: str | Path) -> list[Path]:
     return files
 
 
-def _f(x, fmt="{:.3f}"):
-    return "-" if x is None else fmt.format(x)
-
-
-def _table(title: str, columns):
-    from rich.table import Table
-
-    t = Table(box=None, header_style="bold", title=title)
-    for c in columns:
-        t.add_column(c, justify="right")
-    return t
-
-
 def print_report(rep: Reproduction, con, files=()) -> None:
     """Print the reproduction's tables, ours beside the paper's numbers.
 
@@ -130,50 +118,50 @@ def print_report(rep: Reproduction, con, files=()) -> None:
 
 def _print_comm(rep: Reproduction, con) -> None:
     """(a) and (b)."""
-    t = _table("(a) communication microbenchmarks: time per byte, D/(TB/s); all groups at once",
+    t = study_table("(a) communication microbenchmarks: time per byte, D/(TB/s); all groups at once",
                ("dimension", "system", "groups", "fabricsim", "paper", "ratio", "per-NPU TB/s"))
     for r in rep.micro:
-        t.add_row(r.dimension, r.system, str(r.groups), _f(r.per_D), _f(r.paper), _f(r.ratio, "{:.2f}"),
-                  _f(r.npu_bandwidth_TBps, "{:.2f}"))
+        t.add_row(r.dimension, r.system, str(r.groups), or_dash(r.per_D), or_dash(r.paper), or_dash(r.ratio, "{:.2f}"),
+                  or_dash(r.npu_bandwidth_TBps, "{:.2f}"))
     con.print(t)
-    t = _table("(b) all-reduce traffic per NPU (x D), executed on data",
+    t = study_table("(b) all-reduce traffic per NPU (x D), executed on data",
                ("N", "in-network", "endpoint (ring)", "endpoint / in-network", "2(N-1)/N"))
     for r in rep.traffic:
-        t.add_row(str(r.n), _f(r.in_network_per_npu), _f(r.endpoint_per_npu), _f(r.factor), _f(r.formula))
+        t.add_row(str(r.n), or_dash(r.in_network_per_npu), or_dash(r.endpoint_per_npu), or_dash(r.factor), or_dash(r.formula))
     con.print(t)
 
 
 def _print_e2e(rep: Reproduction, con) -> None:
     """(c) per workload and system: the iteration, its breakdown, the speedup over the mesh."""
-    t = _table("(c) end-to-end training: time per iteration (mean over NPUs) and speedup over the mesh",
+    t = study_table("(c) end-to-end training: time per iteration (mean over NPUs) and speedup over the mesh",
                ("workload", "system", "iteration", "compute", "exp. MP", "exp. PP", "exp. DP", "exp. I/O", "idle",
                 "speedup", "paper", "ratio"))
     for r in rep.e2e:
         if r.iteration_s is None:
-            t.add_row(r.workload, r.system, "not modelled", *["-"] * 6, "-", _f(r.paper_speedup, "{:.2f}"), "-")
+            t.add_row(r.workload, r.system, "not modelled", *["-"] * 6, "-", or_dash(r.paper_speedup, "{:.2f}"), "-")
             continue
         b = r.breakdown_s
         t.add_row(r.workload, r.system, format_time(r.iteration_s), *(format_time(b.get(k, 0.0)) for k in
-                  ("compute", "MP", "PP", "DP", "IO", "idle")), _f(r.speedup, "{:.2f}"), _f(r.paper_speedup, "{:.2f}"),
-                  _f(r.ratio, "{:.2f}"))
+                  ("compute", "MP", "PP", "DP", "IO", "idle")), or_dash(r.speedup, "{:.2f}"), or_dash(r.paper_speedup, "{:.2f}"),
+                  or_dash(r.ratio, "{:.2f}"))
     con.print(t)
 
 
 def _print_sweep(rep: Reproduction, con) -> None:
     """(d) per strategy and system, then averaged over strategies beside the paper's."""
-    t = _table("(d) strategy sweep: time per sample and exposed communication per sample",
+    t = study_table("(d) strategy sweep: time per sample and exposed communication per sample",
                ("workload", "strategy", "system", "per sample", "compute", "exposed comm"))
     for r in rep.sweep:
         t.add_row(r.workload, r.strategy, r.system, format_time(r.per_sample_s), format_time(r.compute_per_sample_s),
                   format_time(r.exposed_comm_per_sample_s))
     con.print(t)
-    t = _table("(d) averaged over strategies: Fred-D against the mesh",
+    t = study_table("(d) averaged over strategies: Fred-D against the mesh",
                ("workload", "speedup", "paper", "ratio", "exposed comm reduction", "paper", "ratio",
                 "fastest on mesh", "fastest on Fred-D", "paper"))
     for r in rep.sweep_summary:
         ps, pe = r.paper.get("speedup"), r.paper.get("exposed_comm_reduction")
-        t.add_row(r.workload, _f(r.speedup_mean, "{:.2f}"), _f(ps, "{:.2f}"), _f(r.speedup_mean / ps if ps else None, "{:.2f}"),
-                  _f(r.exposed_reduction_mean, "{:.2f}"), _f(pe, "{:.2f}"),
-                  _f(r.exposed_reduction_mean / pe if pe else None, "{:.2f}"),
+        t.add_row(r.workload, or_dash(r.speedup_mean, "{:.2f}"), or_dash(ps, "{:.2f}"), or_dash(r.speedup_mean / ps if ps else None, "{:.2f}"),
+                  or_dash(r.exposed_reduction_mean, "{:.2f}"), or_dash(pe, "{:.2f}"),
+                  or_dash(r.exposed_reduction_mean / pe if pe else None, "{:.2f}"),
                   *[str(v) for v in r.fastest.values()], str(r.paper.get("fastest_on_fred", "-")))
     con.print(t)

@@ -400,20 +400,16 @@ def size_label(nbytes: float) -> str:
 
 
 def default_config_path() -> Path:
-    """The shipped config: configs/swing.yaml of the checkout this package runs from, else of the
-    current directory.
+    """The shipped config (`experiments.base.shipped_config`).
 
     Returns
     -------
     Path
-        The file; ConfigError naming `--config` if neither exists.
+        The file; ConfigError naming `--config` if it is not found.
     """
-    here = Path(__file__).resolve()
-    for cand in (here.parents[4] / "configs" / DEFAULT_CONFIG_NAME, Path.cwd() / "configs" / DEFAULT_CONFIG_NAME):
-        if cand.is_file():
-            return cand
-    raise ConfigError("--config", str(Path("configs") / DEFAULT_CONFIG_NAME),
-                      "not found; accepted: the path of a swing reproduction config (see configs/swing.yaml)")
+    from ..base import shipped_config
+
+    return shipped_config(DEFAULT_CONFIG_NAME, "a swing reproduction config (see configs/swing.yaml)")
 
 
 def load_config(path: str | Path | None = None, data: dict | None = None) -> SwingConfig:
