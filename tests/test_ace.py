@@ -182,3 +182,23 @@ def test_full_reproduction(tmp_path):
         assert v == pytest.approx(3.5 * (p[name] - 1) / p[name]), name
     for s in d["systems"]:
         assert s["speedup"] > 0.95, s
+
+
+@pytest.mark.parametrize("policy", ["ACE", "comm-opt"])
+def test_the_shipped_train_config_is_a_point_of_the_study(policy):
+    """One answer: `fabricsim train configs/resnet50-ace.yaml [--endpoint comm-opt]` and the study's
+    ResNet-50 point on the 64-NPU torus are the same run (same iteration, same endpoint usage)."""
+    from fabricsim.config import validate
+    from fabricsim.engine.usage import endpoint_usage
+    from fabricsim.experiments.ace import RunPoint, endpoint_of, evaluate, train_config
+    from fabricsim.train import EndpointSection, load_train_config, parse_endpoint, run_train
+
+    cfg = load_config(None)
+    row = evaluate(RunPoint("ResNet-50", "torus-64", policy,
+                            train_config(cfg, "ResNet-50", "torus-64", endpoint_of(cfg, policy), 3)))
+    tc = load_train_config(ROOT / "configs" / "resnet50-ace.yaml")
+    if policy != "ACE":
+        tc.system.endpoint = validate(EndpointSection, parse_endpoint(policy), "--endpoint")
+    run = run_train(tc)
+    assert run.result.headline().time_s == row.iteration_s
+    assert endpoint_usage(run.result, run.pricer).memory_per_network_byte == row.memory_per_network_byte

@@ -51,6 +51,9 @@ COMMANDS: dict[tuple[str, str], str] = {
     ("README.md", "fabricsim reproduce swing"): SLOW,
     ("README.md", "fabricsim reproduce fred --quick"): RUN,
     ("README.md", "fabricsim reproduce fred"): SLOW,
+    ("README.md", "fabricsim reproduce ace --quick"): RUN,
+    ("README.md", "fabricsim reproduce ace"): SLOW,
+    ("README.md", "fabricsim train configs/resnet50-ace.yaml --endpoint comm-opt"): RUN,
     ("README.md", "cd reference/astra-sim"): RUN,
     ("README.md", "fabricsim astra --workload-configuration workloads/all_reduce_8_1048576/x --system-configuration "
                   "systems/sys_ring_1d_s4_a1.json --network-configuration networks/Ring_8.yml --backend congestion-aware "
@@ -72,6 +75,9 @@ COMMANDS: dict[tuple[str, str], str] = {
     ("docs/flow.md", "fabricsim collective -t switch:8 -m flow-store-and-forward"): RUN,
     ("docs/flow.md", "fabricsim traffic configs/traffic_example.yaml"): RUN,
     ("docs/flow.md", "fabricsim traffic configs/traffic_example.yaml --timeline out/util.csv"): RUN,
+    ("docs/ace.md", "fabricsim reproduce ace --quick"): RUN,
+    ("docs/ace.md", "fabricsim reproduce ace --out out/ace"): SLOW,
+    ("docs/ace.md", "fabricsim train configs/resnet50-ace.yaml --endpoint comm-opt"): RUN,
     ("docs/fred.md", "fabricsim reproduce fred --quick"): RUN,
     ("docs/fred.md", "fabricsim reproduce fred --out out/fred"): SLOW,
     ("docs/swing.md", "fabricsim reproduce swing --quick"): RUN,
@@ -83,8 +89,10 @@ COMMANDS: dict[tuple[str, str], str] = {
     ("docs/train.md", "fabricsim train configs/resnet50-astra-text.yaml"): RUN,
     ("docs/train.md", "fabricsim train configs/resnet152-dp.yaml"): RUN,
     ("docs/train.md", "fabricsim train configs/dlrm.yaml"): RUN,
+    ("docs/train.md", "fabricsim train configs/resnet50-ace.yaml"): RUN,
+    ("docs/train.md", "fabricsim train configs/resnet50-ace.yaml --endpoint comm-opt"): RUN,
 }
-SCRIPT_DOCS = ["README.md", "docs/swing.md", "docs/topologies.md", "docs/train.md"]  # documents with python blocks
+SCRIPT_DOCS = ["README.md", "docs/ace.md", "docs/swing.md", "docs/topologies.md", "docs/train.md"]  # documents with python blocks
 SLOW_SCRIPTS = {"docs/swing.md"}  # the full Swing study in a process pool
 
 
