@@ -44,7 +44,7 @@ if "comm_streams" in over:
 if "model" in over:
     cfg.network.model = over["model"]
 if "endpoint" in over:
-    from fabricsim.train import EndpointSection
+    from fabricsim.sections import EndpointSection
     cfg.system.endpoint = EndpointSection.model_validate(over["endpoint"])
 t0 = time.perf_counter()
 topo = topology_of(cfg)

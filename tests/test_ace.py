@@ -191,7 +191,8 @@ def test_the_shipped_train_config_is_a_point_of_the_study(policy):
     from fabricsim.config import validate
     from fabricsim.engine.usage import endpoint_usage
     from fabricsim.experiments.ace import RunPoint, endpoint_of, evaluate, train_config
-    from fabricsim.train import EndpointSection, load_train_config, parse_endpoint, run_train
+    from fabricsim.sections import EndpointSection, parse_endpoint
+    from fabricsim.train import load_train_config, run_train
 
     cfg = load_config(None)
     row = evaluate(RunPoint("ResNet-50", "torus-64", policy,

@@ -97,7 +97,8 @@ def train(
     from ..report.train import (breakdown_table, endpoint_line, iteration_line, summary_json, throughput_line,
                                 write_outputs)
     from ..config import validate
-    from ..train import EndpointSection, load_train_config, parse_endpoint, run_train
+    from ..sections import EndpointSection, parse_endpoint
+    from ..train import load_train_config, run_train
 
     cfg = load_train_config(config)
     if endpoint is not None:

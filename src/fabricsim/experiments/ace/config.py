@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...config import load_yaml
 from ...errors import ConfigError
-from ...train import EndpointSection, NetworkSection, NpuSection, SchedulingSection
+from ...sections import EndpointSection, NetworkSection, NpuSection, SchedulingSection
 
 DEFAULT_OUT = Path("out") / "ace"
 
