@@ -77,11 +77,12 @@ def test_random_transformer_runs(case):
 
 
 @settings(max_examples=10, deadline=None)
-@given(st.sampled_from(["one", "per-category"]), st.integers(1, 2))
-def test_flow_engine_respects_dependencies(streams, iterations):
+@given(st.sampled_from(["one", "per-category"]), st.integers(1, 2),
+       st.sampled_from([Ideal(), NpuDriven(0.3, 0.5), NoOverlap(), ACE(4 * 2**20, 1e12, 5e11)]))
+def test_flow_engine_respects_dependencies(streams, iterations, endpoint):
     m = transformer("t", 4, 128, 4, 32, 500)
     g = build_training(m, Strategy(mp=2, pp=2, dp=2, batch=4, microbatches=2, iterations=iterations))
-    res = simulate(g, System(NPU(1e14, 1e12, 0.5), Ideal(), Scheduling(comm_streams=streams)),
+    res = simulate(g, System(NPU(1e14, 1e12, 0.5), endpoint, Scheduling(comm_streams=streams)),
                    CommPricer(parse_topology("torus:2x4", "10GB/s", "1us"), "flow"))
     check(res)
 

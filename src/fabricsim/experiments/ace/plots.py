@@ -84,7 +84,7 @@ def policies_figure(rep: Reproduction):
     Figure
     """
     workloads = list(dict.fromkeys(r.workload for r in rep.runs))
-    fig, axes = figure(len(workloads), cols=1, panel=(9.0, 3.0))
+    fig, axes = figure(len(workloads), cols=1, panel=(11.0, 3.0))
     for ax, wl in zip(axes, workloads):
         rows = [r for r in rep.runs if r.workload == wl]
         systems = list(dict.fromkeys(r.system for r in rows))
