@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hst
 
 from fabricsim.collectives.api import build_schedule
 from fabricsim.engine.pricing import CommPricer
@@ -274,3 +276,20 @@ def test_pipelined_chunks_still_share_the_endpoint():
     S, M = 1e9, 1e12
     t = _chunked("hierarchical", NpuDriven(0.5, 0.01), NPU(memory_bandwidth=M))
     assert t == pytest.approx(2 * 15 / 16 * S / (0.01 * M / 3.5), rel=1e-9)
+
+
+
+@settings(max_examples=200, deadline=None)
+@given(hst.sampled_from(["npu", "ace", "comp-opt", "no-overlap", "offload", "ideal", "?"]),
+       hst.dictionaries(hst.sampled_from(["units", "memory", "sram", "alu_throughput", "dma_bandwidth", "min_block",
+                                          "rate", "colour"]),
+                        hst.one_of(hst.floats(allow_nan=True, allow_infinity=True), hst.text(max_size=8),
+                                   hst.integers(-5, 5), hst.sampled_from(["4MiB", "-1GB/s", "unlimited", "1TB/s", "0"])),
+                        max_size=5))
+def test_any_endpoint_fields_give_a_policy_or_one_line_error(policy, fields):
+    try:
+        ep = make_endpoint(policy, **fields)
+    except ConfigError as e:
+        assert "\n" not in str(e) and str(e)
+        return
+    assert ep.name in ("npu", "ace", "no-overlap", "offload", "ideal")

@@ -98,19 +98,6 @@ class AceConfig(_Strict):
     quick: Quick
 
 
-def default_config_path() -> Path:
-    """The shipped config (`experiments.base.shipped_config`).
-
-    Returns
-    -------
-    Path
-        The file; ConfigError naming `--config` if it is not found.
-    """
-    from ..base import shipped_config
-
-    return shipped_config("ace.yaml", "an ACE reproduction config")
-
-
 def load_config(path: str | Path | None = None) -> AceConfig:
     """Read and check the reproduction config.
 
@@ -125,7 +112,9 @@ def load_config(path: str | Path | None = None) -> AceConfig:
         A one-line ConfigError (file, field, value, what is accepted) for bad input, including
         names that refer to no policy, system or workload.
     """
-    path = path or default_config_path()
+    from ..base import shipped_config
+
+    path = path or shipped_config("ace.yaml", "an ACE reproduction config")
     cfg = load_yaml(AceConfig, path, "npu, systems, policies, workloads")
 
     def known(field: str, names, pool) -> None:
