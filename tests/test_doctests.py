@@ -14,7 +14,7 @@ MODULES = [
     "fabricsim.report.tables", "fabricsim.system.npu", "fabricsim.topology.spec", "fabricsim.train", "fabricsim.units",
     "fabricsim.vocab", "fabricsim.workload.models", "fabricsim.workload.parallelism", "fabricsim.experiments.base",
     "fabricsim.system.resources", "fabricsim.system.policies", "fabricsim.system.ace", "fabricsim.system.endpoint",
-    "fabricsim.engine.pricing", "fabricsim.sections",
+    "fabricsim.engine.pricing", "fabricsim.sections", "fabricsim.roofline",
 ]
 
 

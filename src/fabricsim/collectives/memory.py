@@ -85,16 +85,16 @@ def npu_memory_traffic(schedule: Schedule) -> MemoryTraffic:
     read, write = np.zeros(n), np.zeros(n)
     for st in schedule.steps:
         b = schedule.transfer_fraction(st) * st.repeat
-        red = st.reduce.astype(bool)
         np.add.at(read, st.src, b)  # a send reads its blocks
         np.add.at(write, st.dst, b)  # a receive lands them
-        np.add.at(read, st.dst[red], 2.0 * b[red])  # a reduction reads both operands ...
-        np.add.at(write, st.dst[red], b[red])  # ... and writes the sum
     p = schedule.p
+    reduced = reduced_bytes(schedule)
+    read[:p] += 2.0 * reduced  # a reduction reads both operands ...
+    write[:p] += reduced  # ... and writes the sum
     if schedule.collective == "all-to-all":  # the own block, copied from input to output
         read[:p] += 1.0 / p
         write[:p] += 1.0 / p
-    return MemoryTraffic(read[:p], write[:p], schedule.bytes_sent(1.0)[:p], reduced_bytes(schedule))
+    return MemoryTraffic(read[:p], write[:p], schedule.bytes_sent(1.0)[:p], reduced)
 
 
 def reduced_bytes(schedule: Schedule) -> np.ndarray:

@@ -139,19 +139,18 @@ class _FlowGraph:
         if self.empty[t]:
             self.entry[t] = self.exit[t] = self._marker(members[0], pr, preds)
             return
-        pc, size = self.pricer, self.size[t]
+        pc, size, want = self.pricer, self.size[t], self.interferes
+        # what it asks of the endpoints, and (where the endpoint interferes) its time alone
         if k == TaskKind.P2P:
             src, dst = self.npu[t], self.peer[t]
-            demand = pc.p2p_demand(src, dst)
+            demand, alone = pc.p2p_demand(src, dst), pc.p2p(src, dst, size) if want else 0.0
         elif k == TaskKind.IO:
-            demand = pc.io_demand(self.coll[t])
+            demand, alone = pc.io_demand(self.coll[t]), pc.io(self.peer[t], members, self.coll[t], size) if want else 0.0
         else:
-            demand = pc.demand(COLLECTIVES[self.coll[t]], members)
+            c = COLLECTIVES[self.coll[t]]
+            demand, alone = pc.demand(c, members), pc.collective(c, members, size) if want else 0.0
         up = down = None
-        if self.interferes:  # the hold the policy gives it at the pace it has alone
-            alone = pc.p2p(src, dst, size) if k == TaskKind.P2P else \
-                pc.io(self.peer[t], members, self.coll[t], size) if k == TaskKind.IO else \
-                pc.collective(COLLECTIVES[self.coll[t]], members, size)
+        if want:  # the hold the policy gives it at the pace it has alone
             hid = self._hold(members, pc.held(demand, size, alone))
             up, down = [(h, 1) for h in hid], [(h, -1) for h in hid]
         if k == TaskKind.P2P:

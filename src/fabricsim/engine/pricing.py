@@ -230,7 +230,7 @@ class CommPricer:
         return d
 
     def p2p_demand(self, src: int, dst: int) -> CommDemand:
-        """What a point-to-point transfer asks of its endpoints per byte (one read, one write).
+        """What a point-to-point transfer asks of its endpoints per byte (one read, one write; cached).
 
         Parameters
         ----------
@@ -241,7 +241,11 @@ class CommPricer:
         -------
         CommDemand
         """
-        return transfer_demand(self._route_latency(src, dst))
+        key = ("p2p", src, dst)
+        d = self._demands.get(key)
+        if d is None:
+            d = self._demands[key] = transfer_demand(self._route_latency(src, dst))
+        return d
 
     def io_demand(self, shards: int) -> CommDemand:
         """What an io task asks of each member per byte of the task: its shard, landed once.

@@ -40,6 +40,7 @@ from enum import IntEnum
 import numpy as np
 
 from ..network.flow import successors
+from ..roofline import stretch_one
 from ..system.model import System
 from ..system.resources import Held, roofline_shares
 from ..vocab import CATEGORIES, COLLECTIVES, TaskKind
@@ -49,16 +50,6 @@ from .result import TrainResult, breakdown
 
 COMPUTE, COLLECTIVE, P2P, IO = TaskKind.COMPUTE, TaskKind.COLLECTIVE, TaskKind.P2P, TaskKind.IO
 NOTHING = Held()
-
-
-def task_stretch(a: float, c: float, units: float, memory: float) -> float:
-    """Scalar `system.resources.stretch`: max(a / (1 - units), c / (1 - memory)); inf where a
-    needed resource is wholly held; 1 for a task of no time."""
-    if a <= 0 and c <= 0:
-        return 1.0
-    fa = 0.0 if a <= 0 else (a / (1.0 - units) if units < 1 else float("inf"))
-    fc = 0.0 if c <= 0 else (c / (1.0 - memory) if memory < 1 else float("inf"))
-    return max(fa, fc)
 
 
 class Event(IntEnum):
@@ -232,7 +223,7 @@ class _Run:
         h = self.cur_held[p]
         if h is NOTHING:
             return 1.0
-        return task_stretch(self.share_c[t], self.share_m[t], h.units, h.memory)
+        return stretch_one(self.share_c[t], self.share_m[t], h.units, h.memory)
 
     def try_compute(self, p: int, now: float) -> None:
         if self.crun[p] >= 0 or not self.cready[p]:
@@ -260,23 +251,25 @@ class _Run:
         self.push(now + (left * s if left > 0 else 0.0), Event.COMPUTE_END, p, self.cver[p])  # inf: waits
 
     def hold(self, t: int, h: Held, delta: int, now: float) -> None:
-        """Wave of task t starts (+1) or ends (-1) holding `h` on its members: re-time their compute."""
+        """Wave of task t starts (+1) or ends (-1) holding `h` on its members: re-time their compute
+        when the larger share of each resource held changes."""
         for p in self.members_of(t):
             held = self.holds[p]
             k = held.get(h, 0) + delta
+            cur = self.cur_held[p]
             if k:
                 held[h] = k
-            else:
+                if delta > 0 and h.any:  # one more: the largest shares can only grow
+                    cur = h if cur is NOTHING else cur.combined(h)
+            else:  # the last of its kind left: the largest of the others
                 del held[h]
-            cur = NOTHING
-            for x in held:
-                cur = x if cur is NOTHING else cur.combined(x)
-            if cur is not NOTHING and not cur.any:
                 cur = NOTHING
+                for x in held:
+                    if x.any:
+                        cur = x if cur is NOTHING else cur.combined(x)
             if cur != self.cur_held[p]:
                 self.cur_held[p] = cur
                 self.restretch(p, now)
-
 
     def compute_end(self, p: int, version: int, now: float) -> None:
         if version != self.cver[p]:

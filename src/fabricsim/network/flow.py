@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ConfigError
+from ..roofline import stretch
 from ..topology.graph import Topology
 
 MODES = ("pipelined", "store-and-forward")
@@ -509,11 +510,8 @@ class _FlowRun:
                 g = self.gated
                 grp = self.c_gate[g]
                 u, m = self.g_units[grp], self.g_memory[grp]
-                a, c = self.c_ga[g], self.c_gc[g]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    st = np.maximum(np.where(a > 0, a / (1.0 - u), 0.0), np.where(c > 0, c / (1.0 - m), 0.0))
-                    st = np.where((a > 0) | (c > 0), st, 1.0)
-                    cap[g] = np.minimum(cap[g], np.where(np.isfinite(st), self.c_gr[g] / st, 0.0))
+                st = stretch(self.c_ga[g], self.c_gc[g], u, m)
+                cap[g] = np.minimum(cap[g], np.where(np.isfinite(st), self.c_gr[g] / st, 0.0))
             r = water_fill(self.topo.link_bw, sub_ptr, links, mult.astype(float), cap[cidx], self.c_prio[cidx], w)
             self.rate = r[self.slot[self.cls_of[self.active]]]
             per_entry = np.repeat(r * mult, counts) * (1.0 if w is None else w)

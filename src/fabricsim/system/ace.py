@@ -30,7 +30,7 @@ from pydantic import field_validator
 from ..errors import ConfigError
 from ..units import parse_bandwidth, parse_size
 from .npu import NPU
-from .policies import Fields
+from .policies import Fields, fed_rate
 from .resources import CommDemand, Held
 
 UNLIMITED = ("unlimited", "inf")
@@ -119,8 +119,7 @@ class ACE:
         float
         """
         per_sent = demand.engine_per_sent if self.fits(demand) else demand.npu_per_sent
-        dma = min(self.dma_bandwidth, npu.memory_bandwidth)
-        rate = dma / per_sent if per_sent > 0 else np.inf
+        rate = fed_rate(min(self.dma_bandwidth, npu.memory_bandwidth), per_sent)
         if demand.reduced_per_sent > 0:
             rate = min(rate, self.alu_throughput / demand.reduced_per_sent)
         if demand.latency > 0 and demand.footprint > 0 and np.isfinite(self.sram):

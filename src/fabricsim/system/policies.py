@@ -31,8 +31,22 @@ from .resources import CommDemand, Held
 ALL = Held(1.0, 1.0)
 
 
-def _fed(bandwidth: float, per_sent: float) -> float:
-    """Network bytes/s that `bandwidth` memory bytes/s feed at `per_sent` memory bytes per network byte."""
+def fed_rate(bandwidth: float, per_sent: float) -> float:
+    """Network bytes/s that `bandwidth` memory bytes/s feed at `per_sent` memory bytes per network
+    byte (inf when the communication moves no memory per network byte).
+
+    Parameters
+    ----------
+    bandwidth : float
+        Memory bytes/s available.
+    per_sent : float
+        Memory bytes per network byte.
+
+    Returns
+    -------
+    float
+        Network bytes/s.
+    """
     return bandwidth / per_sent if per_sent > 0 else np.inf
 
 
@@ -134,7 +148,7 @@ class NpuDriven(OnTheNpu):
             min(units x unit_bandwidth, memory x memory_bandwidth) / memory bytes per network byte.
         """
         feed = min(self.units * npu.unit_bandwidth, self.memory * npu.memory_bandwidth)
-        return _fed(feed, demand.npu_per_sent)
+        return fed_rate(feed, demand.npu_per_sent)
 
     def held(self, npu: NPU, demand: CommDemand, pace: float) -> Held:
         """The fixed split, whatever the collective.
@@ -174,7 +188,7 @@ class NoOverlap(OnTheNpu):
         float
             min(unit_bandwidth, memory_bandwidth) / memory bytes per network byte.
         """
-        return _fed(min(npu.unit_bandwidth, npu.memory_bandwidth), demand.npu_per_sent)
+        return fed_rate(min(npu.unit_bandwidth, npu.memory_bandwidth), demand.npu_per_sent)
 
     def held(self, npu: NPU, demand: CommDemand, pace: float) -> Held:
         """Everything.

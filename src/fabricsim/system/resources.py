@@ -13,7 +13,8 @@ Three pieces every endpoint policy and both training engines share:
 - `roofline_shares` / `slowed_task_times`: compute with what is left. A task whose roofline is
   max(F / (peak eff), M / mem_bw) runs, while `Held(u, m)` is held, in
   max(F / (peak eff (1-u)), M / (mem_bw (1-m))): compute-bound and memory-bound kernels slow
-  differently. A fixed-duration task (a trace) counts as compute-bound.
+  differently (`fabricsim.roofline.stretch`). A fixed-duration task (a trace) counts as
+  compute-bound.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 
 from ..collectives.memory import engine_memory_traffic, npu_memory_traffic
 from ..collectives.schedule import Schedule
+from ..roofline import stretch
 from .npu import NPU
 
 
@@ -267,28 +269,6 @@ def roofline_shares(npu: NPU, duration, flops, mem_bytes) -> tuple[np.ndarray, n
     return a, c
 
 
-def stretch(a, c, held: Held):
-    """How much longer a task of roofline shares (a, c) takes while `held` is held.
-
-    Parameters
-    ----------
-    a, c : float or float array
-        Compute and memory time over roofline time (`roofline_shares`).
-    held : Held
-
-    Returns
-    -------
-    float or float array
-        max(a / (1 - units), c / (1 - memory)); 1 for a task of no time; inf when a share it
-        needs is wholly held.
-    """
-    with np.errstate(divide="ignore", invalid="ignore"):
-        fa = np.where(np.asarray(a) > 0, np.asarray(a, float) / (1.0 - held.units), 0.0)
-        fc = np.where(np.asarray(c) > 0, np.asarray(c, float) / (1.0 - held.memory), 0.0)
-    s = np.maximum(fa, fc)
-    return np.where((np.asarray(a) > 0) | (np.asarray(c) > 0), s, 1.0)
-
-
 def slowed_task_times(npu: NPU, duration, flops, mem_bytes, held: Held) -> np.ndarray:
     """Per task: its time while communication holds `held` of the NPU (the roofline with the
     resources left; a fixed `duration` stretches by 1 / (1 - units)).
@@ -318,4 +298,4 @@ def slowed_task_times(npu: NPU, duration, flops, mem_bytes, held: Held) -> np.nd
     array([0.016])
     """
     a, c = roofline_shares(npu, duration, flops, mem_bytes)
-    return npu.task_times(duration, flops, mem_bytes) * stretch(a, c, held)
+    return npu.task_times(duration, flops, mem_bytes) * stretch(a, c, held.units, held.memory)
