@@ -47,3 +47,40 @@ def test_trace_format_in_a_config(capsys, tmp_path, value):
     path.write_text(yaml.safe_dump(cfg))
     rc = main(["train", str(path), "--quiet"])
     _one_line_or_ok(rc, capsys.readouterr().err, "trace_format")
+
+
+# ---- issue 13: `--endpoint`, `system.endpoint` and `system.npu.unit_bandwidth` -----------------
+
+
+def _train_config(tmp_path, **system) -> Path:
+    cfg = {"network": {"topology": "ring:4"},
+           "system": {"npu": {"peak": "100TFLOP/s", "memory_bandwidth": "2TB/s"}, **system},
+           "workload": {"model": "resnet50", "batch": 8, "parallelism": {"dp": 4}},
+           "output": {"dir": str(tmp_path / "o"), "trace": False, "plot": False}}
+    path = Path(tmp_path) / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(TEXT, st.sampled_from(["npu,units=0.2", "npu,units=2,memory=0.1", "ace,sram=-1MiB", "ace,sram",
+                                        "comp-opt,colour=red", "ideal,", ",", "ace,sram=unlimited,alu_throughput=inf"])))
+def test_endpoint_option(capsys, tmp_path, text):
+    rc = main(["train", str(_train_config(tmp_path)), "--endpoint", text, "--quiet", "--no-trace", "--no-plot"])
+    _one_line_or_ok(rc, capsys.readouterr().err, "--endpoint")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.sampled_from(["policy", "units", "memory", "sram", "alu_throughput", "dma_bandwidth",
+                                        "min_block", "rate"]),
+                       st.one_of(TEXT, st.floats(allow_nan=False), st.integers(-3, 3), st.none()), max_size=4),
+       st.one_of(TEXT, st.floats(allow_nan=False), st.none()))
+def test_endpoint_section_and_unit_bandwidth(capsys, tmp_path, endpoint, unit_bandwidth):
+    system = {"endpoint": endpoint}
+    path = _train_config(tmp_path, **system)
+    data = yaml.safe_load(path.read_text())
+    if unit_bandwidth is not None:
+        data["system"]["npu"]["unit_bandwidth"] = unit_bandwidth
+    path.write_text(yaml.safe_dump(data))
+    rc = main(["train", str(path), "--quiet"])
+    _one_line_or_ok(rc, capsys.readouterr().err, "system.")
