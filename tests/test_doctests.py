@@ -15,6 +15,7 @@ MODULES = [
     "fabricsim.vocab", "fabricsim.workload.models", "fabricsim.workload.parallelism", "fabricsim.experiments.base",
     "fabricsim.system.resources", "fabricsim.system.policies", "fabricsim.system.ace", "fabricsim.system.endpoint",
     "fabricsim.engine.pricing", "fabricsim.sections", "fabricsim.roofline",
+    "fabricsim.optimize.perms", "fabricsim.optimize.finder", "fabricsim.optimize.cost",
 ]
 
 

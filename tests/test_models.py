@@ -185,6 +185,7 @@ def test_batch_scales_linearly():
 def test_registry():
     assert set(M.MODELS) == {
         "resnet50", "resnet152", "gnmt", "dlrm", "gpt3-175b", "transformer-17b", "transformer-1t",
+        "vgg16", "dlrm-topoopt", "candle-uno", "ncf", "bert-topoopt",
     }
     for name in M.MODELS:
         m = M.get_model(name)

@@ -53,6 +53,9 @@ COMMANDS: dict[tuple[str, str], str] = {
     ("README.md", "fabricsim reproduce fred"): SLOW,
     ("README.md", "fabricsim reproduce ace --quick"): RUN,
     ("README.md", "fabricsim reproduce ace"): SLOW,
+    ("README.md", "fabricsim reproduce topoopt --quick"): RUN,
+    ("README.md", "fabricsim reproduce topoopt"): SLOW,
+    ("README.md", "fabricsim topology optimize configs/topoopt-job.yaml"): RUN,
     ("README.md", "fabricsim train configs/resnet50-ace.yaml --endpoint comm-opt"): RUN,
     ("README.md", "cd reference/astra-sim"): RUN,
     ("README.md", "fabricsim astra --workload-configuration workloads/all_reduce_8_1048576/x --system-configuration "

@@ -28,6 +28,7 @@ EXPECTED = {
     "in_network_tree": (ALL - {"all-to-all"}, set()),
     "bucket": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
     "hamiltonian_rings": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
+    "circulant_rings": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
     "swing": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
     "torus_recursive_doubling": ({"all-reduce", "reduce-scatter", "all-gather"}, {"all-reduce", "reduce-scatter", "all-gather"}),
 }

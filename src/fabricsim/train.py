@@ -17,7 +17,7 @@ system:
   scheduling: {policy: LIFO, priorities: [MP, PP, DP, IO, other], chunks: 1, chunks_in_flight: 1,
                comm_streams: one}
 workload:
-  model: gpt3-175b                # zoo: resnet50, resnet152, gnmt, dlrm, gpt3-175b, transformer-17b, transformer-1t
+  model: gpt3-175b                # zoo: workload.models.MODELS (resnet50, gpt3-175b, dlrm, vgg16, ...)
   dtype: fp16
   batch: 1024                     # global minibatch (samples / sequences)
   iterations: 1

@@ -22,7 +22,7 @@ from ..errors import ConfigError
 from ._common import is_pow2
 from .schedule import Schedule
 
-OptionType = Literal["bool", "int", "choice", "shape", "choice-per-dim"]
+OptionType = Literal["bool", "int", "ints", "choice", "shape", "choice-per-dim"]
 Helper = Literal["reducing-switch", "switch-tree"]
 
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
@@ -39,7 +39,8 @@ class Option:
     type : {"bool", "int", "choice", "shape", "choice-per-dim"}
         bool: true/false/yes/no/on/off/1/0; int: an integer >= `minimum`; choice: one of
         `choices` (or an alias in `aliases`); shape: dimension sizes as `4x4`, `16` or a list;
-        choice-per-dim: one choice, or one per dimension as `ring/direct` or a list.
+        choice-per-dim: one choice, or one per dimension as `ring/direct` or a list; ints:
+        integers >= `minimum` as `1/5` or a list.
     default : Any
         The value when the option is not given (None: the algorithm derives it, see `help`).
     help : str
@@ -62,7 +63,8 @@ class Option:
 
     def describe(self) -> str:
         """`name (type, default X)`: one line for listings."""
-        kind = {"bool": "true|false", "int": f"integer >= {self.minimum}", "shape": "shape like 4x4",
+        kind = {"bool": "true|false", "int": f"integer >= {self.minimum}",
+                "ints": f"integers >= {self.minimum} as a/b/...", "shape": "shape like 4x4",
                 "choice": "|".join(self.choices),
                 "choice-per-dim": "|".join(self.choices) + " (or one per dimension, a/b/...)"}[self.type]
         default = "derived" if self.default is None else _text(self.default)
@@ -97,6 +99,13 @@ class Option:
             if v is None or v < self.minimum:
                 raise ConfigError(field_name, value, f"accepted: an integer >= {self.minimum}")
             return v
+        if self.type == "ints":
+            # `str(choice)` writes a tuple of ints as 1x5: read it back too
+            items = list(value) if isinstance(value, (list, tuple)) else re.split(r"[/x]", str(value).lower())
+            got = tuple(_integer(x) for x in items)
+            if not got or any(v is None or v < self.minimum for v in got):
+                raise ConfigError(field_name, value, f"accepted: integers >= {self.minimum} as 1/5 or a list [1, 5]")
+            return got
         if self.type == "choice":
             return self._choice(value, field_name)
         if self.type == "shape":
@@ -180,6 +189,9 @@ class Algorithm:
     helper : {"reducing-switch", "switch-tree"} or None
         Helper nodes its schedules use: one switch that reduces and multicasts, attached to every
         rank; or each rank's reducing leaf switch and the root switch above the leaves.
+    jumps : bool
+        Takes a `steps` option that defaults to the ring steps a circulant topology's jumps give
+        the group (`circulant_rings.ring_steps`).
     ring_order : bool
         Visits the group's members in the topology's preferred ring order (a wafer's Hamiltonian
         cycle) when the topology has one, so a logical ring takes one-hop steps.
@@ -203,6 +215,7 @@ class Algorithm:
     options: tuple[Option, ...] = ()
     dims: bool = False
     helper: Helper | None = None
+    jumps: bool = False
     ring_order: bool = False
     streams: bool = False
     aliases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

@@ -225,6 +225,10 @@ def build_schedule(
     if alg.dims and opts.get("dims") is None:
         whole = p == topo.n_npus and np.array_equal(g, np.arange(p))
         opts["dims"] = tuple(topo.dims) if whole else (p,)
+    if alg.jumps and opts.get("steps") is None:
+        from .circulant_rings import ring_steps
+
+        opts["steps"] = ring_steps(topo.n_npus, topo.jumps, g)
     reason = alg.supports(collective, p, opts)
     if reason is not None:
         if collective not in alg.collectives:

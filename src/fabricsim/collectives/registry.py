@@ -14,6 +14,7 @@ from typing import Any, Mapping
 from ..errors import ConfigError
 from . import (
     bucket,
+    circulant_rings,
     direct,
     double_binary_tree,
     halving_doubling,
@@ -66,6 +67,7 @@ register(swing.ALGORITHM)
 register(swing.TORUS_RECURSIVE_DOUBLING)
 register(bucket.ALGORITHM)
 register(hamiltonian_rings.ALGORITHM)
+register(circulant_rings.ALGORITHM)
 
 
 def resolve_algorithm(name: str) -> tuple[Algorithm, dict[str, Any]]:

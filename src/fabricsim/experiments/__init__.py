@@ -30,10 +30,11 @@ def register(exp: Experiment) -> Experiment:
     return exp
 
 
-from . import ace, fred, swing  # noqa: E402  (the studies import `base`, which must exist first)
+from . import ace, fred, swing, topoopt  # noqa: E402  (the studies import `base`, which must exist first)
 
 register(swing.EXPERIMENT)
 register(fred.EXPERIMENT)
 register(ace.EXPERIMENT)
+register(topoopt.EXPERIMENT)
 
 __all__ = ["EXPERIMENTS", "Experiment", "evaluate_points", "register", "reproduce", "run_experiment"]

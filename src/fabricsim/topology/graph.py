@@ -80,6 +80,10 @@ class Topology:
         For stacks: the building block of each dimension (ring, uniring, line, fc, switch).
     leaf_of : int array or None
         For trees of switches (switch, fat-tree, FRED's fabric): the switch each NPU hangs off.
+    jumps : tuple of int
+        For circulant direct-connect topologies (TopoOpt): the ring jumps p wired as links
+        i -> i + p (mod n_npus), in (0, n_npus); the `circulant_rings` all-reduce builds its rings
+        from them. Empty otherwise.
     """
 
     name: str
@@ -100,6 +104,7 @@ class Topology:
     switch_dim: np.ndarray | None = None
     dim_kinds: tuple[str, ...] = ()
     leaf_of: np.ndarray | None = None
+    jumps: tuple[int, ...] = ()
 
     def __post_init__(self):
         n = self.n_nodes
@@ -129,6 +134,7 @@ class Topology:
                 object.__setattr__(self, name, a)
         if len(self.io_nodes) != len(self.io_attach):
             raise ValueError("Topology: io_nodes and io_attach differ in length")
+        object.__setattr__(self, "jumps", tuple(sorted({int(j) % self.n_npus for j in self.jumps} - {0})))
         if self.ring_order is not None and sorted(self.ring_order.tolist()) != list(range(self.n_npus)):
             raise ValueError("Topology: ring_order is not a permutation of the NPUs")
 

@@ -12,6 +12,7 @@ the parameters, parse the bandwidths and latencies, call the family's builder.
     fat-tree:64,leaf=8,spines=4,oversub=2
     wafer:5x4,io=128GB/s                          fred:5x4,up=12TB/s,io=128GB/s,reduce   (FRED paper)
     direct (programmatic only): n NPUs and a list of links, fewest-hop routing
+    circulant:12:1,5  rings i <-> i+p for each jump p (TopoOpt), fewest-hop routing
 
 Bandwidth and latency are per link and direction, one value for all dimensions or one per
 dimension (stack, torus, mesh). Adding a family: a file in `builders/` ending with its `FAMILY`
@@ -27,6 +28,7 @@ from ..config import validate
 from ..errors import ConfigError
 from ..units import parse_bandwidth, parse_time
 from .builders import (
+    circulant,
     direct,
     fat_tree,
     fred,
@@ -65,6 +67,7 @@ _register(fat_tree.FAMILY)
 _register(wafer.FAMILY)
 _register(fred.FAMILY)
 _register(direct.FAMILY)
+_register(circulant.FAMILY)
 
 
 # ---- the one build path --------------------------------------------------------------------------

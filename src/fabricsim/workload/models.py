@@ -605,7 +605,8 @@ def get_model(name: str, dtype: str = "fp16") -> Model:
     Parameters
     ----------
     name : str
-        resnet50, resnet152, gnmt, dlrm, gpt3-175b, transformer-17b or transformer-1t.
+        resnet50, resnet152, gnmt, dlrm, gpt3-175b, transformer-17b, transformer-1t, or the TopoOpt
+        workloads vgg16, dlrm-topoopt, candle-uno, ncf, bert-topoopt.
     dtype : str
         fp16, bf16 or fp32.
 
@@ -682,3 +683,9 @@ def zero2_bytes(model: Model, dp: int):
     dp = _positive("dp", dp)
     p = model.param_bytes
     return p, p, 2.0 * (dp - 1) / dp * p
+
+
+# The TopoOpt workloads live in zoo_topoopt, which imports the helpers above: imported last.
+from .zoo_topoopt import TOPOOPT_MODELS  # noqa: E402
+
+MODELS.update(TOPOOPT_MODELS)

@@ -1,0 +1,1 @@
+"""Optimization on top of the public surfaces: TopoOpt (topology, routing and strategy)."""
