@@ -9,8 +9,8 @@ with probability exp(-alpha x (t_new - t_cur) / 1 ms) (FlexFlow's rule, times in
 
 `co_optimize` alternates: MCMC on the current topology, then TopologyFinder on the best
 strategy's traffic gives the next topology, for `rounds` rounds (the paper's alternation;
-the released code rebuilds the topology at every accepted step, which `rebuild="accept"`
-selects). Everything is driven by one seeded `numpy.random.Generator`: the same inputs and
+the released code rebuilds the topology at every accepted step instead: not modelled here).
+Everything is driven by one seeded `numpy.random.Generator`: the same inputs and
 seed give the same strategy, topology and trace.
 """
 
