@@ -84,3 +84,43 @@ def test_endpoint_section_and_unit_bandwidth(capsys, tmp_path, endpoint, unit_ba
     path.write_text(yaml.safe_dump(data))
     rc = main(["train", str(path), "--quiet"])
     _one_line_or_ok(rc, capsys.readouterr().err, "system.")
+
+
+# ---- issue 14: `fabricsim topology optimize` configs, the circulant family, circulant_rings steps ----
+
+_JOB = {"servers": 8, "degree": 4, "link_bandwidth": "100Gbps",
+        "server": {"gpus": 4, "intra_bandwidth": "200Gbps", "npu": {"peak": "624TFLOP/s", "memory_bandwidth": "6TB/s"}},
+        "workload": {"model": "resnet50", "batch_per_gpu": 2}, "search": {"steps": 2, "rounds": 1}}
+_VALUES = st.one_of(TEXT, st.integers(-3, 20), st.floats(allow_nan=True), st.none(), st.lists(st.integers(), max_size=2))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from([("servers",), ("degree",), ("link_bandwidth",), ("latency",), ("network_model",),
+                        ("server", "gpus"), ("server", "intra_bandwidth"), ("workload", "model"),
+                        ("workload", "dtype"), ("workload", "batch_per_gpu"), ("workload", "bag"),
+                        ("search", "steps"), ("search", "rounds"), ("search", "alpha"), ("search", "split"),
+                        ("search", "select"), ("search", "max_groups")]), _VALUES)
+def test_topology_optimize_config_fields(capsys, tmp_path, key, value):
+    import copy
+
+    cfg = copy.deepcopy(_JOB)
+    (cfg[key[0]] if len(key) == 2 else cfg)[key[-1]] = value
+    path = Path(tmp_path) / "job.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    rc = main(["topology", "optimize", str(path), "--out", str(tmp_path / "o"), "--quiet"])
+    _one_line_or_ok(rc, capsys.readouterr().err, key[-1])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(TEXT, st.from_regex(r"\Acirculant:[0-9]{1,2}:[0-9,\-]{0,8}\Z")))
+def test_circulant_spec(capsys, spec):
+    rc = main(["collective", "-t", spec, "-s", "1MiB", "--quiet"])
+    _one_line_or_ok(rc, capsys.readouterr().err, "")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(TEXT, st.from_regex(r"\A[0-9\-]{1,3}(/[0-9\-]{1,3}){0,2}\Z")))
+def test_circulant_rings_steps(capsys, steps):
+    rc = main(["collective", "-t", "circulant:12:1,5", "-a", "circulant_rings", "-o", f"steps={steps}", "-s", "1MiB",
+               "--quiet"])
+    _one_line_or_ok(rc, capsys.readouterr().err, "steps")

@@ -31,13 +31,27 @@ from .schedule import Schedule, offset_nodes, parallel
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather")
 
 
-def _hops_over(n: int, jumps) -> np.ndarray:
-    """Fewest jumps (each +-J) from 0 to every offset of Z_n: a breadth-first search."""
+def circulant_hops(n: int, steps) -> np.ndarray:
+    """Fewest steps from 0 to every residue of Z_n: a breadth-first search over the circulant graph.
+
+    Parameters
+    ----------
+    n : int
+        Modulus (NPUs), >= 1.
+    steps : sequence of int
+        The offsets one hop moves by, as given (pass +J and -J for links both ways).
+
+    Returns
+    -------
+    int64 array [n]
+        Hops to offset r (from any node: the graph is vertex-transitive); -1 where not reached.
+    """
     dist = np.full(n, -1, dtype=np.int64)
     dist[0] = 0
-    coins = np.unique(np.array([j % n for j in jumps] + [(-j) % n for j in jumps], dtype=np.int64))
-    frontier, h = np.array([0]), 0
-    while len(frontier):
+    coins = np.unique(np.array([int(s) % n for s in steps], dtype=np.int64))
+    coins = coins[coins != 0]
+    frontier, h = np.zeros(1, dtype=np.int64), 0
+    while len(frontier) and len(coins):
         h += 1
         nxt = np.unique((frontier[:, None] + coins[None, :]) % n)
         nxt = nxt[dist[nxt] < 0]
@@ -69,16 +83,14 @@ def ring_steps(n: int, jumps, group) -> tuple[int, ...]:
     if not len(jumps) or p < 2 or n % p:
         return (1,)
     stride = n // p
-    if not np.array_equal(np.sort(g), g.min() + stride * np.arange(p)) or g.min() >= stride:
-        return (1,)
-    if not np.array_equal(g, np.sort(g)):
+    if not np.array_equal(g, g[0] + stride * np.arange(p)):  # in rank order; then g[0] < stride
         return (1,)
     cands = [q for q in range(1, p // 2 + 1) if math.gcd(q, p) == 1]
     wired = {j % n for j in jumps} | {(-j) % n for j in jumps}
     direct = tuple(q for q in cands if (q * stride) % n in wired)
     if direct:
         return direct
-    hops = _hops_over(n, jumps)
+    hops = circulant_hops(n, [j for j in jumps] + [-j for j in jumps])
     reach = [(int(hops[q * stride % n]), q) for q in cands if hops[q * stride % n] > 0]
     if not reach:
         return (1,)

@@ -109,7 +109,7 @@ class Estimator:
         into: dict[int, list] = {}
         for t in pl.transfers:
             into.setdefault(t.consumer, []).append(t)
-        order = sorted(range(G), key=lambda g: (not work.groups[g].embedding, g))
+        order = work.order
         end_f = np.zeros(G)
         for g in order:
             reps = pl.replicas[g]

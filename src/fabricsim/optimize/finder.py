@@ -74,6 +74,31 @@ def _distinct_rings(n: int, k: int, bidirectional: bool) -> int:
     return len({_canon(p, n, bidirectional) for p in totient_perms(n, k)})
 
 
+def ring_capacity(n: int, *, bidirectional: bool = True) -> int:
+    """Most interfaces per server that rings can use on n servers without wiring a ring twice.
+
+    Parameters
+    ----------
+    n : int
+        Servers, >= 2.
+    bidirectional : bool
+        Rings are +p/-p pairs of 2 interfaces (default).
+
+    Returns
+    -------
+    int
+        (2 if bidirectional else 1) x the distinct rings of every group size dividing n.
+
+    Examples
+    --------
+    >>> ring_capacity(2), ring_capacity(12)   # Z_12: 1, 5 (k=12), 2 (6), 3 (4), 4 (3), 6 (2)
+    (2, 12)
+    """
+    n = _int("n", n, 2)
+    unit = 2 if bidirectional else 1
+    return unit * sum(_distinct_rings(n, k, bidirectional) for k in range(2, n + 1) if n % k == 0)
+
+
 def allocate_degree(traffic_by_size, d_ar: int, n: int, *, bidirectional: bool = True) -> dict[int, int]:
     """Interfaces per AllReduce group size, proportional to each size's traffic (spec §2.3 step 2).
 

@@ -43,6 +43,16 @@ def _time(field: str):
     return field_validator(field, mode="before")(lambda v: parse_time(v, field))
 
 
+def _network_model(v):
+    """A registered network model's name (checked at load time)."""
+    from ..network.model import canonical_model_name
+
+    try:
+        return canonical_model_name(v)
+    except ConfigError as e:
+        raise ValueError(e.accepted) from None
+
+
 class ServerSection(_Strict):
     """One server: its GPUs as one NPU (roofline), and the intra-server all-reduce step's bandwidth
     per GPU (bytes/s; units accepted)."""
@@ -124,6 +134,7 @@ class JobConfig(_Strict):
     search: SearchSection = Field(default_factory=SearchSection)
     _b = _bw("link_bandwidth")
     _l = _time("latency")
+    _m = field_validator("network_model", mode="before")(_network_model)
 
     @field_validator("servers")
     @classmethod
@@ -150,8 +161,37 @@ def load_job(path: str | Path) -> JobConfig:
     Returns
     -------
     JobConfig
+        Also refused: a degree above what rings can use on the servers (`finder.ring_capacity`).
     """
-    return load_yaml(JobConfig, path, "servers, degree, link_bandwidth, server, workload")
+    from .finder import ring_capacity
+
+    cfg = load_yaml(JobConfig, path, "servers, degree, link_bandwidth, server, workload")
+    cap = ring_capacity(cfg.servers)
+    if cfg.degree > cap:
+        raise ConfigError(f"{path}: degree", cfg.degree, f"accepted: at most {cap} on {cfg.servers} servers "
+                                                        "(their distinct rings, 2 interfaces each)")
+    return cfg
+
+
+def workload_of(cfg: JobConfig):
+    """The job's model on its servers (`workload.opstrategy.Workload`).
+
+    Parameters
+    ----------
+    cfg : JobConfig
+
+    Returns
+    -------
+    Workload
+        Global batch = servers x GPUs per server x per-GPU batch.
+    """
+    from ..workload.models import get_model
+    from ..workload.opstrategy import Workload
+
+    w = cfg.workload
+    return Workload(get_model(w.model, w.dtype), cfg.servers, cfg.servers * cfg.server.gpus * w.batch_per_gpu,
+                    gpus=cfg.server.gpus, intra_bandwidth=cfg.server.intra_bandwidth, bag=w.bag,
+                    max_groups=cfg.search.max_groups)
 
 
 @dataclass(frozen=True)
@@ -161,6 +201,8 @@ class JobResult:
     Parameters
     ----------
     config : JobConfig
+    work : Workload
+        The model on its servers (`workload_of`).
     search : SearchResult
         Strategy, topology, trace, TopologyFinder's result.
     iteration : float
@@ -168,6 +210,7 @@ class JobResult:
     """
 
     config: JobConfig
+    work: object
     search: object
     iteration: float
 
@@ -187,14 +230,11 @@ def optimize_job(cfg: JobConfig, progress=None) -> JobResult:
     """
     from ..engine import CommPricer, simulate
     from ..system.model import System
-    from ..workload.models import get_model
-    from ..workload.opstrategy import Workload, build_graph, plan
+    from ..workload.opstrategy import build_graph, plan
     from .search import DIRECT_ALGORITHMS, co_optimize
 
     s, w = cfg.search, cfg.workload
-    work = Workload(get_model(w.model, w.dtype), cfg.servers, cfg.servers * cfg.server.gpus * w.batch_per_gpu,
-                    gpus=cfg.server.gpus, intra_bandwidth=cfg.server.intra_bandwidth, bag=w.bag,
-                    max_groups=s.max_groups)
+    work = workload_of(cfg)
     npu = cfg.server.npu.build()
     total = s.steps * s.rounds
     tick = (lambda i: progress(i, total, "MCMC + TopologyFinder")) if progress is not None else None
@@ -205,7 +245,7 @@ def optimize_job(cfg: JobConfig, progress=None) -> JobResult:
         progress(total, total, "training engine")
     pricer = CommPricer(res.topology, cfg.network_model, DIRECT_ALGORITHMS)
     out = simulate(build_graph(plan(work, res.strategy)), System(npu), pricer)
-    return JobResult(cfg, res, float(out.makespan))
+    return JobResult(cfg, work, res, float(out.makespan))
 
 
 def routing(result: JobResult) -> dict:
@@ -222,16 +262,11 @@ def routing(result: JobResult) -> dict:
         `allreduce`: [{members, bytes, steps, hops}], `mp`: [{src, dst, bytes, path}].
     """
     from ..collectives.circulant_rings import ring_steps
-    from ..workload.models import get_model
-    from ..workload.opstrategy import Workload, plan, traffic
+    from ..workload.opstrategy import plan, traffic
 
-    cfg, res = result.config, result.search
+    res = result.search
     topo = res.topology
-    w = cfg.workload
-    work = Workload(get_model(w.model, w.dtype), cfg.servers, cfg.servers * cfg.server.gpus * w.batch_per_gpu,
-                    gpus=cfg.server.gpus, intra_bandwidth=cfg.server.intra_bandwidth, bag=w.bag,
-                    max_groups=cfg.search.max_groups)
-    groups, mp = traffic(plan(work, res.strategy))
+    groups, mp = traffic(plan(result.work, res.strategy))
     ar = []
     for members, size in groups:
         steps = ring_steps(topo.n_npus, topo.jumps, members)

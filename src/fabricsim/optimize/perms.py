@@ -15,6 +15,7 @@ from itertools import combinations
 
 import numpy as np
 
+from ..collectives.circulant_rings import circulant_hops
 from ..errors import ConfigError
 
 MODES = ("geometric", "search")
@@ -112,18 +113,8 @@ def circulant_distances(n: int, jumps, *, bidirectional: bool = True) -> np.ndar
         Hops to offset r (from any server: vertex-transitive); -1 where not reached.
     """
     n = _int("n", n, 1)
-    steps = [int(p) % n for p in jumps] + ([(-int(p)) % n for p in jumps] if bidirectional else [])
-    coins = np.unique(np.array([s for s in steps if s], dtype=np.int64))
-    dist = np.full(n, -1, dtype=np.int64)
-    dist[0] = 0
-    frontier, h = np.zeros(1, dtype=np.int64), 0
-    while len(frontier) and len(coins):
-        h += 1
-        nxt = np.unique((frontier[:, None] + coins[None, :]) % n)
-        nxt = nxt[dist[nxt] < 0]
-        dist[nxt] = h
-        frontier = nxt
-    return dist
+    steps = [int(p) for p in jumps] + ([-int(p) for p in jumps] if bidirectional else [])
+    return circulant_hops(n, steps)
 
 
 def diameter_and_mean_hops(n: int, jumps, *, bidirectional: bool = True) -> tuple[float, float]:

@@ -236,11 +236,12 @@ def _mm_layer(name: str, kind: str, params: int, weight: int, macs: float, out: 
 # ---------------------------------------------------------------- ResNet
 
 
-def _conv(name: str, cin: int, cout: int, k: int, stride: int, hw_in: int, first: bool = False):
-    """k x k conv, 'same' padding, no bias. Returns (Layer, hw_out)."""
+def _conv(name: str, cin: int, cout: int, k: int, stride: int, hw_in: int, first: bool = False, bias: bool = False):
+    """k x k conv, 'same' padding, with `cout` bias terms if `bias` (not in the MACs). Returns (Layer, hw_out)."""
     hw = (hw_in + stride - 1) // stride
     w = k * k * cin * cout
-    return _mm_layer(name, "conv", w, w, float(w) * hw * hw, cout * hw * hw, first), hw
+    p = w + cout if bias else w
+    return _mm_layer(name, "conv", p, p, float(w) * hw * hw, cout * hw * hw, first), hw
 
 
 def _bn(name: str, c: int, hw: int) -> Layer:

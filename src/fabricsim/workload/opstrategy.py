@@ -237,6 +237,9 @@ class Workload:
         The model's op groups (`op_groups`).
     inputs : tuple of tuple of int
         Each group's producers (`producers`).
+    order : tuple of int
+        The order every server runs its groups' forwards in: embedding lookups first, then layer
+        order (backward: the reverse).
     """
 
     model: Model
@@ -248,6 +251,7 @@ class Workload:
     max_groups: int = 8
     groups: tuple[OpGroup, ...] = field(init=False, repr=False)
     inputs: tuple[tuple[int, ...], ...] = field(init=False, repr=False)
+    order: tuple[int, ...] = field(init=False, repr=False)
 
     def __post_init__(self):
         if self.n < 1 or self.n & (self.n - 1):
@@ -256,6 +260,8 @@ class Workload:
             raise ConfigError("batch", self.batch, f"accepted: a multiple of the servers ({self.n})")
         object.__setattr__(self, "groups", op_groups(self.model, self.max_groups))
         object.__setattr__(self, "inputs", producers(self.groups))
+        object.__setattr__(self, "order", tuple(sorted(range(len(self.groups)),
+                                                       key=lambda g: (not self.groups[g].embedding, g))))
 
     def initial(self) -> OpStrategy:
         """TopoOpt's starting strategy (`OpStrategy.data_parallel`)."""
@@ -406,14 +412,14 @@ def build_graph(pl: Plan, iterations: int = 1) -> WorkloadGraph:
     WorkloadGraph
     """
     work = pl.work
-    n, G = work.n, len(work.groups)
+    n = work.n
     b = GraphBuilder(n)
     b.meta.update(model=work.model.name, strategy="per-op", servers=n)
     last: list = [None] * n
     into: dict[int, list[Transfer]] = {}
     for t in pl.transfers:
         into.setdefault(t.consumer, []).append(t)
-    order = sorted(range(G), key=lambda g: (not work.groups[g].embedding, g))
+    order = work.order
     ar_wait: dict[int, int] = {}
     for it in range(iterations):
         b.iteration = it

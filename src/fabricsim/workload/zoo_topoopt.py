@@ -31,7 +31,7 @@ from __future__ import annotations
 from itertools import pairwise
 
 from ..errors import ConfigError
-from .models import Layer, Model, _mm_layer, _positive, dtype_bytes, transformer
+from .models import Layer, Model, _conv, _mm_layer, _positive, dtype_bytes, transformer
 
 INT64_BYTES = 8  # FlexFlow's sparse inputs (embedding-bag indices) are int64
 
@@ -84,9 +84,7 @@ def vgg16(dtype: str = "fp16") -> Model:
     cin, hw = 3, 224
     for s, (cout, n) in enumerate(VGG16_STAGES, start=1):
         for i in range(1, n + 1):
-            w = 9 * cin * cout
-            layers.append(_mm_layer(f"conv{s}_{i}", "conv", w + cout, w + cout, float(w) * hw * hw, cout * hw * hw,
-                                    first=not layers))
+            layers.append(_conv(f"conv{s}_{i}", cin, cout, 3, 1, hw, first=not layers, bias=True)[0])
             cin = cout
         hw //= 2  # 2x2/2 max-pool
     widths = (cin * hw * hw, 4096, 4096, 1000)

@@ -11,7 +11,7 @@ from pydantic import Field, field_validator
 from ...config import load_yaml
 from ...errors import ConfigError
 from ...optimize.job import SearchSection as Search
-from ...optimize.job import _bw, _Strict, _time
+from ...optimize.job import _bw, _network_model, _Strict, _time
 from ...optimize.job import ServerSection as Server
 from ...optimize.job import WorkloadSection as Workload
 from ...units import parse_bandwidth
@@ -21,6 +21,12 @@ FABRICS = ("topoopt", "ideal", "fat-tree", "fat-tree-cost", "fat-tree-2to1", "ex
 """The fabrics compared: TopoOpt; an ideal switch at d x B per server; full-bisection fat-trees at
 d x B and at the cost-equivalent bandwidth; a 2:1 oversubscribed fat-tree at d x B; a random
 d-regular expander of links B; an OCS reconfigured to the demand, with blackouts."""
+
+
+def _bandwidths(field: str):
+    """A validator of `link_bandwidths`: one bandwidth or a list, each with units."""
+    return field_validator("link_bandwidths", mode="before")(
+        lambda v: [parse_bandwidth(x, field) for x in (v if isinstance(v, list) else [v])])
 
 
 class FatTree(_Strict):
@@ -72,10 +78,7 @@ class Quick(_Strict):
     steps: int = Field(ge=0)
     rounds: int = Field(ge=1)
 
-    @field_validator("link_bandwidths", mode="before")
-    @classmethod
-    def _bws(cls, v):
-        return [parse_bandwidth(x, "quick.link_bandwidths") for x in (v if isinstance(v, list) else [v])]
+    _bws = _bandwidths("quick.link_bandwidths")
 
 
 class Example(_Strict):
@@ -105,11 +108,9 @@ class TopoOptConfig(_Strict):
     quick: Quick
     example: Example
     _lat = _time("latency")
+    _m = field_validator("network_model", mode="before")(_network_model)
 
-    @field_validator("link_bandwidths", mode="before")
-    @classmethod
-    def _bws(cls, v):
-        return [parse_bandwidth(x, "link_bandwidths") for x in (v if isinstance(v, list) else [v])]
+    _bws = _bandwidths("link_bandwidths")
 
 
 def load_config(path: str | Path | None = None) -> TopoOptConfig:
@@ -127,6 +128,7 @@ def load_config(path: str | Path | None = None) -> TopoOptConfig:
         names that refer to no workload or fabric, unknown models and prices.
     """
     from ...optimize.cost import Prices
+    from ...optimize.finder import ring_capacity
     from ..base import shipped_config
 
     path = path or shipped_config("topoopt.yaml", "a TopoOpt reproduction config")
@@ -144,9 +146,10 @@ def load_config(path: str | Path | None = None) -> TopoOptConfig:
     for field, n in (("servers", cfg.servers), ("quick.servers", cfg.quick.servers)):
         if n & (n - 1):
             raise ConfigError(f"{path}: {field}", n, "accepted: a power of two (strided placement)")
-    for field, ds in (("degrees", cfg.degrees), ("quick.degrees", cfg.quick.degrees)):
+    for field, ds, n in (("degrees", cfg.degrees, cfg.servers), ("quick.degrees", cfg.quick.degrees, cfg.quick.servers)):
         for d in ds:
-            if d < 2 or d % 2:
-                raise ConfigError(f"{path}: {field}", d, "accepted: even degrees >= 2 (rings both ways)")
+            if d < 2 or d % 2 or d > ring_capacity(n):
+                raise ConfigError(f"{path}: {field}", d, f"accepted: even degrees 2..{ring_capacity(n)} on {n} servers "
+                                                         "(rings both ways, each ring wired once)")
     Prices.from_mapping(cfg.prices, where=f"{path}: prices")
     return cfg

@@ -177,6 +177,7 @@ def evaluate(p: FabricPoint) -> FabricRow:
     -------
     FabricRow
     """
+    from ...optimize.estimate import Estimator
     from ...optimize.finder import to_topology, topology_finder
     from ...optimize.perms import random_regular
     from ...optimize.search import co_optimize, mcmc
@@ -192,33 +193,25 @@ def evaluate(p: FabricPoint) -> FabricRow:
                           steps=p.steps, alpha=p.alpha, seed=p.seed, split=p.split, select=p.select)
         topo, st, est = res.topology, res.strategy, res.estimate
         info = res.found.summary()
-        step = max(1, len(res.trace) // 400)
-        trace = tuple(res.trace[::step])
+        trace = tuple(res.trace[::max(1, len(res.trace) // 400)])
+    elif p.fabric == "ocs":  # the demand of the strategy found for a fat-tree of d x B, re-matched
+        ft = fat_tree(n, p.server_bandwidth, p.latency, leaf=min(p.leaf, n))
+        st = mcmc(work, ft, npu, steps=budget, alpha=p.alpha, seed=p.seed, algorithms=algorithms_for("fat-tree")).strategy
+        groups, mp = traffic(plan(work, st))
+        found = topology_finder(n, p.degree, groups, mp, split="paper", select=p.select, seed=p.seed)
+        topo = to_topology(found, p.link_bandwidth * p.duty, p.latency)
+        info = found.summary()
+        est = Estimator(topo, npu, algorithms=algorithms_for(p.fabric))(plan(work, st))
     else:
         if p.fabric == "ideal":
             topo = parse_topology(f"switch:{n}", p.server_bandwidth, p.latency)
-        elif p.fabric.startswith("fat-tree"):
-            topo = fat_tree(n, p.server_bandwidth, p.latency, leaf=min(p.leaf, n),
-                            oversub=p.oversub if p.fabric == "fat-tree-2to1" else 1.0)
         elif p.fabric == "expander":
             topo = _conn_topology(random_regular(n, p.degree, p.seed), p.link_bandwidth, p.latency, f"expander:{n}")
-        else:  # ocs: the demand of the strategy found for a fat-tree of d x B, re-matched
-            ft = fat_tree(n, p.server_bandwidth, p.latency, leaf=min(p.leaf, n))
-            st = mcmc(work, ft, npu, steps=budget, alpha=p.alpha, seed=p.seed).strategy
-            groups, mp = traffic(plan(work, st))
-            found = topology_finder(n, p.degree, groups, mp, split="paper", select=p.select, seed=p.seed)
-            topo = to_topology(found, p.link_bandwidth * p.duty, p.latency)
-            info = found.summary()
-        if p.fabric != "ocs":
-            from ...optimize.estimate import Estimator
-
-            res = mcmc(work, topo, npu, steps=budget, alpha=p.alpha, seed=p.seed,
-                       estimator=Estimator(topo, npu, algorithms=algorithms_for(p.fabric)))
-            st, est = res.strategy, res.estimate
-        else:
-            from ...optimize.estimate import Estimator
-
-            est = Estimator(topo, npu, algorithms=algorithms_for(p.fabric))(plan(work, st))
+        else:  # the fat-trees
+            topo = fat_tree(n, p.server_bandwidth, p.latency, leaf=min(p.leaf, n),
+                            oversub=p.oversub if p.fabric == "fat-tree-2to1" else 1.0)
+        res = mcmc(work, topo, npu, steps=budget, alpha=p.alpha, seed=p.seed, algorithms=algorithms_for(p.fabric))
+        st, est = res.strategy, res.estimate
     pricer = CommPricer(topo, p.network_model, algorithms_for(p.fabric))
     result = simulate(build_graph(plan(work, st)), System(npu), pricer)
     info.update(name=topo.name, links=int(topo.n_links))
