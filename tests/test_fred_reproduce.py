@@ -12,8 +12,10 @@ from fabricsim.cli import main
 # Where our model and the paper's analytic values are the same computation (spec section 3), they
 # must agree to 1 % (latency: 20 ns per hop against 256 MiB). Known, explained gaps are excluded
 # and checked separately: Fred-A MP(20) (the paper pipelines chunks through the two levels) and
-# the mesh's PP (the paper counts one stage pair alone; all 10 pairs share column links here).
-GAPS = {("MP(20)", "Fred-A"), ("PP of MP(2)-DP(5)-PP(2)", "mesh")}
+# the pipeline multicasts that run as a chain of 64 pieces (mesh, Fred-A, Fred-C: the chain's fill
+# and each piece's hop latency).
+CHAINS = {("PP of MP(2)-DP(5)-PP(2)", s) for s in ("mesh", "Fred-A", "Fred-C")}
+GAPS = {("MP(20)", "Fred-A")} | CHAINS
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +46,12 @@ def test_known_gaps_are_what_the_note_says(quick):
     # Fred-A, hierarchical without pipelining: L1 reduce-scatter + L2 ring on D/4 at 375 GB/s per
     # NPU (4 rings share a 1.5 TB/s uplink) + L1 all-gather = 2 (0.75/3 + 0.8 x 0.25/0.375)
     assert get[("MP(20)", "Fred-A")] == pytest.approx(2 * (0.75 / 3 + 0.8 * 0.25 / 0.375), rel=0.01)
-    # mesh PP: stage pairs 2 rows apart, two pairs per column share the middle link: 375 GB/s
-    assert get[("PP of MP(2)-DP(5)-PP(2)", "mesh")] == pytest.approx(1 / 0.375, rel=0.01)
+    # PP: one NPU per MP group multicasts to the next stage (a chain of 64 pieces: 2 transfers,
+    # 65/64 of one transfer's time), each column's chain alone on its links: 750 GB/s on the mesh,
+    # 3 TB/s on FRED; plus each piece's hop latency (20 ns x 2-3 hops per 4 MiB piece: < 4.5 %)
+    assert get[("PP of MP(2)-DP(5)-PP(2)", "mesh")] == pytest.approx(4 / 3 * 65 / 64, rel=0.015)
+    for s in ("Fred-A", "Fred-C"):
+        assert get[("PP of MP(2)-DP(5)-PP(2)", s)] == pytest.approx(1 / 3 * 65 / 64, rel=0.03)
 
 
 def test_traffic_table(quick):
@@ -62,15 +68,19 @@ def test_end_to_end_table(quick):
     d, out = quick
     rows = d["end_to_end"]
     assert {r["workload"] for r in rows} == {"ResNet-152", "Transformer-17B", "GPT-3", "Transformer-1T"}
+    assert {r["compute"] for r in rows} == {"as stated", "calibrated"}
     for r in rows:
         assert r["iteration_s"] > 0
-        mesh = next(x for x in rows if x["workload"] == r["workload"] and x["system"] == "mesh")
+        mesh = next(x for x in rows if x["workload"] == r["workload"] and x["system"] == "mesh"
+                    and x["compute"] == r["compute"])
         assert r["speedup"] == pytest.approx(mesh["iteration_s"] / r["iteration_s"])
         assert sum(r["breakdown_s"].values()) == pytest.approx(r["iteration_s"], rel=1e-6)
         if r["system"] in ("Fred-C", "Fred-D"):
             assert r["paper_speedup"] is not None and r["ratio"] == pytest.approx(r["speedup"] / r["paper_speedup"])
-        # FRED never loses to the mesh on these workloads
-        assert r["speedup"] >= 0.999
+        # FRED never loses to the mesh on these workloads, but for Fred-A's DP(20) once compute is
+        # fast (its hierarchical all-reduce runs its levels one after another: the (a) gap)
+        if not (r["system"] == "Fred-A" and r["workload"] == "ResNet-152" and r["compute"] == "calibrated"):
+            assert r["speedup"] >= 0.999, r
         if r["workload"] in ("GPT-3", "Transformer-1T"):  # weight streaming: gradients leave through I/O, no DP collectives
             assert r["breakdown_s"]["DP"] == 0
     for f in ("fred.json", "microbenchmarks.csv", "end_to_end.csv", "microbenchmarks.png", "end_to_end.png",
@@ -84,16 +94,17 @@ def test_strategy_sweep(quick):
     d, _ = quick
     rows = d["sweep"]
     assert {r["workload"] for r in rows} == {"Transformer-17B", "Transformer-1T"}
-    by = {(r["workload"], r["strategy"], r["system"]): r for r in rows}
-    for (wl, st, system), r in by.items():
+    by = {(r["workload"], r["strategy"], r["system"], r["compute"]): r for r in rows}
+    for (wl, st, system, comp), r in by.items():
         assert r["compute_per_sample_s"] + r["exposed_comm_per_sample_s"] <= r["per_sample_s"] * (1 + 1e-9)
         if system == "Fred-D":
-            mesh = by[(wl, st, "mesh")]
+            mesh = by[(wl, st, "mesh", comp)]
             assert r["per_sample_s"] <= mesh["per_sample_s"] * (1 + 1e-9)
             assert r["exposed_comm_per_sample_s"] < mesh["exposed_comm_per_sample_s"]
     for s in d["sweep_summary"]:
+        c = s["compute"]
         strategies = sorted({k[1] for k in by if k[0] == s["workload"]})
-        sp = [by[(s["workload"], x, "mesh")]["per_sample_s"] / by[(s["workload"], x, "Fred-D")]["per_sample_s"]
+        sp = [by[(s["workload"], x, "mesh", c)]["per_sample_s"] / by[(s["workload"], x, "Fred-D", c)]["per_sample_s"]
               for x in strategies]
         assert s["speedup_mean"] == pytest.approx(sum(sp) / len(sp))
         assert s["paper"]["speedup"] in (1.63, 1.44)

@@ -86,6 +86,7 @@ COMMANDS: dict[tuple[str, str], str] = {
     ("docs/ace.md", "fabricsim train configs/resnet50-ace.yaml --endpoint comm-opt"): RUN,
     ("docs/fred.md", "fabricsim reproduce fred --quick"): RUN,
     ("docs/fred.md", "fabricsim reproduce fred --out out/fred"): SLOW,
+    ("docs/fred.md", "python -m fabricsim.experiments.fred.calibrate --sweep"): SLOW,
     ("docs/swing.md", "fabricsim reproduce swing --quick"): RUN,
     ("docs/swing.md", "fabricsim reproduce swing --out out/swing"): SLOW,
     ("docs/swing.md", "fabricsim collective -t torus:64x64 -a swing -s 32B:512MiB:4"): RUN,

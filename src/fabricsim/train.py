@@ -88,6 +88,12 @@ class ParallelismSection(_Strict):
         Order of mp, pp, dp in the rank numbering, fastest-varying first.
     weight_streaming : bool
         Weights in from the I/O controllers each pass, gradients out (FRED).
+    stage_layout : str
+        contiguous (balanced contiguous stages, run as `schedule` says) or interleaved (layer i on
+        stage i mod pp, breadth-first: FRED's weight-streaming pipeline; `schedule` is not used).
+    pp_send : str
+        Stage-boundary transfers: p2p (each NPU to its peer) or multicast (MP rank 0 broadcasts to
+        the next stage's MP group; as p2p when mp = 1).
     """
 
     mp: int = Field(default=1, ge=1)
@@ -99,6 +105,8 @@ class ParallelismSection(_Strict):
     dp_bucket: float = 0.0
     placement: list[Literal["mp", "pp", "dp"]] = Field(default_factory=lambda: ["mp", "pp", "dp"])
     weight_streaming: bool = False  # weights in from I/O controllers each pass, gradients out (FRED)
+    stage_layout: Literal["contiguous", "interleaved"] = "contiguous"  # interleaved: layer i on stage i mod pp
+    pp_send: Literal["p2p", "multicast"] = "p2p"  # multicast: MP rank 0 broadcasts to the next stage's MP group
 
     _bucket = field_validator("dp_bucket", mode="before")(lambda v: parse_size(v, "dp_bucket"))
 
@@ -126,6 +134,9 @@ class WorkloadSection(_Strict):
         Training iterations to simulate.
     input_loading : bool
         Each iteration's inputs come in through the I/O controllers (prefetched).
+    input_prefetch : bool
+        With input_loading: iteration 0's input is already on the wafer and each iteration loads
+        the next one's while it runs (FRED's steady state).
     mp : int, optional
         Model-parallel group of hybrid text workloads.
     parallelism : ParallelismSection
@@ -141,8 +152,16 @@ class WorkloadSection(_Strict):
     batch: int = Field(default=1, ge=1)
     iterations: int = Field(default=1, ge=1)
     input_loading: bool = False  # each iteration's inputs through the I/O controllers (prefetched)
+    input_prefetch: bool = False  # iteration 0's input already loaded; each iteration loads the next one's
     mp: int | None = Field(default=None, ge=1)  # model-parallel group of hybrid text workloads
     parallelism: ParallelismSection = Field(default_factory=ParallelismSection)
+
+    @field_validator("input_prefetch", mode="before")
+    @classmethod
+    def _flag(cls, v):
+        if isinstance(v, bool) or str(v).lower() in ("true", "false", "yes", "no", "on", "off", "1", "0"):
+            return v
+        raise ValueError("accepted: true or false")
 
     @field_validator("model")
     @classmethod
@@ -318,7 +337,8 @@ def graph_of(cfg: TrainConfig, n_npus: int) -> WorkloadGraph:
         p = w.parallelism
         st = Strategy(mp=p.mp, pp=p.pp, dp=p.dp, batch=w.batch, microbatches=p.microbatches, schedule=p.schedule,
                       zero=p.zero, dp_bucket=p.dp_bucket, placement=tuple(p.placement), iterations=w.iterations,
-                      grad_dtype=w.grad_dtype, weight_streaming=p.weight_streaming, input_loading=w.input_loading)
+                      grad_dtype=w.grad_dtype, weight_streaming=p.weight_streaming, input_loading=w.input_loading,
+                      stage_layout=p.stage_layout, pp_send=p.pp_send, input_prefetch=w.input_prefetch)
         return build_training(get_model(w.model, w.dtype), st, n_npus)
     if w.astra_text is not None:
         from .workload.astra_text import read_astra_text

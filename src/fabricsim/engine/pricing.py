@@ -71,12 +71,12 @@ def normalize_algorithms(algorithms: Mapping[str, object] | None, where: str = "
 
 def io_flows(topo: Topology, direction: int, members: tuple[int, ...], shards: int, size: float,
              priority: int = 0) -> Flows:
-    """An io task as flows, one per (controller, shard) it serves.
+    """An io task as flows, one per (controller, shard).
 
-    Controller c serves shard c mod `shards` (with more shards than controllers, shard j comes
-    from controller j mod the count) with an equal part of that shard's bytes, multicast down the
-    union of its routes to the shard's members (a load) or reduced up the reverse routes (a
-    store), streaming at one rate.
+    The data are striped over every controller: each controller serves an equal slice of every
+    shard, multicast down the union of its routes to the shard's members (a load) or reduced up
+    the reverse routes (a store), streaming at one rate. All controllers finish together, so the
+    task runs at the controllers' full rate unless a link on the way is the hotspot.
 
     Parameters
     ----------
@@ -96,30 +96,26 @@ def io_flows(topo: Topology, direction: int, members: tuple[int, ...], shards: i
     Returns
     -------
     Flows
-        Explicit link sets and latencies (s); ConfigError when the topology has no I/O controllers.
+        Explicit link sets and latencies (s), controller-major; ConfigError when the topology has
+        no I/O controllers.
     """
     ctrl = topo.io_nodes
     if len(ctrl) == 0:
         raise ConfigError("topology", topo.name, "has no I/O controllers; accepted for I/O (weight streaming, input "
                                                  "loading): wafer:5x4, fred:5x4,... (io= and ios= options)")
     per = len(members) // shards
-    if shards <= len(ctrl):  # controller c serves shard c mod shards
-        pairs = [(int(c), i % shards) for i, c in enumerate(ctrl)]
-    else:  # more shards than controllers: shard j from controller j mod (controllers)
-        pairs = [(int(ctrl[j % len(ctrl)]), j) for j in range(shards)]
-    n_srv = np.bincount([j for _, j in pairs], minlength=shards)
-    link_sets, lat, sizes, ends = [], [], [], []
+    pairs = [(int(c), j) for c in ctrl for j in range(shards)]
+    link_sets, lat, ends = [], [], []
     for c, j in pairs:
         mem = np.asarray(members[j * per:(j + 1) * per], dtype=np.int64)
         src, dst = (np.full(len(mem), c), mem) if direction == IODirection.LOAD else (mem, np.full(len(mem), c))
         ptr, links = topo.route(src, dst)
         link_sets.append(np.unique(links))
         lat.append(float(np.max(np.add.reduceat(topo.link_lat[links], ptr[:-1])) if len(links) else 0.0))
-        sizes.append(size / shards / n_srv[j])
         ends.append(c)
     ptr = np.concatenate([[0], np.cumsum([len(x) for x in link_sets])]).astype(np.int64)
     k = len(pairs)
-    return Flows(ends, ends, np.array(sizes), None, None, np.full(k, int(priority)), None, None, ptr,
+    return Flows(ends, ends, np.full(k, size / k), None, None, np.full(k, int(priority)), None, None, ptr,
                  np.concatenate(link_sets).astype(np.int64), np.array(lat))
 
 

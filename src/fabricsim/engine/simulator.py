@@ -20,7 +20,9 @@ Resources: each NPU has one compute stream and `comm_streams` communication stre
   then fills again). All members are released together when a wave ends.
 - A p2p transfer occupies the sender's stream and is priced over its route.
 - An io task (weight streaming, input loading) occupies its members' IO streams and is priced
-  as all I/O controllers' multicast (or reduction) flows at once.
+  as all I/O controllers' multicast (or reduction) flows at once. With per-category streams,
+  stores have their own stream: links are full duplex, so loads and stores overlap (as on the
+  flow model) and each direction keeps its order.
 
 Because every stream ranks candidates by one global total order, the highest-ranked ready
 collective always starts once its members' streams are free: no deadlock.
@@ -43,7 +45,7 @@ from ..network.flow import successors
 from ..roofline import stretch_one
 from ..system.model import System
 from ..system.resources import Held, roofline_shares
-from ..vocab import CATEGORIES, COLLECTIVES, TaskKind
+from ..vocab import CATEGORIES, COLLECTIVES, IODirection, TaskKind
 from ..workload.graph import WorkloadGraph
 from .pricing import CommPricer
 from .result import TrainResult, breakdown
@@ -123,7 +125,9 @@ class _Run:
         self.succ_ptr, self.succ_idx = (a.tolist() for a in successors(g.dep_ptr, g.dep_idx))
         self.waiting = np.diff(g.dep_ptr).tolist()
         self.per_cat = sched.comm_streams == "per-category"
-        self.n_cat = len(CATEGORIES)
+        # per category, plus one for io stores: a link is full duplex, so loads (in) and stores
+        # (out) of weight streaming each keep their own order, as on the flow model
+        self.n_cat = len(CATEGORIES) + 1
         self.rank_of_cat = [sched.rank(c) for c in CATEGORIES]
         self.lifo = sched.policy == "LIFO"
         n_streams = g.n_npus * (self.n_cat if self.per_cat else 1)
@@ -284,7 +288,7 @@ class _Run:
     def streams(self, t: int) -> tuple[int, ...]:
         """The communication streams task t occupies."""
         if self.per_cat:
-            c = self.cat[t]
+            c = self.n_cat - 1 if (self.kind[t] == IO and self.peer[t] == IODirection.STORE) else self.cat[t]
             if self.kind[t] == P2P:
                 return (self.npu[t] * self.n_cat + c,)
             return tuple(m * self.n_cat + c for m in self.groups[self.grp[t]])

@@ -53,7 +53,9 @@ def collective_flows(schedule: Schedule, size: float, *, start: float = 0.0, pri
     """The transfers of a placed schedule as flows with dataflow dependencies.
 
     A transfer waits for every earlier transfer that wrote, into its source, one of the blocks it
-    sends (lock-step order defines "earlier"; writes in the same step are not visible to its reads).
+    sends (lock-step order defines "earlier"; writes in the same step are not visible to its reads),
+    and for the previous transfer from the same source to the same destination (a FIFO channel:
+    the pieces of a pipelined broadcast go in order).
 
     Parameters
     ----------
@@ -103,7 +105,14 @@ def collective_flows(schedule: Schedule, size: float, *, start: float = 0.0, pri
     hi = np.searchsorted(w_sorted, r_key + step_e, side="left")
     cnt = hi - lo
     idx = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))
-    pairs = np.unique(np.repeat(t_e, cnt) * max(n, 1) + w_tid[idx])
+    dep = np.repeat(t_e, cnt) * max(n, 1) + w_tid[idx]
+    # a channel (source, destination) is FIFO: a transfer also waits for the previous one on it,
+    # so the pieces of a pipelined chain go in order instead of sharing the first link at once
+    all_src, all_dst = cat(srcs), cat(dsts)
+    chan = np.lexsort((np.arange(n), all_dst, all_src))
+    same = (all_src[chan[1:]] == all_src[chan[:-1]]) & (all_dst[chan[1:]] == all_dst[chan[:-1]])
+    fifo = chan[1:][same] * max(n, 1) + chan[:-1][same]
+    pairs = np.unique(np.concatenate([dep, fifo]))
     reader, writer = pairs // max(n, 1), pairs % max(n, 1)
     dep_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(reader, minlength=n), out=dep_ptr[1:])

@@ -2,11 +2,13 @@
 
 Strategy (see `Strategy`): tensor/model parallel (Megatron), data parallel (all-reduce per layer
 or per bucket; ZeRO-2: reduce-scatter + all-gather), pipeline parallel with microbatches
-(GPipe or 1F1B), a placement order (default MP consecutive first, then PP, then DP, as FRED
+(contiguous stages run GPipe or 1F1B; or FRED's interleaved weight-streaming layout, see
+`workload.pipeline`), a placement order (default MP consecutive first, then PP, then DP, as FRED
 places workers), and the number of iterations.
 
 What each NPU runs, per microbatch of `mb = batch / (dp * microbatches)` samples:
-- Layers are split into `pp` contiguous stages balanced by forward FLOPs.
+- Layers are split into `pp` contiguous stages balanced by forward FLOPs (`stage_layout`
+  "contiguous"), or layer i runs on stage i mod pp ("interleaved", `workload.pipeline`).
 - A transformer block is two parts, attention (QKV and output projections 4h^2 per token plus
   the score/context matmuls 4*seq^2*h per sequence) and MLP (the rest). With mp > 1 each part's
   FLOPs and weights are divided by mp and an all-reduce of mb*seq*hidden elements over the MP
@@ -16,10 +18,14 @@ What each NPU runs, per microbatch of `mb = batch / (dp * microbatches)` samples
 - Backward of a block part is one task (input + weight gradient); other layers run the weight
   gradient, then (ASTRA-sim's order) the input gradient, skipped where a layer has none.
 - Pipeline boundaries: each NPU sends its microbatch activation (forward) and the gradient of
-  it (backward) to the NPU with the same MP and DP index in the neighbouring stage.
+  it (backward) to the NPU with the same MP and DP index in the neighbouring stage (`pp_send`
+  "p2p"). With `pp_send` "multicast" and mp > 1 (FRED: every NPU of the MP group holds the same
+  output), MP rank 0 of each DP replica broadcasts it to the receiving stage's MP group instead:
+  one `broadcast` collective, category PP, over (sender, receiver MP ranks 0..mp-1), root rank 0.
 - Data parallel: after the last microbatch's backward of a layer, its gradients (fp16 by
   default, params/mp per NPU) are all-reduced over the DP group -- per layer, or per bucket of
-  at least `dp_bucket` bytes in backward order. ZeRO-2: a reduce-scatter instead, then an
+  at least `dp_bucket` bytes in backward order (what is left goes after the stage's lowest
+  layer, whether that layer has parameters or not). ZeRO-2: a reduce-scatter instead, then an
   all-gather of the updated parameters. The next iteration's forward of a layer waits for it
   (ASTRA-sim's data-parallel loop).
 - Compute tasks of an NPU run in program order (control dependencies), which fixes the GPipe
@@ -38,6 +44,10 @@ What each NPU runs, per microbatch of `mb = batch / (dp * microbatches)` samples
   - `input_loading`: each iteration's minibatch (`batch x input_bytes`) is loaded to the first
     stage (each DP replica its own slice, to all its MP ranks); the next iteration's load starts as
     soon as the previous one is done (prefetch), so only the first is exposed.
+  - `input_prefetch` (with `input_loading`), FRED's steady state: iteration 0's input is already on
+    the wafer (loaded during the unsimulated previous iteration; no io task); iteration i issues
+    the load of iteration i+1's input (after the previous input load only) and iteration i+1's
+    first forward on stage 0 waits for it; no load follows the last simulated iteration.
 
 Memory traffic per task (for the roofline): forward reads the weights and the input and writes
 the output activation; backward reads twice the weights and three activations' worth.
@@ -54,6 +64,8 @@ from .graph import IO_LOAD, IO_STORE, GraphBuilder, WorkloadGraph
 from .models import DTYPES, Layer, Model
 
 SCHEDULES = ("gpipe", "1f1b")
+STAGE_LAYOUTS = ("contiguous", "interleaved")
+PP_SENDS = ("p2p", "multicast")
 AXES = ("mp", "pp", "dp")
 
 
@@ -76,7 +88,8 @@ class Strategy:
     microbatches : int
         Microbatches per minibatch on each pipeline.
     schedule : str
-        Pipeline schedule: gpipe or 1f1b.
+        Pipeline schedule of contiguous stages: gpipe or 1f1b (the interleaved layout is
+        breadth-first by construction and ignores it).
     zero : int
         0 (data-parallel all-reduce) or 2 (ZeRO-2: reduce-scatter, then all-gather).
     dp_bucket : float
@@ -91,6 +104,15 @@ class Strategy:
         Weights stream in from the I/O controllers for forward and backward, gradients out.
     input_loading : bool
         Each iteration's inputs come in through the I/O controllers.
+    stage_layout : str
+        "contiguous" (balanced contiguous stages) or "interleaved" (layer i on stage i mod pp,
+        breadth-first: FRED's weight-streaming pipeline, `workload.pipeline`).
+    pp_send : str
+        Stage-boundary transfers: "p2p" (each NPU to its peer) or "multicast" (MP rank 0
+        broadcasts to the next stage's MP group; the same as p2p when mp = 1).
+    input_prefetch : bool
+        With `input_loading`: iteration 0's input is already on the wafer and each iteration
+        prefetches the next one's (module doc).
 
     Examples
     --------
@@ -114,12 +136,21 @@ class Strategy:
     grad_dtype: str | None = None  # default: the model's dtype
     weight_streaming: bool = False  # weights stream in from I/O for forward and backward, gradients out
     input_loading: bool = False  # each iteration's inputs come in through the I/O controllers
+    stage_layout: str = "contiguous"  # or "interleaved": layer i on stage i mod pp (workload.pipeline)
+    pp_send: str = "p2p"  # or "multicast": MP rank 0 broadcasts a boundary transfer to the next stage's MP group
+    input_prefetch: bool = False  # iteration 0's input already loaded; each iteration prefetches the next
 
     def __post_init__(self):
         for f in ("mp", "pp", "dp", "batch", "microbatches", "iterations"):
             _pos(f"parallelism.{f}" if f in AXES else f"workload.{f}", getattr(self, f))
         if self.schedule not in SCHEDULES:
             raise ConfigError("parallelism.schedule", self.schedule, f"accepted: {', '.join(SCHEDULES)}")
+        if self.stage_layout not in STAGE_LAYOUTS:
+            raise ConfigError("parallelism.stage_layout", self.stage_layout, f"accepted: {', '.join(STAGE_LAYOUTS)}")
+        if self.pp_send not in PP_SENDS:
+            raise ConfigError("parallelism.pp_send", self.pp_send, f"accepted: {', '.join(PP_SENDS)}")
+        if not isinstance(self.input_prefetch, (bool, np.bool_)):
+            raise ConfigError("workload.input_prefetch", self.input_prefetch, "accepted: true or false")
         if self.zero not in (0, 2):
             raise ConfigError("parallelism.zero", self.zero, "accepted: 0 (plain all-reduce) or 2 (ZeRO stage 2)")
         if not self.dp_bucket >= 0:
@@ -303,36 +334,67 @@ def build_training(model: Model, st: Strategy, n_npus: int | None = None) -> Wor
                           f"accepted: mp x dp x pp equal to the {n_npus} NPUs of the network (this is {st.npus})")
     if "alltoall" in model.notes:
         return _build_dlrm(model, st)
+    if st.stage_layout == "interleaved":
+        from .pipeline import InterleavedEmitter
+
+        return InterleavedEmitter(model, st).run()
     return _Emitter(model, st).run()
 
 
 class _Emitter:
+    """Emits the graph of contiguous stages (GPipe or 1F1B); `workload.pipeline` subclasses it for
+    the interleaved layout. The per-layer steps (`_fwd_layer`, `_bwd_layer`, `_grads_done`),
+    stage-boundary transfers (`_send`) and input loading (`_input`) are shared."""
+
     def __init__(self, model: Model, st: Strategy):
         self.model, self.st = model, st
         self.b = GraphBuilder(st.npus)
         self.plans = _plan_layers(model, st)
-        self.stages = _stages(model, st.pp)
+        self.stages = self._stage_layers()
         self.R = st.ranks()
         self.coord = {int(self.R[a, c, d]): (a, c, d) for a in range(st.mp) for c in range(st.pp) for d in range(st.dp)}
         self.last = [None] * st.npus  # last compute task per NPU (program order)
         self.dp_wait: dict[tuple[int, int], int] = {}  # (layer, npu) -> collective the next forward waits for
-        self.act_in: dict = {}
-        self.grad_in: dict = {}
+        self.act_in: dict = {}  # (key, npu) -> transfer the receiving forward waits for
+        self.grad_in: dict = {}  # (key, npu) -> transfer the receiving backward waits for
         self.io_last: dict = {}  # (stage, 0 in / 1 out) -> its last weight-streaming io task
-        self.input_load = None
+        self.input_load = None  # the input load this iteration's first forwards wait for
+        self.input_issued = None  # the last input load task issued
+        self.bucket: dict[int, tuple[list[int], float]] = {}  # stage -> DP bucket being filled (layers, bytes)
         for s in range(st.pp):
             self.b.stage[self.R[:, s, :].ravel()] = s
-        self.b.meta.update(model=model.name, strategy=st.name, microbatch=st.microbatch,
-                           stage_layers=[(r.start, r.stop) for r in self.stages], schedule=st.schedule)
+        self.b.meta.update(model=model.name, strategy=st.name, microbatch=st.microbatch)
+        self._describe()
+        for k, default in (("pp_send", "p2p"), ("input_prefetch", False)):
+            if getattr(st, k) != default:
+                self.b.meta[k] = getattr(st, k)
+
+    def _stage_layers(self) -> list:
+        return _stages(self.model, self.st.pp)
+
+    def _describe(self) -> None:
+        self.b.meta.update(stage_layers=[(r.start, r.stop) for r in self.stages], schedule=self.st.schedule)
+
+    def _input(self, it: int) -> None:
+        """Input loading at the start of iteration `it` (module doc): sets `input_load`."""
+        st = self.st
+        if not (st.input_loading and self.model.input_bytes):
+            return
+        members = [int(self.R[a, 0, d]) for d in range(st.dp) for a in range(st.mp)]
+        size = st.batch * self.model.input_bytes
+        if st.input_prefetch:  # this iteration's input came with the previous iteration; prefetch the next
+            self.input_load = self.input_issued
+            if it + 1 < st.iterations:
+                self.input_issued = self.b.io(IO_LOAD, size, members, st.dp, "input load", deps=(self.input_issued,))
+        else:
+            self.input_issued = self.input_load = self.b.io(IO_LOAD, size, members, st.dp, "input load",
+                                                            deps=(self.input_issued,))
 
     def run(self) -> WorkloadGraph:
         st = self.st
         for it in range(st.iterations):
             self.b.iteration = it
-            if st.input_loading and self.model.input_bytes:
-                members = [int(self.R[a, 0, d]) for d in range(st.dp) for a in range(st.mp)]
-                self.input_load = self.b.io(IO_LOAD, st.batch * self.model.input_bytes, members, st.dp, "input load",
-                                            deps=(self.input_load,))
+            self._input(it)
             progs = [_program(st.schedule, s, st.pp, st.microbatches) for s in range(st.pp)]
             ptr = [0] * st.pp
             made: set = set()
@@ -368,26 +430,34 @@ class _Emitter:
     def forward(self, s: int, m: int):
         st = self.st
         groups = self._mp_groups(s)
-        tail = {}  # npu -> task the next part waits for (an MP all-reduce)
-        first = True
+        if s > 0:
+            entry = {p: self.act_in.pop((m, p)) for g in groups for p in g}
+        else:
+            entry = {p: self.input_load for g in groups for p in g}
+        tail: dict = {}  # npu -> task the next part waits for (an MP all-reduce)
         for li in self.stages[s]:
-            plan = self.plans[li]
-            load = self._stream(s, li, "load") if (st.weight_streaming and m == 0) else None
-            for part in plan.parts:
-                for g in groups:
-                    for p in g:
-                        extra = [tail.get(p), load]
-                        if first and s > 0:
-                            extra.append(self.act_in.pop((m, p)))
-                        if first and s == 0:
-                            extra.append(self.input_load)
-                        extra.append(self.dp_wait.get((li, p)))
-                        self._comp(p, f"F{m} {part.name}", part.fwd_flops, part.fwd_mem, "fwd", extra)
-                first = False
-                tail = self._mp_allreduce(groups, part.fwd_ar, f"F{m} {part.name} MP all-reduce")
+            tail = self._fwd_layer(s, li, m, groups, tail, entry)
+            entry = {}
         if s < st.pp - 1:
             self._send(groups, s, s + 1, self.plans[self.stages[s][-1]].act_bytes, m, self.act_in, tail,
                        f"F{m} activation {s}->{s + 1}")
+
+    def _fwd_layer(self, s: int, li: int, m: int, groups, tail: dict, entry: dict) -> dict:
+        """Forward of layer `li`, microbatch `m`, on stage `s`'s NPUs: its weights streamed in first
+        (m = 0), each part after `tail` (the previous part's MP all-reduce), the first part also
+        after `entry` (activation in, input load); returns the tail after the layer."""
+        st = self.st
+        load = self._stream(s, li, "load") if (st.weight_streaming and m == 0) else None
+        for j, part in enumerate(self.plans[li].parts):
+            for g in groups:
+                for p in g:
+                    extra = [tail.get(p), load]
+                    if j == 0:
+                        extra.append(entry.get(p))
+                    extra.append(self.dp_wait.get((li, p)))
+                    self._comp(p, f"F{m} {part.name}", part.fwd_flops, part.fwd_mem, "fwd", extra)
+            tail = self._mp_allreduce(groups, part.fwd_ar, f"F{m} {part.name} MP all-reduce")
+        return tail
 
     def _stream(self, s: int, li: int, what: str) -> int:
         """Weight streaming for layer `li` of stage `s`: "load" its weights or "store" its
@@ -416,51 +486,78 @@ class _Emitter:
                 tail.update({p: c for p in g})
         return tail
 
-    def _send(self, groups, s: int, to: int, size: float, m: int, inbox: dict, tail: dict, name: str) -> None:
-        """Each NPU of stage s sends to its peer (same MP and DP index) in stage `to`."""
+    def _send(self, groups, s: int, to: int, size: float, key, inbox: dict, tail: dict, name: str) -> None:
+        """A stage-boundary transfer from stage `s` to stage `to`; inbox[(key, npu)] = the task each
+        receiver waits for. p2p: each NPU sends to its peer (same MP and DP index). multicast
+        (mp > 1): per DP replica one broadcast from MP rank 0 to the receiving MP group."""
+        st = self.st
+        if st.pp_send == "multicast" and st.mp > 1:
+            for d in range(st.dp):
+                src = int(self.R[0, s, d])
+                dst = [int(q) for q in self.R[:, to, d]]
+                c = self.b.collective("broadcast", size, (src, *dst), "PP", name, deps=(self.last[src], tail.get(src)))
+                inbox.update({(key, q): c for q in dst})
+            return
         for g in groups:
             for p in g:
                 mi, _, di = self.coord[p]
                 q = int(self.R[mi, to, di])
-                inbox[(m, q)] = self.b.p2p(p, q, size, "PP", name, deps=(self.last[p], tail.get(p)))
+                inbox[(key, q)] = self.b.p2p(p, q, size, "PP", name, deps=(self.last[p], tail.get(p)))
 
     def backward(self, s: int, m: int, final: bool, first_b: bool = False):
         st = self.st
         groups = self._mp_groups(s)
+        entry = {p: self.grad_in.pop((m, p)) for g in groups for p in g} if s < st.pp - 1 else {}
         tail: dict = {}
-        first = True
-        bucket: list[int] = []
-        bucket_bytes = 0.0
         layers = list(self.stages[s])[::-1]
         for k, li in enumerate(layers):
-            plan = self.plans[li]
-            wg_tasks = {}
-            load = self._stream(s, li, "load") if (st.weight_streaming and first_b) else None
-            for part in plan.parts[::-1]:
-                for g in groups:
-                    for p in g:
-                        extra = [tail.get(p), load]
-                        if first and s < st.pp - 1:
-                            extra.append(self.grad_in.pop((m, p)))
-                        if part.ig_flops < 0:  # block part: one backward task
-                            wg_tasks[p] = self._comp(p, f"B{m} {part.name}", part.bwd_flops, part.bwd_mem, "bwd", extra)
-                        else:
-                            wg_tasks[p] = self._comp(p, f"B{m} {part.name} wg", part.bwd_flops, part.bwd_mem, "bwd_wg", extra)
-                            if part.ig_flops > 0 and not (s == 0 and li == 0):
-                                self._comp(p, f"B{m} {part.name} ig", part.ig_flops, part.ig_mem, "bwd_ig")
-                first = False
-                tail = self._mp_allreduce(groups, part.bwd_ar, f"B{m} {part.name} MP all-reduce")
-            if final and st.weight_streaming and plan.grad_bytes > 0:
-                self._stream(s, li, "store")
-            elif final and st.dp > 1 and plan.grad_bytes > 0:
-                bucket.append(li)
-                bucket_bytes += plan.grad_bytes
-                if bucket_bytes >= st.dp_bucket or k == len(layers) - 1:
-                    self._dp_sync(s, bucket, bucket_bytes, wg_tasks, m)
-                    bucket, bucket_bytes = [], 0.0
+            tail, wg_tasks = self._bwd_layer(s, li, m, groups, tail, entry, load=st.weight_streaming and first_b)
+            entry = {}
+            if final:
+                self._grads_done(s, li, wg_tasks, m, flush=k == len(layers) - 1)
         if s > 0:
             self._send(groups, s, s - 1, self.plans[self.stages[s - 1][-1]].act_bytes, m, self.grad_in, tail,
                        f"B{m} gradient {s}->{s - 1}")
+
+    def _bwd_layer(self, s: int, li: int, m: int, groups, tail: dict, entry: dict, load: bool):
+        """Backward of layer `li`, microbatch `m`, on stage `s`'s NPUs, parts in reverse: its weights
+        streamed in first if `load`, each part after `tail`, the first also after `entry` (gradient
+        in). Returns (tail after the layer, {npu: its last weight-gradient task})."""
+        load_t = self._stream(s, li, "load") if load else None
+        wg_tasks: dict = {}
+        for j, part in enumerate(self.plans[li].parts[::-1]):
+            for g in groups:
+                for p in g:
+                    extra = [tail.get(p), load_t]
+                    if j == 0:
+                        extra.append(entry.get(p))
+                    if part.ig_flops < 0:  # block part: one backward task
+                        wg_tasks[p] = self._comp(p, f"B{m} {part.name}", part.bwd_flops, part.bwd_mem, "bwd", extra)
+                    else:
+                        wg_tasks[p] = self._comp(p, f"B{m} {part.name} wg", part.bwd_flops, part.bwd_mem, "bwd_wg", extra)
+                        if part.ig_flops > 0 and li != 0:  # the first layer needs no input gradient
+                            self._comp(p, f"B{m} {part.name} ig", part.ig_flops, part.ig_mem, "bwd_ig")
+            tail = self._mp_allreduce(groups, part.bwd_ar, f"B{m} {part.name} MP all-reduce")
+        return tail, wg_tasks
+
+    def _grads_done(self, s: int, li: int, wg_tasks: dict, m: int, flush: bool) -> None:
+        """After the last microbatch's backward of layer `li` on stage `s`: stream its gradients out
+        (weight streaming) or add them to the stage's DP bucket, synchronized once it holds
+        `dp_bucket` bytes or when `flush` (the stage's last layer in backward order)."""
+        st, plan = self.st, self.plans[li]
+        if st.weight_streaming:
+            if plan.grad_bytes > 0:
+                self._stream(s, li, "store")
+            return
+        if st.dp == 1:
+            return
+        layers, nbytes = self.bucket.pop(s, ([], 0.0))
+        if plan.grad_bytes > 0:
+            layers, nbytes = layers + [li], nbytes + plan.grad_bytes
+        if layers and (nbytes >= st.dp_bucket or flush):
+            self._dp_sync(s, layers, nbytes, wg_tasks, m)
+        elif layers:
+            self.bucket[s] = (layers, nbytes)
 
     def _dp_sync(self, s: int, layers: list[int], nbytes: float, wg_tasks: dict, m: int):
         b, st = self.b, self.st

@@ -30,13 +30,14 @@ class MicroPoint:
     latency_s : float
         Latency per hop, s.
     algorithm : str
-        The system's all-reduce algorithm.
+        The system's algorithm for `collective`.
     size : float
         D, bytes.
     groups : tuple of tuple of int
-        The NPU groups; for pipeline transfers, (source, destination) pairs.
-    p2p : bool
-        The groups are pipeline transfers (one flow each), not all-reduces.
+        The NPU groups; for pipeline transfers (source, destination) pairs, or for multicasts
+        (source, destinations...).
+    collective : str
+        `all-reduce`, `p2p` (one flow per pair) or `broadcast` (from each group's first NPU).
     paper : float, optional
         The paper's time, D / (TB/s).
     """
@@ -49,7 +50,7 @@ class MicroPoint:
     algorithm: str
     size: float
     groups: tuple[tuple[int, ...], ...]
-    p2p: bool
+    collective: str
     paper: float | None
 
     @property
@@ -89,7 +90,9 @@ class MicroRow:
 
 
 def _groups(cfg: FredConfig, system: str, dim: str) -> list[list[int]]:
-    """The NPU groups of a dimension under the system's placement of MP(2)-DP(5)-PP(2)."""
+    """The NPU groups of a dimension under the system's placement of MP(2)-DP(5)-PP(2); for PP
+    with multicast sends (`training.pp_send`), MP rank 0 of stage 0 and stage 1's MP group, per
+    DP replica."""
     from ...workload.parallelism import Strategy
 
     n = cfg.wafer.cols * cfg.wafer.rows
@@ -100,6 +103,8 @@ def _groups(cfg: FredConfig, system: str, dim: str) -> list[list[int]]:
         return [R[:, p, d].tolist() for p in range(2) for d in range(5)]
     if dim.startswith("DP(5)"):
         return [R[m, p, :].tolist() for m in range(2) for p in range(2)]
+    if cfg.training.pp_send == "multicast":
+        return [[int(R[0, 0, d])] + R[:, 1, d].tolist() for d in range(5)]
     return [R[m, :, d].tolist() for m in range(2) for d in range(5)]  # PP: stage 0 -> stage 1
 
 
@@ -121,8 +126,10 @@ def micro_point(cfg: FredConfig, system: str, dim: str) -> MicroPoint:
     net = network(cfg, system)
     groups = tuple(tuple(g) for g in _groups(cfg, system, dim))
     paper = cfg.microbenchmarks.paper.get(dim, {}).get(system)
-    return MicroPoint(dim, system, net["topology"], net["bandwidth"], net["latency"], algorithms(cfg, system)["all-reduce"],
-                      cfg.microbenchmarks.size, groups, dim.startswith("PP"), paper)
+    coll = "all-reduce" if not dim.startswith("PP") else ("broadcast" if cfg.training.pp_send == "multicast" else "p2p")
+    alg = algorithms(cfg, system).get(coll, "")
+    return MicroPoint(dim, system, net["topology"], net["bandwidth"], net["latency"], alg, cfg.microbenchmarks.size,
+                      groups, coll, paper)
 
 
 def evaluate_micro(pt: MicroPoint) -> MicroRow:
@@ -152,13 +159,13 @@ def evaluate_micro(pt: MicroPoint) -> MicroRow:
     parts = []
     injected = 0.0
     for g in pt.groups:
-        if pt.p2p:
+        if pt.collective == "p2p":
             parts.append(Flows([g[0]], [g[1]], [D]))
             injected = D
             continue
-        s = build_schedule(topo, "all-reduce", pt.algorithm, group=list(g))
+        s = build_schedule(topo, pt.collective, pt.algorithm, group=list(g))
         parts.append(schedule_flows(topo, s, D))
-        injected = D if s.streaming else 2 * (len(g) - 1) / len(g) * D
+        injected = D if (s.streaming or pt.collective == "broadcast") else 2 * (len(g) - 1) / len(g) * D
     t = get_network_model("flow").flows(topo, merge_flows(*parts, topo=topo)).makespan
     return MicroRow(pt.dimension, pt.system, len(pt.groups), t * 1e12 / D, pt.paper, injected / t / 1e12)
 

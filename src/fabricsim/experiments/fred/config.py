@@ -42,14 +42,16 @@ class Wafer(_Strict):
 
 class SystemSpec(_Strict):
     """One system: the mesh or a FRED fabric (`up_bandwidth`: L1-L2 per L1 switch, bytes/s;
-    `in_network`: reducing and multicasting switches), its collective algorithm and the order
-    in which parallelism dimensions are placed on NPUs."""
+    `in_network`: reducing and multicasting switches), its collective algorithm, the order
+    in which parallelism dimensions are placed on NPUs, and (mesh) whether its I/O controllers
+    run at the rate at which all of them fit the links (`io_throttle`)."""
 
     kind: Literal["mesh", "fred"]
     algorithm: str
     placement: list[Literal["mp", "pp", "dp"]]
     up_bandwidth: float | None = None
     in_network: bool = False
+    io_throttle: bool = False  # mesh: controllers at the rate the all-broadcast fits (wafer io_throttle)
 
     _up = field_validator("up_bandwidth", mode="before")(lambda v: None if v is None else parse_bandwidth(v, "up_bandwidth"))
 
@@ -80,6 +82,50 @@ class Sched(_Strict):
 
     priorities: list[Literal["MP", "PP", "DP", "IO", "other"]]
     comm_streams: Literal["one", "per-category"] = "per-category"
+
+
+class Calibrated(_Strict):
+    """The calibrated compute setting: per workload, a factor on the stated NPU's throughput (peak
+    and memory bandwidth) found so that `target`'s speedup over the mesh is the paper's, on
+    `network_model` with `iterations`."""
+
+    target: str
+    network_model: str
+    iterations: int = Field(ge=1)
+    speed: dict[str, float]
+
+    @field_validator("speed")
+    @classmethod
+    def _positive(cls, v):
+        for k, x in v.items():
+            if not x > 0:
+                raise ValueError(f"speed of {k} must be > 0, got {x}")
+        return v
+
+
+class Compute(_Strict):
+    """The two compute settings: the NPU as stated and the per-workload calibration."""
+
+    as_stated: NpuSpec
+    calibrated: Calibrated
+
+
+class Training(_Strict):
+    """How workloads train on every system: the DP collective (`all-reduce` or `zero-2`), its
+    bucket (bytes), pipeline sends (`p2p` or `multicast`), input prefetch, the pipeline layout
+    of weight-streaming workloads, and the pieces of a pipelined broadcast."""
+
+    dp_collective: Literal["all-reduce", "zero-2"] = "all-reduce"
+    dp_bucket: float = 0.0
+    pp_send: Literal["p2p", "multicast"] = "p2p"
+    input_prefetch: bool = False
+    weight_streaming_layout: Literal["contiguous", "interleaved"] = "contiguous"
+    broadcast_chunks: int = Field(default=64, ge=1)
+
+    _bucket = field_validator("dp_bucket", mode="before")(lambda v: parse_size(v, "dp_bucket"))
+
+
+COMPUTE_SETTINGS = ("as stated", "calibrated")
 
 
 class Par(_Strict):
@@ -168,7 +214,8 @@ class FredConfig(_Strict):
     systems: dict[str, SystemSpec]
     microbenchmarks: Micro
     traffic_group_sizes: list[int]
-    npu: NpuSpec
+    compute: Compute
+    training: Training
     scheduling: Sched
     iterations: int = Field(ge=1)
     network_model: str
@@ -213,6 +260,11 @@ def load_config(path: str | Path | None = None) -> FredConfig:
     for name in list(cfg.sweep.workloads) + cfg.sweep.systems:
         if name not in cfg.workloads and name not in cfg.systems:
             raise ConfigError("sweep", name, f"accepted: workloads {', '.join(cfg.workloads)}; systems {', '.join(cfg.systems)}")
+    if cfg.compute.calibrated.target not in cfg.systems:
+        raise ConfigError("compute.calibrated.target", cfg.compute.calibrated.target, f"accepted: {', '.join(cfg.systems)}")
+    for name in cfg.compute.calibrated.speed:
+        if name not in cfg.workloads:
+            raise ConfigError("compute.calibrated.speed", name, f"accepted: {', '.join(cfg.workloads)}")
     n = cfg.wafer.cols * cfg.wafer.rows
     for wl, sw in cfg.sweep.workloads.items():
         for name in sw.strategies:
@@ -246,7 +298,7 @@ def network(cfg: FredConfig, system: str) -> dict:
     """
     w, s = cfg.wafer, cfg.systems[system]
     if s.kind == "mesh":
-        spec = f"wafer:{w.cols}x{w.rows},io={w.io_bandwidth}B/s"
+        spec = f"wafer:{w.cols}x{w.rows},io={w.io_bandwidth}B/s" + (",iothrottle" if s.io_throttle else "")
         bw = w.mesh_link_bandwidth
     else:
         n = w.cols * w.rows
@@ -278,7 +330,7 @@ def topology(cfg: FredConfig, system: str):
 
 
 def algorithms(cfg: FredConfig, system: str) -> dict[str, str]:
-    """The system's algorithm for all-reduce, reduce-scatter and all-gather.
+    """The system's algorithm for all-reduce, reduce-scatter, all-gather and broadcast.
 
     Parameters
     ----------
@@ -290,7 +342,11 @@ def algorithms(cfg: FredConfig, system: str) -> dict[str, str]:
     Returns
     -------
     dict
-        Collective name -> registered algorithm name (the same for all three).
+        Collective name -> registered algorithm (the system's for the first three; broadcast:
+        FRED's multicast flow with in-network switches, else a chain of
+        `training.broadcast_chunks` pipelined pieces).
     """
-    a = cfg.systems[system].algorithm
-    return {"all-reduce": a, "reduce-scatter": a, "all-gather": a}
+    s = cfg.systems[system]
+    a = s.algorithm
+    bcast = "in_network_tree" if s.in_network else f"ring,chunks={cfg.training.broadcast_chunks}"
+    return {"all-reduce": a, "reduce-scatter": a, "all-gather": a, "broadcast": bcast}

@@ -96,10 +96,10 @@ def e2e_figure(rep: Reproduction):
     Figure
     """
     done = [r for r in rep.e2e if r.iteration_s]
-    workloads = list(dict.fromkeys(r.workload for r in done))
-    fig, axes = figure(len(workloads), cols=2, panel=(5.4, 3.6))
-    for ax, wl in zip(axes, workloads):
-        rows = [r for r in done if r.workload == wl]
+    panels = list(dict.fromkeys((r.workload, r.compute) for r in done))
+    fig, axes = figure(len(panels), cols=2, panel=(5.4, 3.6))
+    for ax, (wl, comp) in zip(axes, panels):
+        rows = [r for r in done if r.workload == wl and r.compute == comp]
         secs = {c: np.array([r.breakdown_s.get(c, 0.0) for r in rows]) for c in SEGMENTS}
         scale, unit = time_unit([r.iteration_s for r in rows])
         x = np.arange(len(rows))
@@ -110,7 +110,7 @@ def e2e_figure(rep: Reproduction):
         paper_markers(ax, x, implied, label="paper: mesh time / paper speedup")
         ax.set_xticks(x, [_speedup_tick(r) for r in rows], fontsize=7)
         ax.set_xlabel("system; speedup over the mesh", fontsize=7.5)
-        ax.set_title(wl)
+        ax.set_title(f"{wl}, compute {comp}" + (f" (NPU x{rows[0].speed:.3g})" if rows[0].speed != 1 else ""))
         ax.set_ylabel(f"time per iteration ({unit})")
         headroom(ax, list(totals) + [v for v in implied if v is not None])
     legend_outside(fig, order=[_SEGMENT_LABELS[c] for c in SEGMENTS])
@@ -141,11 +141,12 @@ def sweep_figure(rep: Reproduction):
     -------
     Figure
     """
-    workloads = list(dict.fromkeys(r.workload for r in rep.sweep))
-    summary = {s.workload: s for s in rep.sweep_summary}
-    fig, axes = figure(len(workloads), cols=1, panel=(9.0, 3.9))
-    for ax, wl in zip(axes, workloads):
-        rows = [r for r in rep.sweep if r.workload == wl]
+    panels = list(dict.fromkeys((r.workload, r.compute) for r in rep.sweep))
+    summary = {(s.workload, s.compute): s for s in rep.sweep_summary}
+    fig, axes = figure(len(panels), cols=1, panel=(9.0, 3.9))
+    for ax, key in zip(axes, panels):
+        wl, comp = key
+        rows = [r for r in rep.sweep if r.workload == wl and r.compute == comp]
         strategies = list(dict.fromkeys(r.strategy for r in rows))
         systems = list(dict.fromkeys(r.system for r in rows))
         scale, unit = time_unit([r.per_sample_s for r in rows])
@@ -165,13 +166,13 @@ def sweep_figure(rep: Reproduction):
             for xi in xs:  # which system each bar is, under it
                 ax.annotate(sysname, (xi, 0), xytext=(0, -2), textcoords="offset points", ha="center", va="top",
                             fontsize=6.5, annotation_clip=False)
-        fastest = summary[wl].paper.get("fastest_on_fred") if wl in summary else None
+        fastest = summary[key].paper.get("fastest_on_fred") if key in summary else None
         ax.set_xticks(x, [st + (f"\npaper's fastest on {systems[-1]}" if st == fastest else "") for st in strategies],
                       fontsize=7, va="top")
         ax.tick_params(axis="x", pad=12)
         ax.set_ylabel(f"time per sample ({unit})")
-        ax.set_title(f"{wl}: strategy sweep ({' vs '.join(systems)})")
-        ax.set_xlabel(_summary_text(summary.get(wl), systems), fontsize=7.5)
+        ax.set_title(f"{wl}: strategy sweep ({' vs '.join(systems)}), compute {comp}")
+        ax.set_xlabel(_summary_text(summary.get(key), systems), fontsize=7.5)
         headroom(ax, tops)
     legend_outside(fig)
     return fig

@@ -6,8 +6,10 @@ sweep's averages."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+
 from .comm import MicroPoint, MicroRow, TrafficPoint, TrafficRow, evaluate_micro, evaluate_traffic, micro_point, traffic_point
-from .config import DIMENSIONS, FredConfig
+from .config import COMPUTE_SETTINGS, DIMENSIONS, FredConfig
 from .training import (
     E2ERow,
     SweepPoint,
@@ -38,22 +40,24 @@ def points(cfg: FredConfig, quick: bool = False) -> list[FredPoint]:
     Returns
     -------
     list
-        MicroPoint per (dimension, system), TrafficPoint per group size, TrainPoint per (workload,
-        system), SweepPoint per (workload, strategy, system).
+        MicroPoint per (dimension, system), TrafficPoint per group size, TrainPoint per (compute
+        setting, workload, system), SweepPoint per (compute setting, workload, strategy, system).
     """
     systems = list(cfg.systems)
     out: list[FredPoint] = [micro_point(cfg, s, d) for d in DIMENSIONS for s in systems]
     out += [traffic_point(cfg, n) for n in cfg.traffic_group_sizes]
     its = cfg.quick.iterations if quick else cfg.iterations
     model = cfg.quick.network_model if quick else cfg.network_model
-    for wl in (cfg.quick.workloads if quick else list(cfg.workloads)):
-        out += [train_point(cfg, wl, s, its, model) for s in systems]
+    for comp in COMPUTE_SETTINGS:
+        for wl in (cfg.quick.workloads if quick else list(cfg.workloads)):
+            out += [train_point(cfg, wl, s, its, model, comp) for s in systems]
     n_strat = cfg.quick.sweep_strategies if quick else None
     sw_model = cfg.quick.network_model if quick else cfg.sweep.network_model
     sw_its = cfg.quick.iterations if quick else cfg.sweep.iterations
-    for wl, spec in cfg.sweep.workloads.items():
-        out += [sweep_point(cfg, wl, strategy, system, sw_its, sw_model)
-                for strategy in spec.strategies[:n_strat] for system in cfg.sweep.systems]
+    for comp in COMPUTE_SETTINGS:
+        for wl, spec in cfg.sweep.workloads.items():
+            out += [sweep_point(cfg, wl, strategy, system, sw_its, sw_model, comp)
+                    for strategy in spec.strategies[:n_strat] for system in cfg.sweep.systems]
     return out
 
 
@@ -112,12 +116,12 @@ def summarize(cfg: FredConfig, pts: Sequence[FredPoint], rows: Sequence, quick: 
         return [r for r in rows if isinstance(r, kind)]
 
     e2e = []
-    for wl in dict.fromkeys(r.workload for r in of(E2ERow)):
-        got = [r for r in of(E2ERow) if r.workload == wl]
+    for comp, wl in dict.fromkeys((r.compute, r.workload) for r in of(E2ERow)):
+        got = [r for r in of(E2ERow) if r.workload == wl and r.compute == comp]
         base = next(r for r in got if r.system == "mesh").iteration_s
         for r in got:
             sp = base / r.iteration_s if base and r.iteration_s else None
-            e2e.append(E2ERow(r.workload, r.system, r.iteration_s, r.breakdown_s, sp, r.paper_speedup, r.note))
+            e2e.append(replace(r, speedup=sp))
     sweep = of(SweepRow)
     return Reproduction(cfg.name, quick, tuple(of(MicroRow)), tuple(of(TrafficRow)), tuple(e2e), tuple(sweep),
                         tuple(summarize_sweep(cfg, sweep)))

@@ -88,9 +88,10 @@ def write_outputs(rep: Reproduction, out: str | Path) -> list[Path]:
     with open(out / "end_to_end.csv", "w", newline="") as fh:
         wr = csv.writer(fh)
         keys = sorted({k for r in rep.e2e for k in r.breakdown_s})
-        wr.writerow(["workload", "system", "iteration_s", "speedup", "paper_speedup", "ratio", *keys, "note"])
+        wr.writerow(["compute", "npu_speed", "workload", "system", "iteration_s", "speedup", "paper_speedup", "ratio",
+                     *keys, "note"])
         for r in rep.e2e:
-            wr.writerow([r.workload, r.system, r.iteration_s, r.speedup, r.paper_speedup, r.ratio,
+            wr.writerow([r.compute, r.speed, r.workload, r.system, r.iteration_s, r.speedup, r.paper_speedup, r.ratio,
                          *[r.breakdown_s.get(k) for k in keys], r.note])
     files.append(out / "end_to_end.csv")
     files += write_plots(rep, out)
@@ -132,11 +133,38 @@ def _print_comm(rep: Reproduction, con) -> None:
 
 
 def _print_e2e(rep: Reproduction, con) -> None:
-    """(c) per workload and system: the iteration, its breakdown, the speedup over the mesh."""
-    t = study_table("(c) end-to-end training: time per iteration (mean over NPUs) and speedup over the mesh",
+    """(c) per compute setting, workload and system: the iteration, its breakdown, the speedup over
+    the mesh; then the speedups of both settings side by side."""
+    for comp in dict.fromkeys(r.compute for r in rep.e2e):
+        _print_e2e_setting(rep, con, comp)
+    settings = list(dict.fromkeys(r.compute for r in rep.e2e))
+    by = {(r.compute, r.workload, r.system): r for r in rep.e2e}
+    cols = ["workload", "system"]
+    for comp in settings:
+        cols += [f"{comp}: NPU x", "speedup", "ratio"]
+    t = study_table("(c) speedup over the mesh in both compute settings beside the paper's "
+                    "(calibrated: Fred-C is the calibration target, the rest predicted)", (*cols[:2], "paper", *cols[2:]))
+    for wl, system in dict.fromkeys((r.workload, r.system) for r in rep.e2e):
+        if system == "mesh":
+            continue
+        cells = []
+        paper = None
+        for comp in settings:
+            r = by.get((comp, wl, system))
+            paper = paper if r is None else r.paper_speedup
+            cells += ["-", "-", "-"] if r is None else [f"{r.speed:.3g}", or_dash(r.speedup, "{:.2f}"),
+                                                        or_dash(r.ratio, "{:.2f}")]
+        t.add_row(wl, system, or_dash(paper, "{:.2f}"), *cells)
+    con.print(t)
+
+
+def _print_e2e_setting(rep: Reproduction, con, comp: str) -> None:
+    """(c) one compute setting's table."""
+    t = study_table(f"(c) end-to-end training, compute {comp}: time per iteration (mean over NPUs) and speedup "
+                    "over the mesh",
                ("workload", "system", "iteration", "compute", "exp. MP", "exp. PP", "exp. DP", "exp. I/O", "idle",
                 "speedup", "paper", "ratio"))
-    for r in rep.e2e:
+    for r in (x for x in rep.e2e if x.compute == comp):
         if r.iteration_s is None:
             t.add_row(r.workload, r.system, "not modelled", *["-"] * 6, "-", or_dash(r.paper_speedup, "{:.2f}"), "-")
             continue
@@ -150,17 +178,17 @@ def _print_e2e(rep: Reproduction, con) -> None:
 def _print_sweep(rep: Reproduction, con) -> None:
     """(d) per strategy and system, then averaged over strategies beside the paper's."""
     t = study_table("(d) strategy sweep: time per sample and exposed communication per sample",
-               ("workload", "strategy", "system", "per sample", "compute", "exposed comm"))
+               ("compute setting", "workload", "strategy", "system", "per sample", "compute", "exposed comm"))
     for r in rep.sweep:
-        t.add_row(r.workload, r.strategy, r.system, format_time(r.per_sample_s), format_time(r.compute_per_sample_s),
-                  format_time(r.exposed_comm_per_sample_s))
+        t.add_row(r.compute, r.workload, r.strategy, r.system, format_time(r.per_sample_s),
+                  format_time(r.compute_per_sample_s), format_time(r.exposed_comm_per_sample_s))
     con.print(t)
     t = study_table("(d) averaged over strategies: Fred-D against the mesh",
-               ("workload", "speedup", "paper", "ratio", "exposed comm reduction", "paper", "ratio",
+               ("compute setting", "workload", "speedup", "paper", "ratio", "exposed comm reduction", "paper", "ratio",
                 "fastest on mesh", "fastest on Fred-D", "paper"))
     for r in rep.sweep_summary:
         ps, pe = r.paper.get("speedup"), r.paper.get("exposed_comm_reduction")
-        t.add_row(r.workload, or_dash(r.speedup_mean, "{:.2f}"), or_dash(ps, "{:.2f}"), or_dash(r.speedup_mean / ps if ps else None, "{:.2f}"),
+        t.add_row(r.compute, r.workload, or_dash(r.speedup_mean, "{:.2f}"), or_dash(ps, "{:.2f}"), or_dash(r.speedup_mean / ps if ps else None, "{:.2f}"),
                   or_dash(r.exposed_reduction_mean, "{:.2f}"), or_dash(pe, "{:.2f}"),
                   or_dash(r.exposed_reduction_mean / pe if pe else None, "{:.2f}"),
                   *[str(v) for v in r.fastest.values()], str(r.paper.get("fastest_on_fred", "-")))

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .config import FredConfig, Par, network, parse_strategy
+from ...errors import ConfigError
+from .config import COMPUTE_SETTINGS, FredConfig, Par, network, parse_strategy
 
 if TYPE_CHECKING:
     from ...train import TrainConfig
@@ -17,8 +18,51 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------- training configs
 
 
+def npu_of(cfg: FredConfig, workload: str, compute: str) -> dict:
+    """The NPU section of a training config in one compute setting.
+
+    Parameters
+    ----------
+    cfg : FredConfig
+    workload : str
+        A key of `cfg.workloads`.
+    compute : str
+        `as stated` or `calibrated` (`COMPUTE_SETTINGS`).
+
+    Returns
+    -------
+    dict
+        peak (FLOP/s), memory_bandwidth (bytes/s), efficiency: as stated, or with peak and memory
+        bandwidth times the workload's calibrated speed factor.
+    """
+    n = cfg.compute.as_stated
+    k = speed_of(cfg, workload, compute)
+    return {"peak": n.peak * k, "memory_bandwidth": n.memory_bandwidth * k, "efficiency": n.efficiency}
+
+
+def speed_of(cfg: FredConfig, workload: str, compute: str) -> float:
+    """The factor on the stated NPU's throughput in one compute setting (1 as stated).
+
+    Parameters
+    ----------
+    cfg : FredConfig
+    workload : str
+    compute : str
+        `as stated` or `calibrated`.
+
+    Returns
+    -------
+    float
+        ConfigError naming `compute` for another setting.
+    """
+    if compute not in COMPUTE_SETTINGS:
+        raise ConfigError("compute", compute, f"accepted: {', '.join(COMPUTE_SETTINGS)}")
+    return 1.0 if compute == "as stated" else float(cfg.compute.calibrated.speed.get(workload, 1.0))
+
+
 def train_config(cfg: FredConfig, workload: str, system: str, iterations: int, model: str,
-                 parallelism: Par | None = None, samples_per_dp: int | None = None) -> TrainConfig:
+                 parallelism: Par | None = None, samples_per_dp: int | None = None,
+                 compute: str = "as stated", speed: float | None = None) -> TrainConfig:
     """The training config of one workload on one system.
 
     Parameters
@@ -36,31 +80,42 @@ def train_config(cfg: FredConfig, workload: str, system: str, iterations: int, m
         Instead of the workload's strategy.
     samples_per_dp : int, optional
         Instead of the workload's samples per DP replica (batch = DP x this).
+    compute : str
+        Compute setting: `as stated` or `calibrated`.
+    speed : float, optional
+        A factor on the stated NPU's throughput instead of the setting's (calibration's search).
 
     Returns
     -------
     TrainConfig
-        With input loading through the I/O controllers, ZeRO-2 for weight-stationary DP and
-        weight streaming for weight-streaming workloads.
+        With input loading through the I/O controllers and the `training` section's DP
+        collective, bucket, pipeline sends, input prefetch and (weight streaming) layout.
     """
     from ...train import TrainConfig
 
     w = cfg.workloads[workload]
     s = cfg.systems[system]
+    tr = cfg.training
     net = dict(network(cfg, system), model=model)
     p = parallelism or w.parallelism
     spd = samples_per_dp or w.samples_per_dp
+    npu = npu_of(cfg, workload, compute)
+    if speed is not None:
+        base = cfg.compute.as_stated
+        npu.update(peak=base.peak * speed, memory_bandwidth=base.memory_bandwidth * speed)
+    streaming = w.mode == "weight-streaming"
     data = {
         "name": f"{workload} on {system}",
         "network": net,
-        "system": {"npu": {"peak": cfg.npu.peak, "memory_bandwidth": cfg.npu.memory_bandwidth,
-                           "efficiency": cfg.npu.efficiency},
+        "system": {"npu": npu,
                    "scheduling": {"priorities": cfg.scheduling.priorities, "comm_streams": cfg.scheduling.comm_streams}},
         "workload": {"model": w.model, "batch": p.dp * spd, "iterations": iterations,
-                     "input_loading": True,
+                     "input_loading": True, "input_prefetch": tr.input_prefetch,
                      "parallelism": {"mp": p.mp, "dp": p.dp, "pp": p.pp, "microbatches": p.microbatches,
-                                     "zero": 2 if (p.dp > 1 and w.mode == "weight-stationary") else 0,
-                                     "placement": s.placement, "weight_streaming": w.mode == "weight-streaming"}},
+                                     "zero": 2 if (p.dp > 1 and not streaming and tr.dp_collective == "zero-2") else 0,
+                                     "dp_bucket": tr.dp_bucket, "pp_send": tr.pp_send,
+                                     "stage_layout": tr.weight_streaming_layout if streaming else "contiguous",
+                                     "placement": s.placement, "weight_streaming": streaming}},
     }
     return TrainConfig.model_validate(data)
 
@@ -87,6 +142,10 @@ class TrainPoint:
         The run (`train_config`).
     paper_speedup : float, optional
         The paper's speedup over the mesh.
+    compute : str
+        The compute setting (`as stated`, `calibrated`).
+    speed : float
+        Its factor on the stated NPU's throughput.
     """
 
     workload: str
@@ -94,11 +153,13 @@ class TrainPoint:
     iterations: int
     train: TrainConfig
     paper_speedup: float | None
+    compute: str = "as stated"
+    speed: float = 1.0
 
     @property
     def label(self) -> str:
         """What progress bars show."""
-        return f"e2e {self.workload} {self.system}"
+        return f"e2e {self.compute} {self.workload} {self.system}"
 
 
 @dataclass(frozen=True)
@@ -116,6 +177,10 @@ class E2ERow:
         Mesh iteration / this one (set by `summarize`).
     paper_speedup : float, optional
     note : str
+    compute : str
+        The compute setting (`as stated`, `calibrated`).
+    speed : float
+        Its factor on the stated NPU's throughput.
     """
 
     workload: str
@@ -125,6 +190,8 @@ class E2ERow:
     speedup: float | None = None
     paper_speedup: float | None = None
     note: str = ""
+    compute: str = "as stated"
+    speed: float = 1.0
 
     @property
     def ratio(self) -> float | None:
@@ -132,7 +199,8 @@ class E2ERow:
         return self.speedup / self.paper_speedup if self.speedup and self.paper_speedup else None
 
 
-def train_point(cfg: FredConfig, workload: str, system: str, iterations: int, model: str) -> TrainPoint:
+def train_point(cfg: FredConfig, workload: str, system: str, iterations: int, model: str,
+                compute: str = "as stated") -> TrainPoint:
     """One workload on one system, end to end, as a point.
 
     Parameters
@@ -147,14 +215,17 @@ def train_point(cfg: FredConfig, workload: str, system: str, iterations: int, mo
         Training iterations simulated.
     model : str
         Network model name (`flow`, `analytical`).
+    compute : str
+        The compute setting (`as stated`, `calibrated`).
 
     Returns
     -------
     TrainPoint
         Plain data: the validated training config (`train_config`) and the paper's speedup.
     """
-    return TrainPoint(workload, system, iterations, train_config(cfg, workload, system, iterations, model),
-                      cfg.workloads[workload].paper_speedup.get(system))
+    return TrainPoint(workload, system, iterations,
+                      train_config(cfg, workload, system, iterations, model, compute=compute),
+                      cfg.workloads[workload].paper_speedup.get(system), compute, speed_of(cfg, workload, compute))
 
 
 def evaluate_train(pt: TrainPoint) -> E2ERow:
@@ -171,10 +242,12 @@ def evaluate_train(pt: TrainPoint) -> E2ERow:
     """
     res = _simulate(pt.train)
     per_it = {k: v / pt.iterations for k, v in res.mean_breakdown().items()}
-    return E2ERow(pt.workload, pt.system, res.iteration_time, per_it, paper_speedup=pt.paper_speedup)
+    return E2ERow(pt.workload, pt.system, res.iteration_time, per_it, paper_speedup=pt.paper_speedup,
+                  compute=pt.compute, speed=pt.speed)
 
 
-def end_to_end(cfg: FredConfig, workload: str, system: str, iterations: int, model: str) -> E2ERow:
+def end_to_end(cfg: FredConfig, workload: str, system: str, iterations: int, model: str,
+               compute: str = "as stated") -> E2ERow:
     """One workload on one system, end to end.
 
     Parameters
@@ -189,6 +262,8 @@ def end_to_end(cfg: FredConfig, workload: str, system: str, iterations: int, mod
         Training iterations simulated.
     model : str
         Network model name (`flow`, `analytical`).
+    compute : str
+        The compute setting (`as stated`, `calibrated`).
 
     Returns
     -------
@@ -196,7 +271,7 @@ def end_to_end(cfg: FredConfig, workload: str, system: str, iterations: int, mod
         `evaluate_train(train_point(...))`: iteration time (s) and its breakdown per iteration
         (s); no speedup yet (`summarize` adds it).
     """
-    return evaluate_train(train_point(cfg, workload, system, iterations, model))
+    return evaluate_train(train_point(cfg, workload, system, iterations, model, compute))
 
 
 # ---------------------------------------------------------------- (d) strategy sweep
@@ -213,6 +288,8 @@ class SweepPoint:
     batch : int
         Samples per iteration (DP x samples per replica).
     train : TrainConfig
+    compute : str
+        The compute setting (`as stated`, `calibrated`).
     """
 
     workload: str
@@ -221,16 +298,18 @@ class SweepPoint:
     iterations: int
     batch: int
     train: TrainConfig
+    compute: str = "as stated"
 
     @property
     def label(self) -> str:
         """What progress bars show."""
-        return f"sweep {self.workload} {self.strategy} {self.system}"
+        return f"sweep {self.compute} {self.workload} {self.strategy} {self.system}"
 
 
 @dataclass(frozen=True)
 class SweepRow:
-    """(d) One strategy on one system: time, compute and exposed communication per sample, s."""
+    """(d) One strategy on one system: time, compute and exposed communication per sample, s, in
+    one compute setting."""
 
     workload: str
     strategy: str
@@ -238,9 +317,11 @@ class SweepRow:
     per_sample_s: float
     compute_per_sample_s: float
     exposed_comm_per_sample_s: float
+    compute: str = "as stated"
 
 
-def sweep_point(cfg: FredConfig, workload: str, strategy: str, system: str, iterations: int, model: str) -> SweepPoint:
+def sweep_point(cfg: FredConfig, workload: str, strategy: str, system: str, iterations: int, model: str,
+                compute: str = "as stated") -> SweepPoint:
     """One strategy of the sweep as a point.
 
     Parameters
@@ -254,6 +335,8 @@ def sweep_point(cfg: FredConfig, workload: str, strategy: str, system: str, iter
     iterations : int
     model : str
         Network model name.
+    compute : str
+        The compute setting (`as stated`, `calibrated`: the workload's end-to-end factor).
 
     Returns
     -------
@@ -263,8 +346,8 @@ def sweep_point(cfg: FredConfig, workload: str, strategy: str, system: str, iter
     sw = cfg.sweep.workloads[workload]
     mp, dp, pp = parse_strategy(strategy)
     par = Par(mp=mp, dp=dp, pp=pp, microbatches=sw.microbatches_by_pp[pp])
-    tc = train_config(cfg, workload, system, iterations, model, par, sw.samples_per_dp)
-    return SweepPoint(workload, strategy, system, iterations, dp * sw.samples_per_dp, tc)
+    tc = train_config(cfg, workload, system, iterations, model, par, sw.samples_per_dp, compute=compute)
+    return SweepPoint(workload, strategy, system, iterations, dp * sw.samples_per_dp, tc, compute)
 
 
 def evaluate_sweep(pt: SweepPoint) -> SweepRow:
@@ -283,19 +366,21 @@ def evaluate_sweep(pt: SweepPoint) -> SweepRow:
     b = res.mean_breakdown()
     exposed = sum(b[c] for c in ("MP", "PP", "DP", "IO", "other"))
     return SweepRow(pt.workload, pt.strategy, pt.system, res.iteration_time / pt.batch,
-                    b["compute"] / pt.iterations / pt.batch, exposed / pt.iterations / pt.batch)
+                    b["compute"] / pt.iterations / pt.batch, exposed / pt.iterations / pt.batch, pt.compute)
 
 
 @dataclass(frozen=True)
 class SweepSummary:
-    """(d) A workload's sweep averaged over strategies: mean of mesh / Fred-D time per sample, mean
-    of mesh / Fred-D exposed communication, the fastest strategy per system, the paper's values."""
+    """(d) A workload's sweep averaged over strategies in one compute setting: mean of mesh /
+    Fred-D time per sample, mean of mesh / Fred-D exposed communication, the fastest strategy per
+    system, the paper's values."""
 
     workload: str
     speedup_mean: float
     exposed_reduction_mean: float
     fastest: dict
     paper: dict
+    compute: str = "as stated"
 
 
 def summarize_sweep(cfg: FredConfig, rows: list[SweepRow]) -> list[SweepSummary]:
@@ -310,18 +395,19 @@ def summarize_sweep(cfg: FredConfig, rows: list[SweepRow]) -> list[SweepSummary]
     Returns
     -------
     list of SweepSummary
-        One per workload, in the rows' order; the exposed reduction is NaN when the compared
-        system exposes no communication for any strategy.
+        One per (compute setting, workload), in the rows' order; the exposed reduction is NaN
+        when the compared system exposes no communication for any strategy.
     """
     out = []
     base, other = cfg.sweep.systems[0], cfg.sweep.systems[-1]
-    for wl in dict.fromkeys(r.workload for r in rows):
-        by = {(r.strategy, r.system): r for r in rows if r.workload == wl}
-        strategies = list(dict.fromkeys(r.strategy for r in rows if r.workload == wl))
+    for comp, wl in dict.fromkeys((r.compute, r.workload) for r in rows):
+        mine = [r for r in rows if r.workload == wl and r.compute == comp]
+        by = {(r.strategy, r.system): r for r in mine}
+        strategies = list(dict.fromkeys(r.strategy for r in mine))
         sp = [by[(s, base)].per_sample_s / by[(s, other)].per_sample_s for s in strategies]
         ex = [by[(s, base)].exposed_comm_per_sample_s / by[(s, other)].exposed_comm_per_sample_s
               for s in strategies if by[(s, other)].exposed_comm_per_sample_s > 0]
         fastest = {sysname: min(strategies, key=lambda s: by[(s, sysname)].per_sample_s) for sysname in cfg.sweep.systems}
         out.append(SweepSummary(wl, float(np.mean(sp)), float(np.mean(ex)) if ex else float("nan"), fastest,
-                                dict(cfg.sweep.workloads[wl].paper)))
+                                dict(cfg.sweep.workloads[wl].paper), comp))
     return out

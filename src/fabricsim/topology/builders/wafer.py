@@ -6,6 +6,10 @@ switch fabric is `fred.py`).
   2 (cols + rows) controllers, nodes n.. in order around the perimeter, each linked both ways to
   its NPU at `io_bandwidth`. Traffic from or to a controller enters or leaves the mesh at its
   NPU, perpendicular to the controller's edge (see `IORouter`).
+- `io_throttle(topo)`: the share of line rate at which every controller can stream at once when
+  each broadcasts to every NPU (or every NPU writes back to each): the paper's P = link / (2N-1)
+  (Sec. 3.2.1), here from the routes' link loads. `wafer:5x4,iothrottle` runs the controllers at
+  it, as the paper's mesh does for every strategy ("the I/O channel rate must be reduced").
 """
 
 from __future__ import annotations
@@ -168,8 +172,51 @@ def hamiltonian_cycle(cols: int, rows: int) -> np.ndarray:
     return np.array(order, dtype=np.int64)
 
 
+def io_throttle(topo: Topology) -> float:
+    """The share of line rate at which all I/O controllers can stream at once, worst case.
+
+    Every controller broadcasts to every NPU at its line rate (a multicast tree: one copy per
+    link), and in the reverse pattern every NPU writes back to each controller (reduced on the
+    way); the busiest NPU-to-NPU link then carries load L, and the controllers fit at
+    min(1, link bandwidth / L) of their rate (the paper's P = link_BW / (2N - 1), Sec. 3.2.1).
+
+    Parameters
+    ----------
+    topo : Topology
+        A topology with I/O controllers (`io_nodes`).
+
+    Returns
+    -------
+    float
+        In (0, 1]; 1 without controllers.
+
+    Examples
+    --------
+    >>> round(io_throttle(wafer_mesh(5, 4, 750e9, 0.0)), 4)   # 750 / (9 x 128)
+    0.651
+    """
+    ctrl = np.asarray(topo.io_nodes, dtype=np.int64)
+    if len(ctrl) == 0:
+        return 1.0
+    n = topo.n_npus
+    npus = np.arange(n)
+    inner = (topo.link_src < n) & (topo.link_dst < n)
+    share = 1.0
+    for load_dir in (True, False):
+        load = np.zeros(topo.n_links)
+        for c in ctrl:
+            src, dst = (np.full(n, c), npus) if load_dir else (npus, np.full(n, c))
+            _, links = topo.route(src, dst)
+            own = (topo.link_src == c) if load_dir else (topo.link_dst == c)  # the controller's own link
+            load[np.unique(links)] += float(topo.link_bw[own].max())
+        used = inner & (load > 0)
+        if used.any():
+            share = min(share, float(np.min(topo.link_bw[used] / load[used])))
+    return min(1.0, share)
+
+
 def wafer_mesh(cols: int, rows: int, bandwidth: float, latency: float, *, io_bandwidth: float = 128e9,
-               io_latency: float | None = None, io: bool = True) -> Topology:
+               io_latency: float | None = None, io: bool = True, throttle: bool = False) -> Topology:
     """FRED's baseline wafer: a `cols` x `rows` mesh of NPUs, an I/O controller per external edge
     of the perimeter (module doc).
 
@@ -188,11 +235,14 @@ def wafer_mesh(cols: int, rows: int, bandwidth: float, latency: float, *, io_ban
     io : bool
         With the 2 (cols + rows) controllers (nodes n.., clockwise from the top-left corner);
         False: the bare mesh.
+    throttle : bool
+        Run the controllers at `io_throttle` of `io_bandwidth`, the rate at which all of them
+        fit the mesh in the worst case (the paper's baseline, Sec. 3.2.1).
 
     Returns
     -------
     Topology
-        Named `wafer:CxR` (`,noio`); `io_nodes`/`io_attach` the controllers and their NPUs,
+        Named `wafer:CxR` (`,noio`, `,iothrottle`); `io_nodes`/`io_attach` the controllers and their NPUs,
         `ring_order` the mesh's Hamiltonian cycle; X-Y routing (`IORouter`).
 
     Examples
@@ -216,9 +266,15 @@ def wafer_mesh(cols: int, rows: int, bandwidth: float, latency: float, *, io_ban
     link_lat = np.concatenate([inner.link_lat, np.full(2 * k, float(io_lat))])
     link_dim = np.concatenate([inner.link_dim, np.full(2 * k, -1)])
     router = IORouter(inner, io_npu, io_vertical, L + np.arange(k), L + k + np.arange(k))
-    return Topology(f"wafer:{cols}x{rows}" + ("" if io else ",noio"), n, link_src, link_dst, link_bw, link_lat, router,
-                    n_switches=k, dims=(cols, rows), link_dim=link_dim,
-                    io_nodes=ctrl, io_attach=io_npu, ring_order=hamiltonian_cycle(cols, rows))
+    name = f"wafer:{cols}x{rows}" + ("" if io else ",noio")
+    topo = Topology(name, n, link_src, link_dst, link_bw, link_lat, router, n_switches=k, dims=(cols, rows),
+                    link_dim=link_dim, io_nodes=ctrl, io_attach=io_npu, ring_order=hamiltonian_cycle(cols, rows))
+    if not (throttle and k):
+        return topo
+    bw = link_bw.copy()
+    bw[L:] *= io_throttle(topo)  # the controllers' links run at the rate the worst case fits
+    return Topology(name + ",iothrottle", n, link_src, link_dst, bw, link_lat, router, n_switches=k, dims=(cols, rows),
+                    link_dim=link_dim, io_nodes=ctrl, io_attach=io_npu, ring_order=hamiltonian_cycle(cols, rows))
 
 
 
@@ -233,31 +289,35 @@ class WaferParams(Params):
         Each I/O controller's link, per direction: bytes/s or with units (`128GB/s`).
     io : bool
         With the perimeter I/O controllers (`wafer:5x4,noio`: without).
+    throttle : bool
+        Controllers at the rate the worst case fits (`wafer:5x4,iothrottle`; `io_throttle`).
     """
 
     cols: int = Field(ge=2)
     rows: int = Field(ge=2)
     io_bandwidth: float = 128e9
     io: bool = True
+    throttle: bool = False
 
     _io_bw = field_validator("io_bandwidth", mode="before")(bandwidth_field)
 
 
 def _parse(spec: str, shape: str, opts: list[str]) -> dict:
-    f = parse_flags(opts, {"io", "noio"}, spec, valued=frozenset({"io"}))
+    f = parse_flags(opts, {"io", "noio", "iothrottle"}, spec, valued=frozenset({"io"}))
     dims = parse_shape(shape, spec)
     if len(dims) != 2 or min(dims) < 2:
         raise ConfigError("topology", spec, "accepted: wafer:COLSxROWS with both >= 2, e.g. wafer:5x4")
-    out = {"cols": dims[0], "rows": dims[1], "io": "noio" not in f}
+    out = {"cols": dims[0], "rows": dims[1], "io": "noio" not in f, "throttle": "iothrottle" in f}
     if "io" in f:
         out["io_bandwidth"] = parse_bandwidth(f["io"], "topology io")
     return out
 
 
 def _build(p: WaferParams, bandwidth: LinkValues, latency: LinkValues) -> Topology:
-    return wafer_mesh(p.cols, p.rows, bandwidth.one(), latency.one(), io_bandwidth=p.io_bandwidth, io=p.io)
+    return wafer_mesh(p.cols, p.rows, bandwidth.one(), latency.one(), io_bandwidth=p.io_bandwidth, io=p.io,
+                      throttle=p.throttle)
 
 
-FAMILY = TopologyFamily("wafer", "wafer:5x4[,io=128GB/s]",
+FAMILY = TopologyFamily("wafer", "wafer:5x4[,io=128GB/s][,iothrottle]",
                         "wafer 2-D mesh, X-Y routing, an I/O controller per perimeter edge (FRED's baseline)",
                         WaferParams, _parse, _build)
