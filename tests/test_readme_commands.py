@@ -69,6 +69,14 @@ COMMANDS: dict[tuple[str, str], str] = {
     ("README.md", ".venv/bin/python benchmarks/bench_swing.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/bench_flow.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/bench_train.py"): NOT_HERE,
+    ("README.md", ".venv/bin/python benchmarks/bench_sweep.py"): NOT_HERE,
+    ("README.md", "fabricsim sweep configs/sweep-collectives.yaml --workers 2"): RUN,
+    ("README.md", "fabricsim sweep configs/sweep-collectives.yaml --dask local:2"): SLOW,
+    ("docs/sweep.md", "fabricsim sweep configs/sweep-collectives.yaml --dry-run"): RUN,
+    ("docs/sweep.md", "fabricsim sweep configs/sweep-collectives.yaml --workers 2"): RUN,
+    ("docs/sweep.md", "fabricsim sweep configs/sweep-collectives.yaml --dask local:2"): SLOW,
+    ("docs/sweep.md", "fabricsim sweep configs/sweep-collectives.yaml -q && fabricsim plot out/sweeps/allreduce-1000.parquet "
+                      "--x size_bytes --y busbw_Bps --hue algorithm --facet topology"): RUN,
     ("docs/astra.md", "cd reference/astra-sim"): RUN,
     ("docs/astra.md", "fabricsim astra --workload-configuration examples/workload/microbenchmarks/all_reduce/8npus_1MB/"
                       "all_reduce --system-configuration examples/system/native_collectives/HGX-H100-validated.json "

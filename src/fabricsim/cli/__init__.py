@@ -19,6 +19,8 @@ from . import astra  # noqa: F401, I001
 from . import reproduce  # noqa: F401, I001
 from . import topology  # noqa: F401, I001
 from . import demo  # noqa: F401, I001
+from . import sweep  # noqa: F401, I001
+from . import plot  # noqa: F401, I001
 from .app import app
 from .collective import parse_options, run_collective
 

@@ -19,7 +19,8 @@ def _noop(done: int, total: int, label: str = "") -> None:
 
 @contextmanager
 def progress_bar(title: str, quiet: bool = False, console=None) -> Iterator[Progress]:
-    """A progress callback drawn as a transient bar: `title: label`, a bar, done/total, elapsed time.
+    """A progress callback drawn as a transient bar: `title: label`, a bar, done/total, elapsed time
+    and the estimated time left.
 
     Parameters
     ----------
@@ -41,10 +42,18 @@ def progress_bar(title: str, quiet: bool = False, console=None) -> Iterator[Prog
     if quiet or not con.is_terminal:
         yield _noop
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=con, transient=True) as bar:
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=con, transient=True) as bar:
         task = bar.add_task(title, total=None)
 
         def tick(done: int, total: int, label: str = "") -> None:

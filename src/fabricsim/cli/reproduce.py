@@ -31,7 +31,7 @@ def study_command(exp: Experiment):
     callable
         A typer command (help: `exp.summary`) that runs `experiments.base.reproduce` with a
         transient progress bar on stderr (off with `--quiet` or when stderr is not a terminal) and the tables
-        (or `--json`) on stdout.
+        (or `--json`) on stdout; with `--dask ADDRESS` (or `local:N`) the points run on a Dask cluster.
     """
 
     def command(
@@ -40,9 +40,15 @@ def study_command(exp: Experiment):
         config: Optional[str] = typer.Option(None, "--config", help=f"reproduction config (default configs/{exp.name}.yaml)"),
         json_out: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
+        dask: Optional[str] = typer.Option(None, "--dask", help="evaluate the points on Dask: a scheduler address or local:N"),
     ):
-        with progress_bar(f"reproduce {exp.name}", quiet) as progress:
-            reproduce(exp, config, out, quick, json_out, out_console(), progress)
+        import contextlib
+
+        from ..sweep.run import dask_map
+
+        with progress_bar(f"reproduce {exp.name}", quiet) as progress, \
+                (dask_map(dask) if dask else contextlib.nullcontext(map)) as map_fn:
+            reproduce(exp, config, out, quick, json_out, out_console(), progress, map_fn)
 
     command.__doc__ = exp.summary
     return command

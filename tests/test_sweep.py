@@ -1,0 +1,201 @@
+"""`fabricsim sweep` (issue 16): points from a base and axes, validated before anything runs, rows in
+Parquet that any executor fills identically, resumed after interruptions without duplicates."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fabricsim.cli import main
+from fabricsim.sweep.run import evaluate_point, read_results, run_sweep
+from fabricsim.sweep.spec import SweepSpec, expand, load_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _write(tmp_path, data, name="s.yaml"):
+    p = tmp_path / name
+    p.write_text(yaml.safe_dump(data))
+    return p
+
+
+def _collectives(sizes=("1KiB", "1MiB", "64MiB"), **extra):
+    return {"name": "t", "kind": "collective",
+            "base": {"collective": "all-reduce", "latency": "1us", "model": "analytical", "bandwidth": "100GB/s"},
+            "axes": [{"grid": {"topology": ["ring:8", "torus:4x4"], "algorithm": ["ring", "recursive_doubling"]}},
+                     {"grid": {"size": list(sizes)}}], **extra}
+
+
+def _run(args):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+# ---------------------------------------------------------------- points
+
+
+def test_blocks_combine_by_product_and_random_is_seeded():
+    """grid 2x3 = 6, zip of 2 = 2, random n = 4: 48 points; the same seed draws the same values,
+    equal points collapse to one."""
+    spec = SweepSpec.model_validate({
+        "kind": "collective", "base": {"topology": "ring:8", "size": "1MiB"},
+        "axes": [{"grid": {"algorithm": ["ring", "direct"], "size": ["1KiB", "2KiB", "4KiB"]}},
+                 {"zip": {"bandwidth": ["1GB/s", "2GB/s"], "latency": ["1us", "2us"]}},
+                 {"random": {"n": 4, "seed": 7, "fields": {"root": {"randint": [0, 1000000]}}}}]})
+    pts = expand(spec)
+    assert len(pts) == 6 * 2 * 4
+    assert [p.config["root"] for p in pts] == [p.config["root"] for p in expand(spec)]
+    assert len({p.hash for p in pts}) == 48
+    dup = SweepSpec.model_validate({"kind": "collective", "base": {"topology": "ring:8", "size": "1MiB"},
+                                    "axes": [{"grid": {"algorithm": ["ring", "ring", "direct"]}}]})
+    assert len(expand(dup)) == 2
+
+
+def test_a_point_is_the_same_question_as_fabricsim_collective():
+    """A sweep row's time is `fabricsim collective`'s for the same inputs: ring all-reduce of 64 MiB
+    on ring:8 at 100 GB/s, 1 us: 2 x 7 x (64 MiB / 8 / 100 GB/s + 1 us)."""
+    spec = SweepSpec.model_validate(_collectives(sizes=("64MiB",)))
+    pt = next(p for p in expand(spec) if p.axes == {"topology": "ring:8", "algorithm": "ring", "size": "64MiB"})
+    row = evaluate_point(pt)
+    assert row["error"] is None
+    assert row["time_s"] == pytest.approx(2 * 7 * (64 * 2**20 / 8 / 100e9 + 1e-6), rel=1e-9)
+    assert row["busbw_Bps"] == pytest.approx(row["algbw_Bps"] * 2 * 7 / 8, rel=1e-12)
+
+
+def test_train_points_are_run_train(tmp_path):
+    """A training sweep's iteration time is `run_train`'s for the same config (one answer)."""
+    from fabricsim.config import validate
+    from fabricsim.train import TrainConfig, run_train
+
+    base = {"network": {"topology": "ring:4", "bandwidth": "100GB/s", "latency": "1us"},
+            "workload": {"model": "resnet50", "batch": 64, "iterations": 1, "parallelism": {"dp": 4}}}
+    spec = SweepSpec.model_validate({"kind": "train", "base": base,
+                                     "axes": [{"grid": {"network.bandwidth": ["50GB/s", "400GB/s"]}}]})
+    for pt in expand(spec):
+        row = evaluate_point(pt)
+        ref = run_train(validate(TrainConfig, {**pt.config, "base_dir": "."}, "x")).result.iteration_time
+        assert row["error"] is None and row["iteration_s"] == ref
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda d: d["axes"][0]["grid"].update(topology=["ring:8", "donut:3"]), "axes.topology"),
+    (lambda d: d["axes"][1]["grid"].update(size=["1KiB", "lots"]), "axes.size"),
+    (lambda d: d["axes"][0]["grid"].update(algorithm=["ring", "telepathy"]), "axes.algorithm"),
+    (lambda d: d["axes"].append({"zip": {"bandwidth": ["1GB/s"], "latency": ["1us", "2us"]}}), "zip"),
+    (lambda d: d["axes"].append({"grid": {}, "zip": {}}), "axes"),
+    (lambda d: d.update(kind="inference"), "kind"),
+    (lambda d: d["axes"].append({"random": {"n": 2, "fields": {"size": {"gaussian": [1, 2]}}}}), "size"),
+])
+def test_malformed_sweep_fails_before_any_point_runs(tmp_path, edit, needle):
+    data = _collectives()
+    edit(data)
+    out = tmp_path / "res"
+    code, _, err = _run(["sweep", str(_write(tmp_path, data)), "--out", str(out), "-q"])
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert code == 2 and len(lines) == 1 and needle in lines[0], err
+    assert not out.exists()
+
+
+def test_bad_axis_value_is_named_with_the_value(tmp_path):
+    data = _collectives()
+    data["axes"][0]["grid"]["topology"] = ["ring:8", "donut:3"]
+    code, _, err = _run(["sweep", str(_write(tmp_path, data)), "--dry-run"])
+    assert code == 2 and "axes.topology" in err and "donut:3" in err
+
+
+# ---------------------------------------------------------------- running
+
+
+def test_local_pool_and_dask_give_identical_rows(tmp_path):
+    """The same 12 points on 2 local processes and on a Dask LocalCluster of 2 workers: every
+    column but wall_s equal."""
+    f = _write(tmp_path, _collectives())
+    _, pts = load_sweep(f)
+    a = run_sweep(pts, tmp_path / "a", workers=2)
+    b = run_sweep(pts, tmp_path / "b", dask="local:2")
+    assert a["ran"] == b["ran"] == 12
+    ta, tb = (read_results(tmp_path / x).drop(["wall_s"]) for x in ("a", "b"))
+    assert ta.equals(tb)
+
+
+def test_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
+    """In-network reduction needs a reducing switch: on ring:6 each size fails with a one-line
+    error (found only when the point runs); the ring points run."""
+    data = _collectives()
+    data["axes"][0]["grid"].update(topology=["ring:6"], algorithm=["ring", "in_network"])
+    _, pts = load_sweep(_write(tmp_path, data))
+    got = run_sweep(pts, tmp_path / "r", workers=1)
+    rows = read_results(tmp_path / "r").to_pylist()
+    bad = [r for r in rows if r["error"]]
+    assert got["failed"] == len(bad) == 3 and all(r["algorithm"] == "in_network" for r in bad)
+    assert all("\n" not in r["error"] and "in_network" in r["error"] for r in bad)
+    assert all(r["time_s"] > 0 for r in rows if not r["error"])
+
+
+def test_resume_skips_finished_points(tmp_path):
+    _, pts = load_sweep(_write(tmp_path, _collectives()))
+    run_sweep(pts[:10], tmp_path / "r", workers=1)
+    got = run_sweep(pts, tmp_path / "r", workers=1)
+    assert (got["skipped"], got["ran"]) == (10, 2)
+    hashes = read_results(tmp_path / "r").column("hash").to_pylist()
+    assert sorted(hashes) == sorted(p.hash for p in pts)
+
+
+def test_killed_five_times_every_point_exactly_once(tmp_path):
+    """Kill `fabricsim sweep` (its whole process group: SIGKILL or SIGINT) at random moments 5
+    times, then let it finish: the results hold every point exactly once."""
+    data = _collectives(sizes=[f"{2**k}KiB" for k in range(12)])  # 288 points, ~6 s on 2 workers
+    data["base"]["model"] = "flow"  # slower points, so the kills land mid-sweep
+    data["axes"][0]["grid"]["topology"] = ["torus:8x8", "torus:8x4", "torus:4x4"]
+    data["axes"].insert(1, {"grid": {"bandwidth": ["50GB/s", "100GB/s", "200GB/s", "400GB/s"]}})
+    f = _write(tmp_path, data)
+    _, pts = load_sweep(f)
+    out = tmp_path / "res"
+    cmd = [sys.executable, "-m", "fabricsim", "sweep", str(f), "--out", str(out), "--workers", "2", "--flush-s", "0.05", "-q"]
+    rng = random.Random(15)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    for k in range(5):
+        proc = subprocess.Popen(cmd, start_new_session=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(1.0, 2.0))
+        assert proc.poll() is None  # the kill lands mid-sweep
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL if k % 2 == 0 else signal.SIGINT)
+        proc.wait(timeout=60)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # any worker left behind
+    assert subprocess.run(cmd, env=env, timeout=600, capture_output=True).returncode == 0
+    hashes = read_results(out).column("hash").to_pylist()
+    assert len(hashes) == len(set(hashes)) == len(pts)
+    assert set(hashes) == {p.hash for p in pts}
+
+
+def test_a_reproduction_runs_on_dask_with_the_same_rows(tmp_path):
+    """`fabricsim reproduce swing --quick --dask local:2` gives the JSON of the local run but the
+    wall time and the output paths."""
+    import json
+
+    def run(*extra):
+        out = tmp_path / ("d" if extra else "l")
+        code, text, _ = _run(["reproduce", "swing", "--quick", "--json", "-q", "--out", str(out), *extra])
+        assert code == 0
+        d = json.loads(text)
+        for k in ("elapsed_s", "files"):
+            d.pop(k, None)
+        return d
+
+    assert run("--dask", "local:2") == run()
