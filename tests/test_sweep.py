@@ -199,3 +199,34 @@ def test_a_reproduction_runs_on_dask_with_the_same_rows(tmp_path):
         return d
 
     assert run("--dask", "local:2") == run()
+
+
+def test_reproduction_points_answer_as_the_reproduction(tmp_path):
+    """kind: reproduction -- one FRED point with the wafer's I/O bandwidth swept: at the config's
+    own 128 GB/s the row is the reproduction's own (same iteration time to the bit); halving the
+    I/O makes the weight-streaming iteration longer."""
+    from fabricsim.experiments import EXPERIMENTS
+
+    label = "e2e calibrated Transformer-1T Fred-D"
+    data = {"name": "fred-io", "kind": "reproduction", "base": {"study": "fred", "point": label, "quick": True},
+            "axes": [{"grid": {"set.wafer.io_bandwidth": ["64GB/s", "128GB/s"]}}]}
+    _, pts = load_sweep(_write(tmp_path, data))
+    run_sweep(pts, tmp_path / "r", workers=1)
+    rows = {r["set.wafer.io_bandwidth"]: r for r in read_results(tmp_path / "r").to_pylist()}
+    exp = EXPERIMENTS["fred"]
+    own = next(p for p in exp.points(exp.load_config(None), True) if exp.label(p) == label)
+    assert rows["128GB/s"]["iteration_s"] == exp.evaluate(own).iteration_s
+    assert rows["64GB/s"]["iteration_s"] > 1.2 * rows["128GB/s"]["iteration_s"]
+
+
+@pytest.mark.parametrize("base,axis,needle", [
+    ({"study": "fred", "point": "e2e nowhere"}, {"set.iterations": [1]}, "base.point"),
+    ({"study": "fred", "point": "e2e calibrated GPT-3 Fred-D", "quick": True}, {"set.wafer.io_bandwidth": ["fast"]},
+     "axes.set.wafer.io_bandwidth"),
+    ({"study": "nsdi", "point": "x"}, {"set.iterations": [1]}, "base.study"),
+])
+def test_bad_reproduction_points_fail_before_running(tmp_path, base, axis, needle):
+    data = {"kind": "reproduction", "base": base, "axes": [{"grid": axis}]}
+    code, _, err = _run(["sweep", str(_write(tmp_path, data)), "--out", str(tmp_path / "o"), "-q"])
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert code == 2 and len(lines) == 1 and needle in lines[0], err

@@ -73,7 +73,8 @@ def evaluate_point(pt: SweepPoint) -> dict:
     dict
         `point`, `hash`, `kind`, `config` (JSON), the axis values (as text), the metrics
         (collective: `size_bytes`, `time_s`, `algbw_Bps`, `busbw_Bps`; train: `iteration_s` and
-        per iteration `compute_s`, `exposed_MP_s` ... `idle_s`), `wall_s`, `version` and `error`
+        per iteration `compute_s`, `exposed_MP_s` ... `idle_s`; reproduction: the numbers of the
+        point's row, `sweep.study.metrics`), `wall_s`, `version` and `error`
         (None, or the one-line message of what it raised).
     """
     t0 = time.perf_counter()
@@ -81,7 +82,14 @@ def evaluate_point(pt: SweepPoint) -> dict:
            "config": json.dumps(pt.config, sort_keys=True, default=str)}
     row.update({k: str(v) for k, v in pt.axes.items()})
     try:
-        row.update(_metrics_collective(pt.config) if pt.kind == "collective" else _metrics_train(pt.config))
+        if pt.kind == "collective":
+            row.update(_metrics_collective(pt.config))
+        elif pt.kind == "reproduction":
+            from .study import metrics
+
+            row.update(metrics(pt.config))
+        else:
+            row.update(_metrics_train(pt.config))
         row["error"] = None
     except Exception as e:  # recorded, the sweep goes on
         row["error"] = f"{type(e).__name__}: {e}".splitlines()[0]

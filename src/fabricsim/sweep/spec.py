@@ -2,7 +2,8 @@
 
 ```yaml
 name: allreduce-grid
-kind: collective            # collective (a `fabricsim collective` run at one size) or train (a training config)
+kind: collective            # collective (a `fabricsim collective` run at one size), train (a training config)
+                            # or reproduction (one point of a paper reproduction; `sweep.study`)
 base: {topology: torus:8x8, bandwidth: 400Gbps, latency: 100ns, collective: all-reduce,
        algorithm: ring, size: 1MiB, model: analytical}
 axes:                       # blocks, combined by product
@@ -32,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..config import read_yaml_mapping, validate
 from ..errors import ConfigError
 
-KINDS = ("collective", "train")
+KINDS = ("collective", "train", "reproduction")
 COLLECTIVE_KEYS = ("topology", "bandwidth", "latency", "collective", "algorithm", "size", "model", "group", "root",
                    "options")
 COLLECTIVE_DEFAULTS = {"bandwidth": "100GB/s", "latency": "1us", "collective": "all-reduce", "algorithm": "ring",
@@ -92,7 +93,7 @@ class SweepSpec(_Strict):
     """A sweep file (module doc)."""
 
     name: str = "sweep"
-    kind: Literal["collective", "train"]
+    kind: Literal["collective", "train", "reproduction"]
     base: dict[str, Any]
     axes: list[Block] = Field(default_factory=list)
 
@@ -230,6 +231,10 @@ def validate_point(pt: SweepPoint, base_dir: str = ".") -> None:
     try:
         if pt.kind == "collective":
             _check_collective(pt.config)
+        elif pt.kind == "reproduction":
+            from .study import study_point
+
+            study_point(pt.config)
         else:
             from ..train import TrainConfig
 
