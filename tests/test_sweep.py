@@ -159,10 +159,10 @@ def test_resume_skips_finished_points(tmp_path):
 def test_killed_five_times_every_point_exactly_once(tmp_path):
     """Kill `fabricsim sweep` (its whole process group: SIGKILL or SIGINT) at random moments 5
     times, then let it finish: the results hold every point exactly once."""
-    data = _collectives(sizes=[f"{2**k}KiB" for k in range(12)])  # 288 points, ~6 s on 2 workers
+    data = _collectives(sizes=[f"{2**k}KiB" for k in range(12)])  # 576 points, ~12 s on 2 workers
     data["base"]["model"] = "flow"  # slower points, so the kills land mid-sweep
     data["axes"][0]["grid"]["topology"] = ["torus:8x8", "torus:8x4", "torus:4x4"]
-    data["axes"].insert(1, {"grid": {"bandwidth": ["50GB/s", "100GB/s", "200GB/s", "400GB/s"]}})
+    data["axes"].insert(1, {"grid": {"bandwidth": [f"{b}GB/s" for b in (25, 50, 75, 100, 200, 300, 400, 800)]}})
     f = _write(tmp_path, data)
     _, pts = load_sweep(f)
     out = tmp_path / "res"
