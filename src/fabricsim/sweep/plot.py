@@ -72,20 +72,17 @@ def load_results(path: str | Path, field: str = "--results"):
         missing or not Parquet.
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
+
+    from .run import read_results
 
     p = Path(path)
     accepted = "accepted: a Parquet file or a folder of Parquet part files"
     if not p.exists():
         raise ConfigError(field, str(path), f"no such file or folder; {accepted}")
     try:
-        return pq.read_table(p)
-    except (pa.ArrowException, OSError) as e:
-        parts = sorted(p.glob("*.parquet")) if p.is_dir() else []
-        try:  # parts whose schemas differ (an all-null column in one): read each, then unify
-            return pa.concat_tables([pq.read_table(f) for f in parts], promote_options="permissive")
-        except (pa.ArrowException, OSError, ValueError):
-            raise ConfigError(field, str(path), f"cannot be read ({' '.join(str(e).split())[:200]}); {accepted}") from None
+        return read_results(p)
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise ConfigError(field, str(path), f"cannot be read ({' '.join(str(e).split())[:200]}); {accepted}") from None
 
 
 def _num(v) -> bool:

@@ -115,11 +115,16 @@ def done_hashes(out: str | Path) -> set[str]:
     """
     import pyarrow.parquet as pq
 
-    out = Path(out)
     got: set[str] = set()
-    for part in sorted(out.glob("part-*.parquet")) if out.is_dir() else []:
+    for part in _parts(Path(out)):
         got.update(pq.read_table(part, columns=["hash"]).column("hash").to_pylist())
     return got
+
+
+def _parts(out: Path) -> list[Path]:
+    """The Parquet part files of a results directory, in name order (none if it does not exist;
+    the writer's temporaries end in .tmp and are never read)."""
+    return sorted(out.glob("*.parquet")) if out.is_dir() else []
 
 
 def read_results(out: str | Path):
@@ -138,9 +143,9 @@ def read_results(out: str | Path):
     import pyarrow.parquet as pq
 
     out = Path(out)
-    if out.is_dir():  # part by part: parts of a sweep may lack a column another has
-        parts = [pq.read_table(p) for p in sorted(out.glob("part-*.parquet"))]
-        table = pa.concat_tables(parts, promote_options="default") if parts else pa.table({})
+    if out.is_dir():  # part by part: parts of a sweep may lack a column another has, or type it null
+        parts = [pq.read_table(p) for p in _parts(out)]
+        table = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
     else:
         table = pq.read_table(str(out))
     return table.sort_by("point") if "point" in table.column_names else table
