@@ -131,17 +131,13 @@ def sweep_speedup(cfg: FredConfig, workload: str, speed: float) -> float:
     """
     import numpy as np
 
-    from .config import Par, parse_strategy
+    from .training import evaluate_sweep, sweep_point
 
-    sw = cfg.sweep.workloads[workload]
-    ratios = []
-    for name in sw.strategies:
-        mp, dp, pp = parse_strategy(name)
-        par = Par(mp=mp, dp=dp, pp=pp, microbatches=sw.microbatches_by_pp[pp])
-        t = [evaluate_train(TrainPoint(workload, s, cfg.sweep.iterations, train_config(
-            cfg, workload, s, cfg.sweep.iterations, cfg.sweep.network_model, par, sw.samples_per_dp, speed=speed),
-            None)).iteration_s for s in (cfg.sweep.systems[0], cfg.sweep.systems[-1])]
-        ratios.append(t[0] / t[1])
+    base, other = cfg.sweep.systems[0], cfg.sweep.systems[-1]
+    its, model = cfg.sweep.iterations, cfg.sweep.network_model
+    ratios = [evaluate_sweep(sweep_point(cfg, workload, name, base, its, model, speed=speed)).per_sample_s
+              / evaluate_sweep(sweep_point(cfg, workload, name, other, its, model, speed=speed)).per_sample_s
+              for name in cfg.sweep.workloads[workload].strategies]
     return float(np.mean(ratios))
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------- training configs
 
 
-def npu_of(cfg: FredConfig, workload: str, compute: str) -> dict:
+def npu_of(cfg: FredConfig, workload: str, compute: str, speed: float | None = None) -> dict:
     """The NPU section of a training config in one compute setting.
 
     Parameters
@@ -28,15 +28,17 @@ def npu_of(cfg: FredConfig, workload: str, compute: str) -> dict:
         A key of `cfg.workloads`.
     compute : str
         `as stated` or `calibrated` (`COMPUTE_SETTINGS`).
+    speed : float, optional
+        A factor on the stated NPU's throughput instead of the setting's (calibration's search).
 
     Returns
     -------
     dict
         peak (FLOP/s), memory_bandwidth (bytes/s), efficiency: as stated, or with peak and memory
-        bandwidth times the workload's calibrated speed factor.
+        bandwidth times the speed factor.
     """
     n = cfg.compute.as_stated
-    k = speed_of(cfg, workload, compute)
+    k = speed_of(cfg, workload, compute) if speed is None else float(speed)
     return {"peak": n.peak * k, "memory_bandwidth": n.memory_bandwidth * k, "efficiency": n.efficiency}
 
 
@@ -99,10 +101,7 @@ def train_config(cfg: FredConfig, workload: str, system: str, iterations: int, m
     net = dict(network(cfg, system), model=model)
     p = parallelism or w.parallelism
     spd = samples_per_dp or w.samples_per_dp
-    npu = npu_of(cfg, workload, compute)
-    if speed is not None:
-        base = cfg.compute.as_stated
-        npu.update(peak=base.peak * speed, memory_bandwidth=base.memory_bandwidth * speed)
+    npu = npu_of(cfg, workload, compute, speed)
     streaming = w.mode == "weight-streaming"
     data = {
         "name": f"{workload} on {system}",
@@ -321,7 +320,7 @@ class SweepRow:
 
 
 def sweep_point(cfg: FredConfig, workload: str, strategy: str, system: str, iterations: int, model: str,
-                compute: str = "as stated") -> SweepPoint:
+                compute: str = "as stated", speed: float | None = None) -> SweepPoint:
     """One strategy of the sweep as a point.
 
     Parameters
@@ -337,6 +336,8 @@ def sweep_point(cfg: FredConfig, workload: str, strategy: str, system: str, iter
         Network model name.
     compute : str
         The compute setting (`as stated`, `calibrated`: the workload's end-to-end factor).
+    speed : float, optional
+        A factor on the stated NPU's throughput instead of the setting's (calibration's search).
 
     Returns
     -------
@@ -346,7 +347,7 @@ def sweep_point(cfg: FredConfig, workload: str, strategy: str, system: str, iter
     sw = cfg.sweep.workloads[workload]
     mp, dp, pp = parse_strategy(strategy)
     par = Par(mp=mp, dp=dp, pp=pp, microbatches=sw.microbatches_by_pp[pp])
-    tc = train_config(cfg, workload, system, iterations, model, par, sw.samples_per_dp, compute=compute)
+    tc = train_config(cfg, workload, system, iterations, model, par, sw.samples_per_dp, compute=compute, speed=speed)
     return SweepPoint(workload, strategy, system, iterations, dp * sw.samples_per_dp, tc, compute)
 
 
