@@ -230,3 +230,13 @@ def test_bad_reproduction_points_fail_before_running(tmp_path, base, axis, needl
     code, _, err = _run(["sweep", str(_write(tmp_path, data)), "--out", str(tmp_path / "o"), "-q"])
     lines = [x for x in err.splitlines() if x.strip()]
     assert code == 2 and len(lines) == 1 and needle in lines[0], err
+
+
+def test_collective_defaults_are_the_commands():
+    """A point that names only topology and size takes `fabricsim collective`'s defaults: ring
+    all-reduce, 400 Gbps (50 GB/s) and 100 ns per link: 2 x 7 x (64 MiB / 8 / 50 GB/s + 100 ns)."""
+    spec = SweepSpec.model_validate({"kind": "collective", "base": {"topology": "ring:8"},
+                                     "axes": [{"grid": {"size": ["64MiB"]}}]})
+    (pt,) = expand(spec)
+    row = evaluate_point(pt)
+    assert row["time_s"] == pytest.approx(2 * 7 * (64 * 2**20 / 8 / 50e9 + 100e-9), rel=1e-9)

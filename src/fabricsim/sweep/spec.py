@@ -32,12 +32,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..config import read_yaml_mapping, validate
 from ..errors import ConfigError
+from ..topology.defaults import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
 
 KINDS = ("collective", "train", "reproduction")
 COLLECTIVE_KEYS = ("topology", "bandwidth", "latency", "collective", "algorithm", "size", "model", "group", "root",
                    "options")
-COLLECTIVE_DEFAULTS = {"bandwidth": "100GB/s", "latency": "1us", "collective": "all-reduce", "algorithm": "ring",
-                       "model": "analytical", "group": None, "root": 0, "options": {}}
+# `fabricsim collective`'s defaults, so a point left at them answers as the command does
+COLLECTIVE_DEFAULTS = {"bandwidth": DEFAULT_BANDWIDTH, "latency": DEFAULT_LATENCY, "collective": "all-reduce",
+                       "algorithm": "ring", "model": "congestion-aware", "group": None, "root": 0, "options": {}}
 
 
 class _Strict(BaseModel):
