@@ -124,3 +124,39 @@ def test_circulant_rings_steps(capsys, steps):
     rc = main(["collective", "-t", "circulant:12:1,5", "-a", "circulant_rings", "-o", f"steps={steps}", "-s", "1MiB",
                "--quiet"])
     _one_line_or_ok(rc, capsys.readouterr().err, "steps")
+
+
+# ---- issues 15 and 16: sweep files, `fabricsim plot` options, FRED's training section ------------
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(["topology", "size", "algorithm", "bandwidth", "latency", "model", "collective"]),
+       st.one_of(TEXT, st.integers(), st.floats(allow_nan=True), st.none(), st.lists(st.integers(), max_size=2)))
+def test_sweep_axis_values(capsys, tmp_path, field, value):
+    data = {"kind": "collective", "base": {"topology": "ring:4", "size": "1MiB"}, "axes": [{"grid": {field: [value]}}]}
+    path = Path(tmp_path) / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    rc = main(["sweep", str(path), "--dry-run", "--out", str(Path(tmp_path) / "o")])
+    _one_line_or_ok(rc, capsys.readouterr().err, "axes")
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(TEXT, st.integers(), st.none(), st.lists(TEXT, max_size=2)),
+       st.sampled_from(["pp_send", "dp_collective", "dp_bucket", "input_prefetch", "weight_streaming_layout",
+                        "broadcast_chunks"]))
+def test_fred_training_section(capsys, tmp_path, value, field):
+    from fabricsim.experiments.fred.config import default_config_path
+
+    data = yaml.safe_load(default_config_path().read_text())
+    data["training"][field] = value
+    data["quick"]["workloads"] = []  # load and check only; no training runs
+    data["sweep"]["workloads"] = {}
+    path = Path(tmp_path) / "fred.yaml"
+    path.write_text(yaml.safe_dump(data))
+    from fabricsim.errors import ConfigError
+    from fabricsim.experiments.fred.config import load_config
+
+    try:
+        load_config(path)
+    except ConfigError as e:
+        assert field in str(e) and "\n" not in str(e)
