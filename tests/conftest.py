@@ -13,3 +13,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 ASTRA_REFERENCE = ROOT / "reference" / "astra-sim"
 SHARED = Path(os.environ.get("FABRICSIM_SHARED", ROOT.parent / "shared"))
+
+# Generated inputs are the same on every run (a failure in CI reproduces here); FABRICSIM_FUZZ=random
+# explores new ones (hypothesis' own seeds).
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("fabricsim", derandomize=True)
+_hypothesis_settings.register_profile("random", derandomize=False)
+_hypothesis_settings.load_profile("random" if os.environ.get("FABRICSIM_FUZZ") == "random" else "fabricsim")

@@ -471,7 +471,8 @@ def test_comm_groups(tmp_path):
     assert read_comm_groups(p, 8) == {1: (0, 1, 2, 3), 2: (4, 5, 6, 7)}
     assert read_comm_groups(p) == {1: (0, 1, 2, 3), 2: (4, 5, 6, 7)}
     assert read_comm_groups("empty") == {}
-    assert read_comm_groups(tmp_path / "empty_groups.json") == {}  # any path containing "empty": none
+    with pytest.raises(ConfigError, match="empty_groups.json"):  # only the value `empty` means none
+        read_comm_groups(tmp_path / "empty_groups.json")
 
 
 @pytest.mark.parametrize("name, text, npus, key", [

@@ -105,9 +105,10 @@ def test_a_registry_line_is_all_a_study_needs(monkeypatch, tmp_path, capsys):
     assert seen == [(0, 4, "x=0"), (1, 4, "x=1"), (2, 4, "x=2"), (3, 4, "x=3"), (4, 4, "done")]
     assert main(["reproduce", "squares", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"sum": 30, "files": []}
-    assert written == [tmp_path / "sq"]
+    # the study writes into a temporary sibling folder, renamed to its folder at the end
+    assert [w.parent for w in written] == [tmp_path] and (tmp_path / "sq").is_dir()
     assert main(["reproduce", "squares", "--quick", "--out", str(tmp_path / "o")]) == 0
-    assert "sum=5" in capsys.readouterr().out and written[-1] == tmp_path / "o"
+    assert "sum=5" in capsys.readouterr().out and written[-1].parent == tmp_path and (tmp_path / "o").is_dir()
 
 
 def test_docstring_example_runs():

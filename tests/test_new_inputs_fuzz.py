@@ -45,7 +45,7 @@ def test_trace_format_in_a_config(capsys, tmp_path, value):
            "output": {"dir": str(tmp_path / "o"), "trace_format": value, "plot": False}}
     path = Path(tmp_path) / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    rc = main(["train", str(path), "--quiet"])
+    rc = main(["train", str(path), "--quiet", "--force"])  # examples share tmp_path: each replaces the last's results
     _one_line_or_ok(rc, capsys.readouterr().err, "trace_format")
 
 
@@ -66,7 +66,7 @@ def _train_config(tmp_path, **system) -> Path:
 @given(st.one_of(TEXT, st.sampled_from(["npu,units=0.2", "npu,units=2,memory=0.1", "ace,sram=-1MiB", "ace,sram",
                                         "comp-opt,colour=red", "ideal,", ",", "ace,sram=unlimited,alu_throughput=inf"])))
 def test_endpoint_option(capsys, tmp_path, text):
-    rc = main(["train", str(_train_config(tmp_path)), "--endpoint", text, "--quiet", "--no-trace", "--no-plot"])
+    rc = main(["train", str(_train_config(tmp_path)), "--endpoint", text, "--quiet", "--no-trace", "--no-plot", "--force"])
     _one_line_or_ok(rc, capsys.readouterr().err, "--endpoint")
 
 
@@ -82,7 +82,7 @@ def test_endpoint_section_and_unit_bandwidth(capsys, tmp_path, endpoint, unit_ba
     if unit_bandwidth is not None:
         data["system"]["npu"]["unit_bandwidth"] = unit_bandwidth
     path.write_text(yaml.safe_dump(data))
-    rc = main(["train", str(path), "--quiet"])
+    rc = main(["train", str(path), "--quiet", "--force"])
     _one_line_or_ok(rc, capsys.readouterr().err, "system.")
 
 
@@ -107,7 +107,7 @@ def test_topology_optimize_config_fields(capsys, tmp_path, key, value):
     (cfg[key[0]] if len(key) == 2 else cfg)[key[-1]] = value
     path = Path(tmp_path) / "job.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    rc = main(["topology", "optimize", str(path), "--out", str(tmp_path / "o"), "--quiet"])
+    rc = main(["topology", "optimize", str(path), "--out", str(tmp_path / "o"), "--force", "--quiet"])
     _one_line_or_ok(rc, capsys.readouterr().err, key[-1])
 
 

@@ -48,11 +48,11 @@ def test_interleaved_iteration_is_the_breadth_first_closed_form(L, pp, M):
     """Layer i on stage i mod pp, breadth-first: with M >= pp no stage waits inside a pass, so the
     forward takes (L M / pp + pp - 1) t_f and the backward (L M / pp + pp - 1) t_b. Contiguous
     1F1B stages of L/pp layers take (M + pp - 1)(L / pp)(t_f + t_b): for pp = 2, M = 2, L = 4,
-    5 (t_f + t_b) against 6 (t_f + t_b). Transfers are free (1e21 B/s, no latency)."""
+    5 (t_f + t_b) against 6 (t_f + t_b). Transfers are free (1e18 B/s, the most a link may have, no latency)."""
     model = uniform(L)
     t_f = model.layers[0].fwd_flops * 1 / (PEAK * EFF)  # microbatch of 1 sample
     t_b = model.layers[0].bwd_flops * 1 / (PEAK * EFF)
-    pricer = CommPricer(parse_topology(f"ring:{pp}", 1e21, 0.0))
+    pricer = CommPricer(parse_topology(f"ring:{pp}", 1e18, 0.0))
     inter = simulate(build_training(model, Strategy(pp=pp, batch=M, microbatches=M, stage_layout="interleaved")),
                      SYS, pricer)
     expected = (L * M / pp + pp - 1) * t_f + (L * M / pp + pp - 1) * t_b
@@ -69,7 +69,7 @@ def test_interleaved_fewer_microbatches_than_stages_waits():
     model = uniform(4)
     t_f, t_b = 3e12 / (PEAK * EFF), 6e12 / (PEAK * EFF)
     g = build_training(model, Strategy(pp=2, batch=1, microbatches=1, stage_layout="interleaved"))
-    res = simulate(g, SYS, CommPricer(parse_topology("ring:2", 1e21, 0.0)))
+    res = simulate(g, SYS, CommPricer(parse_topology("ring:2", 1e18, 0.0)))
     assert res.makespan == pytest.approx(4 * (t_f + t_b), rel=1e-9)
 
 

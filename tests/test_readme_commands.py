@@ -34,6 +34,8 @@ COMMANDS: dict[tuple[str, str], str] = {
     ("README.md", "fabricsim collective --topology torus:8x8 --bandwidth 400Gbps --latency 100ns --collective all-reduce "
                   "--algorithm ring --sizes 1KiB:1GiB"): RUN,
     ("README.md", "fabricsim topologies"): RUN,
+    ("docs/limits.md", "fabricsim --limit npus=1e5 collective -t switch:100000,reduce -a in_network -s 1MiB:1GiB:32 "
+                       "--no-verify"): RUN,
     ("README.md", "fabricsim algorithms"): RUN,
     ("README.md", "fabricsim models"): RUN,
     ("README.md", "fabricsim collective -t switch:16,reduce -a in_network -s 1MiB:1GiB:4"): RUN,
@@ -61,7 +63,7 @@ COMMANDS: dict[tuple[str, str], str] = {
     ("README.md", "fabricsim astra --workload-configuration workloads/all_reduce_8_1048576/x --system-configuration "
                   "systems/sys_ring_1d_s4_a1.json --network-configuration networks/Ring_8.yml --backend congestion-aware "
                   "--model analytical"): RUN,
-    ("README.md", "fabricsim export chakra -o /tmp/ar -n 64 --collective all-reduce --size 64MiB"): RUN,
+    ("README.md", "fabricsim export chakra -o /tmp/ar -n 64 --collective all-reduce --size 64MiB --force"): RUN,
     ("README.md", ".venv/bin/python -m pytest -q"): NOT_HERE,
     ("README.md", ".venv/bin/python -m pytest -q -m slow"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/bench_core.py"): NOT_HERE,
@@ -105,7 +107,7 @@ COMMANDS: dict[tuple[str, str], str] = {
     ("docs/train.md", "fabricsim train configs/resnet152-dp.yaml"): RUN,
     ("docs/train.md", "fabricsim train configs/dlrm.yaml"): RUN,
     ("docs/train.md", "fabricsim train configs/resnet50-ace.yaml"): RUN,
-    ("docs/train.md", "fabricsim train configs/resnet50-ace.yaml --endpoint comm-opt"): RUN,
+    ("docs/train.md", "fabricsim train configs/resnet50-ace.yaml --endpoint comm-opt --out out/resnet50-ace-comm-opt"): RUN,
 }
 SCRIPT_DOCS = ["README.md", "docs/ace.md", "docs/swing.md", "docs/topologies.md", "docs/train.md"]  # documents with python blocks
 SLOW_SCRIPTS = {"docs/swing.md"}  # the full Swing study in a process pool
@@ -177,6 +179,8 @@ def _params():
 
 @pytest.mark.parametrize("doc, cmd, cwd", _params())
 def test_documented_command_exits_0(clone, doc, cmd, cwd):
+    # each command as a reader runs it first: documents repeat commands, and results are not replaced without --force
+    shutil.rmtree(clone / cwd / "out", ignore_errors=True)
     t0 = time.perf_counter()
     r = subprocess.run(["bash", "-c", cmd], cwd=clone / cwd, capture_output=True, text=True, timeout=1800, env=_env(clone))
     assert r.returncode == 0, f"{doc}: {cmd} -> exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"

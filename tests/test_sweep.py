@@ -85,7 +85,7 @@ def test_train_points_are_run_train(tmp_path):
                                      "axes": [{"grid": {"network.bandwidth": ["50GB/s", "400GB/s"]}}]})
     for pt in expand(spec):
         row = evaluate_point(pt)
-        ref = run_train(validate(TrainConfig, {**pt.config, "base_dir": "."}, "x")).result.iteration_time
+        ref = run_train(validate(TrainConfig, pt.config, "x")).result.iteration_time
         assert row["error"] is None and row["iteration_s"] == ref
 
 

@@ -387,8 +387,8 @@ def test_cli_quick_reproduction(tmp_path, capsys):
     assert peaks["8x8"]["ours_fraction"] == pytest.approx(0.925, abs=0.01)
     assert peaks["8x8x8"]["ours_fraction"] == pytest.approx(0.975, abs=0.01)
     assert data["summary"]["median_abs_diff_pp"] < 10
-    # the table output
-    rc = main(["reproduce", "swing", "--quick", "--out", str(out)])
+    # the table output (the same run again: --force replaces the first one's files)
+    rc = main(["reproduce", "swing", "--quick", "--out", str(out), "--force"])
     text = capsys.readouterr().out
     assert rc == 0
     assert "Fig. 7" in text and "Deficiencies" in text and "32 B runtimes" in text and "wrote" in text

@@ -893,6 +893,12 @@ def test_property_fat_tree_spec_and_parameters_agree(leaves, leaf, spines, overs
     if n < 2:
         return
     spec = f"fat-tree:{n},leaf={leaf},spines={spines},oversub={oversub}" + (",reduce" if reduce else "")
+    if leaves == 1 or spines > leaf * leaf:  # one leaf has no spines; at most leaf^2 spines: both refuse
+        for build in (lambda: build_topology("fat-tree", n=n, leaf=leaf, spines=spines, oversub=oversub, bandwidth=1e9),
+                      lambda: parse_topology(spec, 1e9)):
+            with pytest.raises(ConfigError, match="spines"):
+                build()
+        return
     t = build_topology("fat-tree", n=n, leaf=leaf, spines=spines, oversub=oversub, reduce=reduce, bandwidth=1e9)
     assert_same_topology(t, parse_topology(spec, 1e9))
 

@@ -53,7 +53,7 @@ collectives:
 
 
 @pytest.mark.parametrize("body, words", [
-    ("topology: torus:8x8\nflows:\n  - {src: 0, dst: 1, size: -5}\n", ["flows.0.size", "-5"]),
+    ("topology: torus:8x8\nflows:\n  - {src: 0, dst: 1, size: -5}\n", ["flows[0].size", "-5"]),
     ("topology: torus:8x8\nmode: warp\n", ["mode", "warp", "pipelined"]),
     ("topology: torus:8x8\nflows:\n  - {src: 0, dst: 99, size: 1MiB}\n", ["dst", "99"]),
     ("topology: torus:8x8\nflows:\n  - {src: 0, dst: 1, size: 1MiB, speed: 3}\n", ["speed"]),

@@ -355,7 +355,7 @@ def test_chakra_groups_send_recv_and_all_gather_sizes(tmp_path, capsys):
     write_traces(tmp_path / "t", traces)
     (tmp_path / "groups.json").write_text(json.dumps({"1": [0, 1], "2": [2, 3]}))
     B, a = 50e9, 1e-6
-    cfg = write_config(tmp_path, {"network": {"topology": "switch:4", "bandwidth": B, "latency": a},
+    cfg = write_config(tmp_path, {"network": {"topology": "switch:4", "bandwidth": "50GB/s", "latency": "1us"},
                                   "workload": {"chakra": "t", "comm_groups": "groups.json"},
                                   "output": {"dir": "o", "trace": False, "plot": False}})
     s = train_json(capsys, cfg)
@@ -382,7 +382,7 @@ def test_export_generated_workload_to_chakra_and_back(tmp_path, capsys):
     direct = train_json(capsys, cfg)
     back = dict(yaml.safe_load(cfg.read_text()))
     back["workload"] = {"chakra": "et/gpt", "comm_groups": "et/gpt.groups.json"}
-    s = train_json(capsys, write_config(tmp_path, back, "back.yaml"))
+    s = train_json(capsys, write_config(tmp_path, back, "back.yaml"), "--force")  # into the same output.dir
     assert s["total_s"] == pytest.approx(direct["total_s"], rel=1e-12)
     for k, v in direct["breakdown_mean_s"].items():
         assert s["breakdown_mean_s"][k] == pytest.approx(v, rel=1e-9, abs=1e-15)

@@ -225,7 +225,7 @@ def test_summary_fields_are_per_iteration(tmp_path, capsys):
         assert parts == pytest.approx(float(r["iteration_s"]), rel=1e-9)
         assert float(r["iteration_s"]) == pytest.approx(its[int(r["iteration"]) - 1], rel=1e-12)
     # the table names its basis and prints the throughput
-    assert main(["train", str(cfg), "--no-trace", "--no-plot"]) == 0
+    assert main(["train", str(cfg), "--no-trace", "--no-plot", "--force"]) == 0  # the same run again, into its folder
     out = capsys.readouterr().out
     assert "steady state (iterations 2-3)" in out and "iteration 1 (first: warm-up included)" in out
     assert "TFLOP/s per NPU" in out and "MFU" in out
@@ -245,7 +245,7 @@ def test_mfu_closed_form_gpt3_data_parallel(tmp_path, capsys):
     peak, eff = 989e12, 0.5
     cfg = write_config(tmp_path, {
         "network": {"topology": "ring:2", "bandwidth": "1000000TB/s", "latency": "0s"},
-        "system": {"npu": {"peak": peak, "memory_bandwidth": "1000000TB/s", "efficiency": eff}},
+        "system": {"npu": {"peak": "989TFLOP/s", "memory_bandwidth": "1000000TB/s", "efficiency": eff}},
         "workload": {"model": "gpt3-175b", "batch": 2, "parallelism": {"dp": 2}},
         "output": {"dir": "o", "trace": False, "plot": False}})
     s = train_json(capsys, cfg)
@@ -255,7 +255,7 @@ def test_mfu_closed_form_gpt3_data_parallel(tmp_path, capsys):
     assert s["mfu"] == pytest.approx(eff, rel=1e-8)
     assert s["achieved_per_npu_tflop_per_s"] == pytest.approx(peak * eff / 1e12, rel=1e-8)
     assert s["npu_peak_flop_per_s"] == peak
-    assert main(["train", str(cfg)]) == 0
+    assert main(["train", str(cfg), "--force"]) == 0
     out = capsys.readouterr().out
     assert "494.5 TFLOP/s per NPU" in out and "MFU 50.0%" in out
 
@@ -267,7 +267,7 @@ def test_mfu_is_na_for_workloads_given_in_durations(tmp_path, capsys):
                                   "output": {"dir": "o", "trace": False, "plot": False}})
     s = train_json(capsys, cfg)
     assert s["model_flop_per_iteration"] is None and s["mfu"] is None and s["achieved_per_npu_tflop_per_s"] is None
-    assert main(["train", str(cfg)]) == 0
+    assert main(["train", str(cfg), "--force"]) == 0
     out = capsys.readouterr().out
     assert "model FLOPs: n/a" in out and "MFU: n/a" in out
 
@@ -314,7 +314,7 @@ def test_outputs_are_deterministic(tmp_path, capsys):
         assert main(["train", str(cfg), "--out", str(tmp_path / d), "--trace-format", "json.gz"]) == 0
     capsys.readouterr()
     files = sorted(p.name for p in (tmp_path / "a").iterdir())
-    assert files == ["breakdown.csv", "breakdown.png", "layers.csv", "summary.json", "trace.json.gz"]
+    assert files == [".fabricsim-output", "breakdown.csv", "breakdown.png", "layers.csv", "summary.json", "trace.json.gz"]
     for f in files:
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
     assert np.isfinite(json.loads((tmp_path / "a" / "summary.json").read_text())["mfu"])

@@ -6,13 +6,17 @@ NPUs and endpoints as the same sections, so a study's point is a training config
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationInfo, field_validator,
+                      model_validator)
 
 from .collectives.algorithm import AlgorithmChoice
+from .config import check_link_values, check_topology_value
 from .engine.pricing import normalize_algorithms
 from .errors import ConfigError
+from .limits import check_limit
 from .network.model import canonical_model_name
 from .system.endpoint import DEFAULT_POLICY, make_endpoint
 from .system.model import System
@@ -21,12 +25,15 @@ from .system.resources import EndpointModel
 from .system.scheduling import Scheduling
 from .topology.graph import Topology
 from .topology.spec import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
-from .units import parse_bandwidth, parse_flops
+from .units import parse_bandwidth, parse_flops, parse_time
 from .vocab import CATEGORIES, Category
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")  # a number written as text
 
 
 class NetworkSection(_Strict):
@@ -38,10 +45,11 @@ class NetworkSection(_Strict):
         A topology spec string (`torus:8x8`, see `fabricsim topologies`) or a mapping
         (`{family: torus, dims: [8, 8]}`).
     bandwidth : str, float or list
-        Link bandwidth per direction, bytes/s (units accepted: `400Gbps`), one value or one per
-        dimension.
+        Link bandwidth per direction, one value or one per dimension: `400Gbps` (in a file the
+        unit is required, as on the command line; a Python float is bytes/s).
     latency : str, float or list
-        Link latency, s (units accepted: `100ns`), one value or one per dimension.
+        Link latency, one value or one per dimension: `100ns` (in a file the unit is required,
+        0 excepted; a Python float is s).
     model : str
         A network model name or alias (`fabricsim models`), stored canonical.
     algorithms : dict
@@ -56,6 +64,9 @@ class NetworkSection(_Strict):
     algorithms: dict[str, str] = Field(default_factory=dict)
 
     _model = field_validator("model")(lambda v: canonical_model_name(v))
+    _topology = field_validator("topology", mode="before")(check_topology_value)
+    _bandwidth = field_validator("bandwidth")(lambda v: check_link_values(v, parse_bandwidth, "bandwidth"))
+    _latency = field_validator("latency")(lambda v: check_link_values(v, parse_time, "latency"))
 
     @field_validator("algorithms")
     @classmethod
@@ -98,9 +109,9 @@ class NpuSection(_Strict):
     Parameters
     ----------
     peak : float
-        Peak compute rate, FLOP/s (units accepted: `989TFLOP/s`).
+        Peak compute rate, FLOP/s (`989TFLOP/s`; in a file the unit is required).
     memory_bandwidth : float
-        Memory bandwidth, bytes/s (units accepted: `3.35TB/s`).
+        Memory bandwidth, bytes/s (`3.35TB/s`; in a file the unit is required).
     efficiency : float
         Fraction of peak that compute-bound kernels reach, in (0, 1].
     unit_bandwidth : float
@@ -108,10 +119,10 @@ class NpuSection(_Strict):
         accepted: `4TB/s`; `unlimited`, the default: the units never limit NPU-driven communication).
     """
 
-    peak: float = 1e15
-    memory_bandwidth: float = 3e12
-    efficiency: float = 1.0
-    unit_bandwidth: float = float("inf")
+    peak: StrictFloat = 1e15
+    memory_bandwidth: StrictFloat = 3e12
+    efficiency: StrictFloat = 1.0  # not true/false or text: a number
+    unit_bandwidth: StrictFloat = float("inf")
 
     _peak = field_validator("peak", mode="before")(lambda v: parse_flops(v, "peak"))
     _bw = field_validator("memory_bandwidth", mode="before")(lambda v: parse_bandwidth(v, "memory_bandwidth"))
@@ -147,6 +158,18 @@ class EndpointSection(BaseModel):
     policy: str = DEFAULT_POLICY
 
     _built = model_validator(mode="after")(lambda self: self.build() and self)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_values(cls, data, info: ValidationInfo):
+        # the policies' fields are numbers or values with units, which pydantic would make of true or
+        # of '0.2' in quotes; quoted numbers only in files, as `--endpoint` gives every value as text
+        if isinstance(data, dict):
+            for k, v in data.items():
+                quoted = (info.context or {}).get("from_file") and isinstance(v, str) and _NUMBER.fullmatch(v.strip())
+                if k != "policy" and (isinstance(v, bool) or quoted):
+                    raise ConfigError(k, v, "accepted: a number, or a value with its unit (4MiB, 200GB/s)")
+        return data
 
     def build(self) -> EndpointModel:
         """The endpoint policy this section names, made from its other fields.
@@ -197,9 +220,10 @@ class SchedulingSection(_Strict):
     policy : {"LIFO", "FIFO"}
         Among ready collectives of the same category, the newest or the oldest goes first.
     priorities : list of str
-        Communication categories (MP, PP, DP, IO, other), highest priority first.
+        Distinct communication categories (MP, PP, DP, IO, other), highest priority first; a
+        non-empty list (those left out follow in the default order).
     chunks : int
-        Chunks a collective is split into, >= 1.
+        Chunks a collective is split into, >= 1 (at most the `chunks` limit).
     chunks_in_flight : int
         Chunks per wave, >= 1.
     comm_streams : {"one", "per-category"}
@@ -208,9 +232,23 @@ class SchedulingSection(_Strict):
 
     policy: Literal["LIFO", "FIFO"] = "LIFO"
     priorities: list[Category] = Field(default_factory=lambda: list(CATEGORIES))
-    chunks: int = Field(default=1, ge=1)
-    chunks_in_flight: int = Field(default=1, ge=1)
+    chunks: StrictInt = Field(default=1, ge=1)
+    chunks_in_flight: StrictInt = Field(default=1, ge=1)
     comm_streams: Literal["one", "per-category"] = "one"
+
+    @field_validator("priorities", mode="before")
+    @classmethod
+    def _priorities(cls, v):
+        if not isinstance(v, (list, tuple)) or not v or len(set(map(str, v))) != len(v):
+            raise ConfigError("priorities", v, f"accepted: a non-empty list of distinct categories from "
+                                               f"{', '.join(CATEGORIES)}, highest first")
+        return list(v)
+
+    @field_validator("chunks")
+    @classmethod
+    def _chunks(cls, v):
+        check_limit("chunks", v, "chunks per collective", "chunks", v)
+        return v
 
     _built = model_validator(mode="after")(lambda self: self.build() and self)
 

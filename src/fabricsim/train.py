@@ -34,7 +34,12 @@ output:
   plot: true
 ```
 Paths in the file are relative to the file. Every field is checked when the file is loaded,
-and each section builds its domain object (`NetworkSection.build`, `SystemSection.build`).
+and each section builds its domain object (`NetworkSection.build`, `SystemSection.build`); an
+error names the file and the field (`t.yaml: network.latency: ...`), also one found while the
+topology or the workload graph is built. Numbers are not coerced (`iterations: '2'`, `1.5` or
+`true` are refused), bandwidths, times and compute rates need their units as on the command line,
+and fields that do not apply to the workload (`mp` beside a zoo model) are refused. Iterations,
+chunks and the tasks of the graph (estimated before it is built) are bounded by `fabricsim.limits`.
 """
 
 from __future__ import annotations
@@ -43,13 +48,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, ValidationInfo,
+                      field_validator, model_validator)
 
-from .config import read_yaml_mapping, validate
+from .config import errors_in, read_yaml_mapping, validate
 from .engine.pricing import CommPricer
 from .engine.result import TrainResult
 from .engine.simulator import simulate
 from .errors import ConfigError
+from .limits import check_limit
 from .progress import Progress, report
 from .sections import (  # the machine's sections, importable from here as before
     EndpointSection,
@@ -96,19 +103,26 @@ class ParallelismSection(_Strict):
         the next stage's MP group; as p2p when mp = 1).
     """
 
-    mp: int = Field(default=1, ge=1)
-    dp: int = Field(default=1, ge=1)
-    pp: int = Field(default=1, ge=1)
-    microbatches: int = Field(default=1, ge=1)
+    mp: StrictInt = Field(default=1, ge=1)
+    dp: StrictInt = Field(default=1, ge=1)
+    pp: StrictInt = Field(default=1, ge=1)
+    microbatches: StrictInt = Field(default=1, ge=1)
     schedule: Literal["gpipe", "1f1b"] = "1f1b"
     zero: Literal[0, 2] = 0
     dp_bucket: float = 0.0
     placement: list[Literal["mp", "pp", "dp"]] = Field(default_factory=lambda: ["mp", "pp", "dp"])
-    weight_streaming: bool = False  # weights in from I/O controllers each pass, gradients out (FRED)
+    weight_streaming: StrictBool = False  # weights in from I/O controllers each pass, gradients out (FRED)
     stage_layout: Literal["contiguous", "interleaved"] = "contiguous"  # interleaved: layer i on stage i mod pp
     pp_send: Literal["p2p", "multicast"] = "p2p"  # multicast: MP rank 0 broadcasts to the next stage's MP group
 
     _bucket = field_validator("dp_bucket", mode="before")(lambda v: parse_size(v, "dp_bucket"))
+
+    @field_validator("zero", mode="before")
+    @classmethod
+    def _zero(cls, v):
+        if isinstance(v, (bool, float)):  # false would pass as 0, 2.0 as 2
+            raise ConfigError("zero", v, "accepted: 0 (plain all-reduce) or 2 (ZeRO stage 2)")
+        return v
 
 
 class WorkloadSection(_Strict):
@@ -131,7 +145,7 @@ class WorkloadSection(_Strict):
     batch : int
         Global minibatch, samples (sequences).
     iterations : int
-        Training iterations to simulate.
+        Training iterations to simulate (at most the `iterations` limit).
     input_loading : bool
         Each iteration's inputs come in through the I/O controllers (prefetched).
     input_prefetch : bool
@@ -141,6 +155,9 @@ class WorkloadSection(_Strict):
         Model-parallel group of hybrid text workloads.
     parallelism : ParallelismSection
         The strategy of a zoo model.
+
+    Fields that do not apply to the workload given (`WORKLOAD_FIELDS`) are refused when set to
+    anything but their default: a zoo model's strategy is `parallelism`, not `mp`.
     """
 
     model: str | None = None
@@ -149,19 +166,37 @@ class WorkloadSection(_Strict):
     comm_groups: str | None = None  # ASTRA-sim communicator-groups JSON for chakra traces (pg_name -> NPUs)
     dtype: Literal["fp16", "bf16", "fp32"] = "fp16"
     grad_dtype: Literal["fp16", "bf16", "fp32"] | None = None
-    batch: int = Field(default=1, ge=1)
-    iterations: int = Field(default=1, ge=1)
-    input_loading: bool = False  # each iteration's inputs through the I/O controllers (prefetched)
-    input_prefetch: bool = False  # iteration 0's input already loaded; each iteration loads the next one's
-    mp: int | None = Field(default=None, ge=1)  # model-parallel group of hybrid text workloads
+    batch: StrictInt = Field(default=1, ge=1)
+    iterations: StrictInt = Field(default=1, ge=1)
+    input_loading: StrictBool = False  # each iteration's inputs through the I/O controllers (prefetched)
+    input_prefetch: StrictBool = False  # iteration 0's input already loaded; each iteration loads the next one's
+    mp: StrictInt | None = Field(default=None, ge=1)  # model-parallel group of hybrid text workloads
     parallelism: ParallelismSection = Field(default_factory=ParallelismSection)
 
-    @field_validator("input_prefetch", mode="before")
+    @field_validator("iterations")
     @classmethod
-    def _flag(cls, v):
-        if isinstance(v, bool) or str(v).lower() in ("true", "false", "yes", "no", "on", "off", "1", "0"):
-            return v
-        raise ValueError("accepted: true or false")
+    def _iterations(cls, v):
+        check_limit("iterations", v, "iterations", "iterations", v)
+        return v
+
+    @model_validator(mode="after")
+    def _applies(self):
+        given = [k for k in WORKLOAD_FIELDS if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ConfigError("workload", ", ".join(given) or "none",
+                              "accepted: exactly one of model (zoo), astra_text (file), chakra (trace prefix)")
+        kind = given[0]
+        for name in sorted(self.model_fields_set - set(WORKLOAD_FIELDS) - set(WORKLOAD_FIELDS[kind])):
+            value = getattr(self, name)
+            if value != type(self).model_fields[name].get_default(call_default_factory=True):
+                what = {"model": f"a zoo model (model: {self.model}; its strategy is workload.parallelism)",
+                        "astra_text": "a text workload", "chakra": "Chakra traces"}[kind]
+                raise ConfigError(name, value if not isinstance(value, BaseModel) else value.model_dump(),
+                                  f"does not apply to {what}; accepted with {kind}: {', '.join(WORKLOAD_FIELDS[kind])}")
+        if self.input_prefetch and not self.input_loading:
+            raise ConfigError("input_prefetch", True, "applies with input_loading: true; accepted: input_loading: true, "
+                                                      "or input_prefetch: false")
+        return self
 
     @field_validator("model")
     @classmethod
@@ -171,6 +206,14 @@ class WorkloadSection(_Strict):
         if v is not None and v not in MODELS:
             raise ValueError("accepted: " + ", ".join(MODELS))
         return v
+
+
+WORKLOAD_FIELDS = {
+    "model": ("dtype", "grad_dtype", "batch", "iterations", "input_loading", "input_prefetch", "parallelism"),
+    "astra_text": ("iterations", "mp"),
+    "chakra": ("iterations", "comm_groups"),
+}
+"""Each kind of workload -> the other `workload:` fields that apply to it."""
 
 
 class OutputSection(_Strict):
@@ -184,7 +227,8 @@ class OutputSection(_Strict):
     trace : bool
         Write the Perfetto trace.
     trace_npus : str, optional
-        NPUs in the trace as a group string (`0-63`); default the first 64.
+        NPUs in the trace as a group string (`0-63`; at most the `ranks` limit), or one NPU;
+        default the first 64.
     trace_format : str
         `json` (trace.json) or `json.gz` (trace.json.gz, gzip-compressed).
     plot : bool
@@ -192,10 +236,19 @@ class OutputSection(_Strict):
     """
 
     dir: str | None = None
-    trace: bool = True
-    trace_npus: str | None = None
+    trace: StrictBool = True
+    trace_npus: str | StrictInt | None = None
     trace_format: str = "json"
-    plot: bool = True
+    plot: StrictBool = True
+
+    @field_validator("trace_npus")
+    @classmethod
+    def _trace_npus(cls, v):
+        from .collectives.api import parse_group
+
+        if v is not None:
+            parse_group(str(v), "trace_npus")  # syntax and the ranks limit, before any range is expanded
+        return None if v is None else str(v)
 
     @field_validator("trace_format")
     @classmethod
@@ -221,8 +274,10 @@ class TrainConfig(_Strict):
         The model (or text workload, or Chakra traces) and its strategy.
     output : OutputSection
         Where and what the run writes.
-    base_dir : str
-        Folder that relative paths in the config are resolved against (the config file's).
+
+    The folder relative paths are resolved against (`base_dir`, the config file's) and the file
+    errors name (`source`) are not fields a config can set: `load_train_config` sets them, and
+    Python callers pass `context={"base_dir": ...}` to `model_validate` (default: `.`).
     """
 
     name: str | None = None
@@ -230,7 +285,25 @@ class TrainConfig(_Strict):
     system: SystemSection = Field(default_factory=SystemSection)
     workload: WorkloadSection
     output: OutputSection = Field(default_factory=OutputSection)
-    base_dir: str = Field(default=".", exclude=True)
+    _base_dir: str = PrivateAttr(".")
+    _source: str | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _from_context(self, info: ValidationInfo):
+        ctx = info.context or {}
+        self._base_dir = str(ctx.get("base_dir", "."))
+        self._source = ctx.get("source")
+        return self
+
+    @property
+    def base_dir(self) -> str:
+        """Folder relative paths in the config are resolved against (the config file's, or `.`)."""
+        return self._base_dir
+
+    @property
+    def source(self) -> str | None:
+        """The file the config was read from (named first in errors), or None."""
+        return self._source
 
 
 def load_train_config(path: str | Path) -> TrainConfig:
@@ -249,14 +322,8 @@ def load_train_config(path: str | Path) -> TrainConfig:
         chakra).
     """
     data = read_yaml_mapping(path, "network, system, workload, output")
-    data.setdefault("base_dir", str(Path(path).resolve().parent))
-    cfg = validate(TrainConfig, data, str(path))
-    w = cfg.workload
-    given = [k for k in ("model", "astra_text", "chakra") if getattr(w, k) is not None]
-    if len(given) != 1:
-        raise ConfigError(f"{path}: workload", ", ".join(given) or "none",
-                          "accepted: exactly one of model (zoo), astra_text (file), chakra (trace prefix)")
-    return cfg
+    return validate(TrainConfig, data, str(path), from_file=True,
+                    context={"base_dir": str(Path(path).resolve().parent), "source": str(path)})
 
 
 def system_of(cfg: TrainConfig) -> System:
@@ -285,8 +352,10 @@ def topology_of(cfg: TrainConfig) -> Topology:
     Returns
     -------
     Topology
+        ConfigError naming the config file and `network.<field>` for what the topology refuses.
     """
-    return cfg.network.build_topology()
+    with errors_in(cfg.source, "network"):
+        return cfg.network.build_topology()
 
 
 def pricer_of(cfg: TrainConfig, topo: Topology) -> CommPricer:
@@ -329,22 +398,35 @@ def graph_of(cfg: TrainConfig, n_npus: int) -> WorkloadGraph:
         Compute in FLOPs and bytes (zoo) or fixed durations in s (text, Chakra), communication
         in bytes.
     """
-    w = cfg.workload
+    w, where = cfg.workload, cfg.source
+    with errors_in(where, "workload"):  # iterations may come from --iterations or Python, past the validator
+        check_limit("iterations", w.iterations, "iterations", "iterations", w.iterations)
     if w.model is not None:
+        from .workload.estimate import training_tasks
         from .workload.models import get_model
         from .workload.parallelism import Strategy, build_training
 
         p = w.parallelism
-        st = Strategy(mp=p.mp, pp=p.pp, dp=p.dp, batch=w.batch, microbatches=p.microbatches, schedule=p.schedule,
-                      zero=p.zero, dp_bucket=p.dp_bucket, placement=tuple(p.placement), iterations=w.iterations,
-                      grad_dtype=w.grad_dtype, weight_streaming=p.weight_streaming, input_loading=w.input_loading,
-                      stage_layout=p.stage_layout, pp_send=p.pp_send, input_prefetch=w.input_prefetch)
-        return build_training(get_model(w.model, w.dtype), st, n_npus)
+        with errors_in(where, "workload"):
+            st = Strategy(mp=p.mp, pp=p.pp, dp=p.dp, batch=w.batch, microbatches=p.microbatches, schedule=p.schedule,
+                          zero=p.zero, dp_bucket=p.dp_bucket, placement=tuple(p.placement), iterations=w.iterations,
+                          grad_dtype=w.grad_dtype, weight_streaming=p.weight_streaming, input_loading=w.input_loading,
+                          stage_layout=p.stage_layout, pp_send=p.pp_send, input_prefetch=w.input_prefetch)
+            model = get_model(w.model, w.dtype)
+            if st.npus == n_npus:  # otherwise build_training says why
+                check_limit("tasks", training_tasks(model, st), "tasks", "workload",
+                            f"{w.model} {st.name}, {w.iterations} iteration(s)")
+            return build_training(model, st, n_npus)
     if w.astra_text is not None:
         from .workload.astra_text import read_astra_text
+        from .workload.estimate import text_tasks
         from .workload.legacy import text_to_graph
 
-        return text_to_graph(read_astra_text(_resolve(cfg, w.astra_text)), n_npus, w.iterations, w.mp)
+        text = read_astra_text(_resolve(cfg, w.astra_text))  # its errors name the text file
+        with errors_in(where, "workload"):
+            check_limit("tasks", text_tasks(len(text.layers), n_npus, w.iterations), "compute tasks", "workload",
+                        f"{w.astra_text} on {n_npus} NPUs, {w.iterations} iteration(s)")
+            return text_to_graph(text, n_npus, w.iterations, w.mp)
     from .workload.chakra import read_traces
     from .workload.chakra_graph import traces_to_graph
 
@@ -353,7 +435,11 @@ def graph_of(cfg: TrainConfig, n_npus: int) -> WorkloadGraph:
         from .astra.config import read_comm_groups
 
         groups = {str(k): v for k, v in read_comm_groups(_resolve(cfg, w.comm_groups), n_npus).items()}
-    return traces_to_graph(read_traces(_resolve(cfg, w.chakra), n_npus), w.iterations, groups)
+    traces = read_traces(_resolve(cfg, w.chakra), n_npus)
+    with errors_in(where, "workload"):
+        check_limit("tasks", sum(len(t.nodes) for t in traces) * w.iterations, "trace nodes (all ranks and iterations)",
+                    "workload", f"{w.chakra}, {w.iterations} iteration(s)")
+    return traces_to_graph(traces, w.iterations, groups)
 
 
 @dataclass(frozen=True, eq=False)
@@ -420,8 +506,9 @@ def run_train(cfg: TrainConfig, progress: Progress | None = None) -> TrainRun:
     system = system_of(cfg)
     report(progress, 0, len(graph), "simulating")
     tasks = None if progress is None else (lambda done, total: progress(done, total, "simulating"))
-    pricer = pricer_of(cfg, topo).for_system(system.endpoint, system.npu)
-    return TrainRun(cfg, topo, simulate(graph, system, pricer, progress=tasks), pricer)
+    with errors_in(cfg.source, "network.algorithms"):  # an algorithm that cannot serve a group of the workload
+        pricer = pricer_of(cfg, topo).for_system(system.endpoint, system.npu)
+        return TrainRun(cfg, topo, simulate(graph, system, pricer, progress=tasks), pricer)
 
 
 __all__ = ["EndpointSection", "NetworkSection", "NpuSection", "OutputSection", "ParallelismSection", "SchedulingSection",

@@ -12,10 +12,13 @@ compute rates always need their unit and keep decimal prefixes.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
+from contextvars import ContextVar
 
 from .errors import ConfigError
+from .limits import check_limit
 
 _DEC = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BIN = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
@@ -40,13 +43,40 @@ def _mult(prefix: str) -> float:
     return _BIN[prefix] if prefix in _BIN else _DEC[prefix]
 
 
+# True while a config file is validated (`numbers_need_units`): a per-context flag, not global state
+_NUMBERS_NEED_UNITS: ContextVar[bool] = ContextVar("fabricsim_numbers_need_units", default=False)
+
+
+@contextlib.contextmanager
+def numbers_need_units():
+    """Within the block, the parsers read a number as the command line reads its text: YAML turns
+    `latency: 100` into the number 100, which must be as ambiguous as `-L 100` (0 stays accepted,
+    as it needs no unit; a bare size is bytes on both). `fabricsim.config.validate` uses it for
+    values read from files; Python callers, who pass floats in SI units, are not affected.
+
+    Yields
+    ------
+    None
+    """
+    token = _NUMBERS_NEED_UNITS.set(True)
+    try:
+        yield
+    finally:
+        _NUMBERS_NEED_UNITS.reset(token)
+
+
 def _parse_quantity(text, field: str, pattern: re.Pattern, accepted: str, convert, positive: bool) -> float:
     """Shared shape of the parsers: numbers pass through (already SI), strings must match
     `pattern` and `convert(groups)` turns the match into SI; the result must be finite and
-    >= 0 (> 0 if `positive`)."""
+    >= 0 (> 0 if `positive`). Under `numbers_need_units` a nonzero number is read as its text."""
     if isinstance(text, bool):
         raise ConfigError(field, text, accepted)
-    if isinstance(text, (int, float)):
+    if isinstance(text, (int, float)) and _NUMBERS_NEED_UNITS.get() and text != 0:
+        m = pattern.match(str(text))
+        if not m:
+            raise ConfigError(field, text, accepted)
+        value = convert(*m.groups())
+    elif isinstance(text, (int, float)):
         value = float(text)
     else:
         m = pattern.match(str(text).strip())
@@ -166,6 +196,44 @@ def parse_flops(text: str | int | float, field: str = "peak") -> float:
                            positive=True)
 
 
+MAX_SIZE = 2.0**53
+"""The largest message size (bytes, 8 PiB) of a size list: whole bytes stay exact in a float up to here."""
+
+_WHOLE = "accepted: whole bytes from 1 to 2^53 (8 PiB), e.g. 4096, 1KiB, 64MiB (1b is 1/8 byte)"
+
+
+def parse_whole_size(text: str | int | float, field: str = "size") -> int:
+    """A message size: `parse_size`, then a whole number of bytes from 1 to `MAX_SIZE` (a message
+    moves whole bytes; 0 B or `1b` = 1/8 B would make times and bandwidths meaningless).
+
+    Parameters
+    ----------
+    text : str, int or float
+        As `parse_size` reads it (`4096`, `1KiB`, `64MiB`, `8b` = 1 B).
+    field : str
+        The field named in the error.
+
+    Returns
+    -------
+    int
+        Bytes; a one-line ConfigError naming `field` for anything else.
+
+    Examples
+    --------
+    >>> parse_whole_size("1KiB"), parse_whole_size("8b")
+    (1024, 1)
+    """
+    return int(_whole_size(text, text, field))
+
+
+def _whole_size(part, text, field: str) -> float:
+    """One size of a size list (`parse_whole_size`), the error naming the whole list `text`."""
+    value = parse_size(part, field)
+    if not (1 <= value <= MAX_SIZE) or value != math.floor(value):
+        raise ConfigError(field, text, _WHOLE)
+    return value
+
+
 def parse_size_range(text: str, field: str = "sizes") -> list[float]:
     """Sizes from `1KiB:1GiB` (doubling, like nccl-tests -b/-e/-f 2), `1KiB:1GiB:4` (factor 4),
     or a comma list `1KiB,1MiB`; each size as `parse_size` reads it (`8:128M` is nccl-tests'
@@ -174,46 +242,57 @@ def parse_size_range(text: str, field: str = "sizes") -> list[float]:
     Parameters
     ----------
     text : str
-        SIZE, MIN:MAX, MIN:MAX:FACTOR (FACTOR > 1) or SIZE,SIZE,...
+        SIZE, MIN:MAX, MIN:MAX:FACTOR (FACTOR > 1, finite) or SIZE,SIZE,...; every size a whole
+        number of bytes from 1 to 2^53 (`MAX_SIZE`).
     field : str
         The field named in the error.
 
     Returns
     -------
     list of float
-        Bytes, MIN times powers of FACTOR up to MAX; a one-line ConfigError for anything else.
+        Bytes: MIN times powers of FACTOR up to MAX, each rounded to the nearest whole byte
+        (duplicates dropped) for a fractional FACTOR; a one-line ConfigError for anything else,
+        and for more sizes than the `sizes` limit (counted before the list is made).
 
     Examples
     --------
     >>> parse_size_range("1KiB:16KiB:4"), parse_size_range("8:128M")[-1] == 128 * 2**20
     ([1024.0, 4096.0, 16384.0], True)
+    >>> parse_size_range("1:4:1.5")
+    [1.0, 2.0, 3.0]
     """
     text = str(text).strip()
     if "," in text:
-        sizes = [parse_size(part, field) for part in text.split(",") if part.strip()]
-        if not sizes:
+        parts = [part for part in text.split(",") if part.strip()]
+        if not parts:
             raise ConfigError(field, text, "accepted: SIZE, MIN:MAX, MIN:MAX:FACTOR or a comma list of sizes")
-        return sizes
+        check_limit("sizes", len(parts), "sizes", field, text)
+        return [_whole_size(part, text, field) for part in parts]
     parts = text.split(":")
     if len(parts) == 1:
-        return [parse_size(parts[0], field)]
+        return [_whole_size(parts[0], text, field)]
     if len(parts) not in (2, 3):
         raise ConfigError(field, text, "accepted: SIZE, MIN:MAX, MIN:MAX:FACTOR or a comma list")
-    lo, hi = parse_size(parts[0], field), parse_size(parts[1], field)
+    lo, hi = _whole_size(parts[0], text, field), _whole_size(parts[1], text, field)
     factor = 2.0
     if len(parts) == 3:
         try:
             factor = float(parts[2])
         except ValueError:
             factor = -1.0
-        if not factor > 1:
-            raise ConfigError(field, text, "accepted: MIN:MAX:FACTOR with FACTOR > 1")
-    if lo <= 0 or hi < lo:
-        raise ConfigError(field, text, "accepted: MIN:MAX with 0 < MIN <= MAX")
-    sizes = []
+        if not (1 < factor < math.inf):
+            raise ConfigError(field, text, "accepted: MIN:MAX:FACTOR with a finite FACTOR > 1")
+    if hi < lo:
+        raise ConfigError(field, text, "accepted: MIN:MAX with 1 B <= MIN <= MAX")
+    # count before expanding: `1:1GiB:1.000001` would be 21 million sizes
+    count = math.floor(math.log(hi / lo) / math.log(factor) + 1e-9) + 1
+    check_limit("sizes", count, "sizes", field, text)
+    sizes: list[float] = []
     s = lo
     while s <= hi * (1 + 1e-12):
-        sizes.append(s)
+        whole = float(round(s))  # a fractional factor steps through whole bytes, as nccl-tests does
+        if not sizes or whole != sizes[-1]:
+            sizes.append(whole)
         s *= factor
     return sizes
 

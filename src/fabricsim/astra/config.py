@@ -12,7 +12,8 @@ compatibility mode can repeat ASTRA-sim's arithmetic exactly (network "GB/s" is 
 file path and name the key, everything ASTRA-sim rejects and also what it would crash on or silently
 misread (a missing `preferred-dataset-splits` divides by zero; a missing `scheduling-policy` is an
 uninitialised enum; an implementation list shorter than the network leaves dimensions out).
-Unknown keys do not fail (ASTRA-sim ignores them); they are listed in `unknown` so a caller can warn.
+Unknown keys do not fail (ASTRA-sim ignores them); they are listed in `unknown` so a caller can warn
+(`run_astra` does, for the network, system and remote-memory files alike).
 
 This module reads the network, communicator groups and remote memory; the system JSON is in
 `config_system`, the shared vocabulary, errors and value checks in `config_common`. Every public name is
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..limits import check_limit
 from .config_common import (  # noqa: F401  (the public surface)
     BLOCKS,
     COLLECTIVE_OPTIMIZATIONS,
@@ -149,7 +151,8 @@ def read_network(path: str | Path) -> AstraNetwork:
     Returns
     -------
     AstraNetwork
-        Values as written; an `AstraConfigError` (one line naming file and key) on bad input.
+        Values as written; an `AstraConfigError` (one line naming file and key) on bad input, and a
+        ConfigError for more NPUs (the product of `npus_count`) than the `npus` limit.
     """
     data = _mapping(path, _load_yaml(path), "a mapping with keys topology, npus_count, bandwidth, latency")
     lists: dict[str, list] = {}
@@ -174,6 +177,7 @@ def read_network(path: str | Path) -> AstraNetwork:
         topo.append(b)
     npus = [_integer(path, f"npus_count[{i}]", v, minimum=2, why="(NPUs in the dimension, more than 1)")
             for i, v in enumerate(lists["npus_count"])]
+    check_limit("npus", math.prod(npus), "NPUs", f"{path}: npus_count", npus)  # before anything is sized by it
     bw = [_number(path, f"bandwidth[{i}]", v, strict=True, allow_text=True, unit="GB/s")
           for i, v in enumerate(lists["bandwidth"])]
     lat = [_number(path, f"latency[{i}]", v, allow_text=True, unit="ns") for i, v in enumerate(lists["latency"])]
@@ -208,8 +212,10 @@ def to_topology(net: AstraNetwork, *, name: str | None = None):
 
 def read_comm_groups(path: str | Path, npus: int | AstraNetwork | None = None) -> dict[int, tuple[int, ...]]:
     """Communicator groups `{"1": [0, 1, 2, 3], ...}` -> {1: (0, 1, 2, 3), ...}. Keys are integer
-    strings > 0 (0 is the world), members distinct ranks >= 0 (and < npus when given). A path that
-    contains "empty" means no groups, as in ASTRA-sim (its default is the literal `empty`).
+    strings > 0 (0 is the world), members distinct ranks >= 0 (and < npus when given). The value
+    `empty`, ASTRA-sim's default, means no groups; any other path must be a readable groups file
+    (ASTRA-sim also skips paths that merely contain "empty": fabricsim reads them, so that a
+    missing or broken file is an error, not silently no groups).
 
     Parameters
     ----------
@@ -223,7 +229,7 @@ def read_comm_groups(path: str | Path, npus: int | AstraNetwork | None = None) -
     dict of int to tuple of int
         Group id -> member ranks, in the file's order.
     """
-    if "empty" in str(path):
+    if str(path) == "empty":
         return {}
     n = npus.npus if isinstance(npus, AstraNetwork) else npus
     data = _mapping(path, _load_json(path), 'a JSON object {"<group id>": [ranks]}')

@@ -1,5 +1,10 @@
 """ASTRA-sim config readers, shared parts: the vocabulary of its files, one-line errors that name
-the file and the key, strict JSON/YAML loading, value checks."""
+the file and the key, strict JSON/YAML loading, value checks.
+
+Files are read as every input file is (`fabricsim.config.read_input_text`: a regular file within
+the `file_bytes` limit, UTF-8); YAML as every config is (`config.load_yaml_text`: plain data,
+each key once, bounded nesting); JSON with each key once, standard numbers only, integers within
+64 bits and at most `config.MAX_DEPTH` levels of nesting."""
 
 from __future__ import annotations
 
@@ -9,8 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from ..config import MAX_DEPTH, load_yaml_text, read_input_text
 from ..errors import ConfigError
 
 #: network building blocks and the fabricsim `stack` kind each becomes
@@ -77,12 +81,7 @@ def _missing(path, key: str, accepted: str) -> AstraConfigError:
 
 
 def _read_text(path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        reason = getattr(e, "strerror", None) or type(e).__name__
-        raise AstraConfigError(path, None, None, "accepted: a readable UTF-8 file",
-                               problem=f"cannot read the file ({reason})") from None
+    return read_input_text(path, what="an ASTRA-sim input file")
 
 
 def _no_duplicates(path):
@@ -104,26 +103,48 @@ def _reject_constant(path):
     return hook
 
 
+def _int_within_64_bits(path):
+    def hook(text: str) -> int:
+        # checked before int(): Python refuses 4,300+ digits with a ValueError, not a JSON error
+        value = int(text) if len(text) <= 25 else None
+        if value is None or not -(2**63) <= value < 2**63:
+            raise AstraConfigError(path, None, _short_repr(text), "accepted: integers from -2^63 to 2^63-1",
+                                   problem=f"integer beyond 64 bits {_short_repr(text)}")
+        return value
+    return hook
+
+
+def _depth(data) -> int:
+    """Nesting depth of parsed JSON (iterative: the data may be deep)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        x, d = stack.pop()
+        if isinstance(x, (dict, list)):
+            deepest = max(deepest, d)
+            if d <= MAX_DEPTH:
+                stack.extend((v, d + 1) for v in (x.values() if isinstance(x, dict) else x))
+    return deepest
+
+
 def _load_json(path) -> Any:
     text = _read_text(path)
+    too_deep = AstraConfigError(path, None, None, f"accepted: at most {MAX_DEPTH} levels of arrays and objects",
+                                problem="nested too deep")
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates(path), parse_constant=_reject_constant(path))
+        data = json.loads(text, object_pairs_hook=_no_duplicates(path), parse_constant=_reject_constant(path),
+                          parse_int=_int_within_64_bits(path))
     except json.JSONDecodeError as e:
         raise AstraConfigError(f"{path}:{e.lineno}", None, None, "accepted: valid JSON",
                                problem=f"JSON syntax error at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except RecursionError:
+        raise too_deep from None
+    if _depth(data) > MAX_DEPTH:
+        raise too_deep
+    return data
 
 
 def _load_yaml(path) -> Any:
-    text = _read_text(path)
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-        line = mark.line + 1 if mark is not None else 0
-        detail = getattr(e, "problem", None) or type(e).__name__
-        where = f"line {line} column {mark.column + 1}" if mark is not None else "unknown line"
-        raise AstraConfigError(f"{path}:{line}" if line else path, None, None, "accepted: valid YAML",
-                               problem=f"YAML syntax error at {where}: {detail}") from None
+    return load_yaml_text(_read_text(path), str(path))
 
 
 def _mapping(path, data, what: str) -> dict:

@@ -21,12 +21,13 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..progress import Progress, report
-from ..workload.chakra import read_traces
+from ..workload.chakra import check_peers, read_traces
 from .config import (
     AstraNetwork,
     AstraSystem,
     read_comm_groups,
     read_network,
+    read_remote_memory,
     read_system,
     to_topology,
 )
@@ -202,7 +203,7 @@ def check_implementations(system: AstraSystem, net: AstraNetwork, collectives, b
 
 def run_astra(workload: str, system_path: str, network_path: str, comm_groups: str | None = None,
               backend: str = "congestion-unaware", injection_scale: float = 1.0, mode: str = "auto",
-              progress: Progress | None = None) -> AstraRun:
+              progress: Progress | None = None, remote_memory: str | None = None) -> AstraRun:
     """Run ASTRA-sim's inputs as ASTRA-sim would, with its answers to the nanosecond.
 
     Parameters
@@ -214,7 +215,8 @@ def run_astra(workload: str, system_path: str, network_path: str, comm_groups: s
     network_path : str
         The analytical network YAML.
     comm_groups : str, optional
-        The communicator-groups JSON (None, or a path containing "empty": no groups).
+        The communicator-groups JSON (None, or ASTRA-sim's value `empty`: no groups; any other
+        path must be a readable groups file).
     backend : str
         "congestion-unaware" or "congestion-aware" (1-D networks only).
     injection_scale : float
@@ -223,24 +225,38 @@ def run_astra(workload: str, system_path: str, network_path: str, comm_groups: s
         For a lone collective per NPU: "auto" (mirror mode where it is exact), "full" (every NPU).
     progress : callable, optional
         `progress(done, total, phase)`: reading the inputs, then simulating (`fabricsim.progress`).
+    remote_memory : str, optional
+        The remote-memory JSON (only NO_MEMORY_EXPANSION is emulated).
 
     Returns
     -------
     AstraRun
-        Per-NPU times in ns; a ConfigError naming file and key for inputs ASTRA-sim would reject,
-        crash on, or that are not emulated (per-node custom collectives, the LogGP shared bus).
+        Per-NPU times in ns, and warnings for keys ASTRA-sim ignores in the network, system and
+        remote-memory files; a ConfigError naming file and key for inputs ASTRA-sim would reject,
+        crash on, or that are not emulated (per-node custom collectives, the LogGP shared bus,
+        remote memory).
     """
     if backend not in BACKENDS:
         raise ConfigError("backend", backend, f"accepted: {', '.join(BACKENDS)}")
     report(progress, 0, 0, "reading the configurations")
+    warnings = []
+    if remote_memory is not None:
+        mem = read_remote_memory(remote_memory)
+        if mem.memory_type != "NO_MEMORY_EXPANSION":
+            raise ConfigError(f"{remote_memory}: memory-type", mem.memory_type,
+                              "accepted: NO_MEMORY_EXPANSION (remote memory is not emulated)")
+        if mem.unknown:
+            warnings.append(f"{remote_memory}: unknown keys ignored: {', '.join(mem.unknown)}")
     net = read_network(network_path)
+    if net.unknown:
+        warnings.append(f"{network_path}: unknown keys ignored: {', '.join(net.unknown)}")
     system = read_system(system_path, net)
-    groups = read_comm_groups(comm_groups, net) if comm_groups and "empty" not in comm_groups else {}
+    groups = read_comm_groups(comm_groups, net) if comm_groups is not None else {}
     report(progress, 0, net.npus, f"reading {net.npus} Chakra traces")
     traces = read_traces(workload, net.npus)
+    check_peers(traces, workload)  # a send to itself would fail deep in the network model
     spec_n = net_spec(net)
     spec_s = sys_spec(system, net.npus, injection_scale)
-    warnings = []
     if system.ignored:
         warnings.append(f"{system_path}: ASTRA-sim ignores {', '.join(system.ignored)}")
     if system.unknown:

@@ -34,9 +34,12 @@ _ClickAbort = getattr(_click_exc, "Abort", typer.Abort)
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the app and turns every input error into one line and exit code 2."""
+    import contextvars
+
     cmd = typer.main.get_command(app)
     try:
-        rv = cmd.main(args=argv, prog_name="fabricsim", standalone_mode=False)
+        # a copied context: `--limit` set for this command does not outlive it
+        rv = contextvars.copy_context().run(cmd.main, args=argv, prog_name="fabricsim", standalone_mode=False)
         return int(rv) if isinstance(rv, int) else 0
     except ConfigError as e:
         print(f"fabricsim: error: {e}", file=sys.stderr)
@@ -55,6 +58,14 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # output piped into `head`: not an error
         return 0
+    except OSError as e:  # the machine refused a file operation mid-run (disk full, permissions changed)
+        where = e.filename if e.filename is not None else "file"
+        print(f"fabricsim: error: {where}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except MemoryError:  # a request the limits did not foresee: say so, not a traceback
+        print("fabricsim: error: out of memory; the request is larger than this machine can hold "
+              "(docs/limits.md: make it smaller, or run it on a larger machine)", file=sys.stderr)
+        return 2
     except ScheduleError as e:  # a bug in an algorithm, not in the input: say so plainly
         print(f"fabricsim: internal error: schedule failed verification: {e}", file=sys.stderr)
         return 1

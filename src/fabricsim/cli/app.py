@@ -15,6 +15,19 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _top(limit: list[str] = typer.Option(
+        [], "--limit", help="raise a resource limit for this run, NAME=VALUE (repeatable), e.g. --limit npus=1e6; "
+                            "names and defaults: docs/limits.md")):
+    """fabricsim: simulate the networks that train large neural networks."""
+    if limit:
+        from ..limits import _LIMITS, current_limits, parse_limit
+        from dataclasses import replace
+
+        # main() runs each command in a copied context, so this does not outlive the command
+        _LIMITS.set(replace(current_limits(), **dict(parse_limit(x) for x in limit)))
+
+
 def out_console() -> Console:
     """The console commands print to (tables stay readable when piped or in a narrow terminal)."""
     return Console(soft_wrap=True, width=max(shutil.get_terminal_size((160, 24)).columns, 150))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import typer
 from rich.table import Table
 
 from ..errors import ConfigError
+from ..limits import check_limit
 from ..units import format_size
 from .app import app, out_console as _out
 from .progress import QUIET_HELP, progress_bar
@@ -32,15 +34,11 @@ def astra(
 
     if num_queues_per_dim != 1:
         raise ConfigError("--num-queues-per-dim", num_queues_per_dim, "accepted: 1 (more queues per dimension are not emulated)")
-    if remote_memory_configuration:
-        from ..astra.config import read_remote_memory
-
-        mem = read_remote_memory(remote_memory_configuration)
-        if mem.memory_type != "NO_MEMORY_EXPANSION":
-            raise ConfigError(f"{remote_memory_configuration}: memory-type", mem.memory_type, "accepted: NO_MEMORY_EXPANSION (remote memory is not emulated)")
+    if not (math.isfinite(injection_scale) and injection_scale >= 0):
+        raise ConfigError("--injection-scale", injection_scale, "accepted: a finite number >= 0 (the endpoint-delay multiplier)")
     with progress_bar("astra", quiet) as progress:
         run = run_astra(workload_configuration, system_configuration, network_configuration, comm_group_configuration,
-                        backend, injection_scale, progress=progress)
+                        backend, injection_scale, progress=progress, remote_memory=remote_memory_configuration)
         comparisons = compare_collectives(run, model, progress) if model else []
     if json_out:
         import json
@@ -51,7 +49,7 @@ def astra(
             "npu": [{"npu": r.npu, "finish_ns": r.finish_ns, "exposed_communication_ns": r.exposed_comm_ns,
                      "compute_ns": r.compute_ns} for r in run.results],
             "comparison": [c.__dict__ for c in comparisons], "warnings": list(run.warnings),
-        }, indent=2))
+        }, indent=2, default=_json_scalar))
         return
     con = _out()
     for w in run.warnings:
@@ -82,57 +80,87 @@ def astra(
 
 
 
+def _check_applies(text, collective_name, train_config, npus, size, passes, units) -> None:
+    """Refuse `export chakra` options the chosen source would ignore, and bad or oversize
+    values, before anything is read or generated."""
+    source = "--text" if text is not None else "--collective" if collective_name is not None else "--train"
+    for name, value, sources in (("--npus", npus, ("--text", "--collective")), ("--size", size, ("--collective",)),
+                                 ("--passes", passes, ("--text",)), ("--units", units, ("--text",))):
+        if value is not None and source not in sources:
+            raise ConfigError(name, value, f"{name} applies to {' and '.join(sources)} only; accepted: leave it out "
+                                           f"with {source}")
+    if source == "--train":
+        return
+    if npus is None or npus < 1:
+        raise ConfigError("--npus", npus, "accepted: an integer >= 1")
+    check_limit("npus", npus, "NPUs", "--npus", npus)
+    check_limit("trace_nodes", npus, "trace nodes (one per NPU)", "--npus", npus)
+    if passes is not None and passes < 1:
+        raise ConfigError("--passes", passes, "accepted: an integer >= 1")
+    if units is not None and units not in ("ns", "converter"):
+        raise ConfigError("--units", units, "accepted: ns, converter")
+
+
+def _json_scalar(x):
+    """numpy scalars (a bool_ or int64 from a comparison) as the Python values json writes."""
+    if hasattr(x, "item"):
+        return x.item()
+    raise TypeError(f"Object of type {type(x).__name__} is not JSON serializable")
+
+
 export_app = typer.Typer(help="Write fabricsim workloads in other tools' formats.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
 
 
 @export_app.command("chakra")
 def export_chakra(
-    output: str = typer.Option(..., "--output", "-o", help="trace prefix: writes PREFIX.0.et .. PREFIX.{N-1}.et"),
+    output: str = typer.Option(..., "--output", "-o", help="trace prefix: writes PREFIX.0.et .. PREFIX.{N-1}.et (a new prefix, or --force)"),
+    force: bool = typer.Option(False, "--force", help="replace an earlier set under the prefix (PREFIX.<r>.et, .et.gz, .groups.json)"),
     npus: Optional[int] = typer.Option(None, "--npus", "-n", help="number of NPUs (one trace each; with --text or --collective)"),
     text: Optional[str] = typer.Option(None, "--text", help="an ASTRA-sim 1.0 text workload (DATA, MODEL, HYBRID_*, MICRO)"),
     train_config: Optional[str] = typer.Option(None, "--train", help="or the workload of a `fabricsim train` config (a zoo model under its strategy); also writes PREFIX.groups.json"),
     collective_name: Optional[str] = typer.Option(None, "--collective", "-c", help="or one collective: all-reduce, all-gather, reduce-scatter, all-to-all"),
-    size: str = typer.Option("1MiB", "--size", "-s", help="collective size (ASTRA-sim comm_size)"),
-    passes: int = typer.Option(1, "--passes", help="training passes (text workloads)"),
-    units: str = typer.Option("ns", "--units", help="text compute times: ns (their meaning in ASTRA-sim 1.0) or converter (as chakra_converter stores them, 1000x too long in ASTRA-sim 2.x)"),
+    size: Optional[str] = typer.Option(None, "--size", "-s", help="collective size (ASTRA-sim comm_size; with --collective, default 1MiB)"),
+    passes: Optional[int] = typer.Option(None, "--passes", help="training passes (with --text, default 1)"),
+    units: Optional[str] = typer.Option(None, "--units", help="text compute times (with --text): ns (their meaning in ASTRA-sim 1.0, the default) or converter (as chakra_converter stores them, 1000x too long in ASTRA-sim 2.x)"),
     gzip_out: bool = typer.Option(False, "--gzip", help="gzip the .et files (ASTRA-sim reads both)"),
 ):
     """Write Chakra execution traces (.et) that ASTRA-sim reads."""
-    from ..units import parse_size
+    from ..units import parse_whole_size
     from ..workload.astra_text import read_astra_text, text_to_traces
     from ..workload.chakra import collective_traces, write_traces
 
     if sum(x is not None for x in (text, collective_name, train_config)) != 1:
         raise ConfigError("export chakra", "source", "accepted: exactly one of --text FILE, --collective NAME, --train CONFIG")
-    if train_config is not None:
-        import json
-        from pathlib import Path
+    _check_applies(text, collective_name, train_config, npus, size, passes, units)
+    from ..outputs import check_prefix
 
+    check_prefix(output, "--output", force, inputs=[text, train_config])  # before any work: no earlier set is lost
+    if train_config is not None:
         from ..train import graph_of, load_train_config, topology_of
         from ..workload.chakra_graph import graph_to_traces
 
         cfg = load_train_config(train_config)
         traces, groups = graph_to_traces(graph_of(cfg, topology_of(cfg).n_npus))
-        paths = write_traces(output, traces, compress=gzip_out)
-        gpath = Path(f"{output}.groups.json")
-        gpath.write_text(json.dumps(groups, indent=1))
+        paths = write_traces(output, traces, compress=gzip_out, groups=groups, field="--output")
+        gpath = f"{output}.groups.json"
         _out().print(f"wrote {len(paths)} traces: {paths[0]} .. {paths[-1]} ({len(traces[0].nodes)} nodes on NPU 0) "
                      f"and {len(groups)} communicator groups: {gpath}", highlight=False, markup=False)
         return
-    if npus is None or npus < 1:
-        raise ConfigError("--npus", npus, "accepted: an integer >= 1")
     if text is not None:
-        if units not in ("ns", "converter"):
-            raise ConfigError("--units", units, "accepted: ns, converter")
-        if passes < 1:
-            raise ConfigError("--passes", passes, "accepted: an integer >= 1")
-        traces = text_to_traces(read_astra_text(text), npus, passes, duration_unit="converter" if units == "converter" else "ns")
+        units, passes = units or "ns", 1 if passes is None else passes
+        workload = read_astra_text(text)
+        unit = "converter" if units == "converter" else "ns"
+        # sized from one NPU's single pass before all of them are made
+        per_pass = len(text_to_traces(workload, 1, 1, duration_unit=unit)[0].nodes)
+        check_limit("trace_nodes", per_pass * passes * npus, f"trace nodes ({per_pass} per pass and NPU)",
+                    "--passes", passes)
+        traces = text_to_traces(workload, npus, passes, duration_unit=unit)
         if units == "ns" and any(float(n.duration_micros) != int(n.duration_micros) for t in traces for n in t.nodes):
             raise ConfigError("--units", "ns", "Chakra stores whole microseconds and this workload has sub-microsecond compute; accepted: converter")
     else:
         from ..collectives.api import normalize_collective
 
-        traces = collective_traces(normalize_collective(collective_name), int(parse_size(size, "--size")), npus)
-    paths = write_traces(output, traces, compress=gzip_out)
+        traces = collective_traces(normalize_collective(collective_name), parse_whole_size(size or "1MiB", "--size"), npus)
+    paths = write_traces(output, traces, compress=gzip_out, field="--output")
     _out().print(f"wrote {len(paths)} traces: {paths[0]} .. {paths[-1]} ({sum(len(t.nodes) for t in traces[:1])} nodes per NPU)", highlight=False, markup=False)

@@ -37,20 +37,21 @@ def _jsonable_option(v):
 
 
 def run_collective(topology: str, bandwidth: str, latency: str, collective: str, algorithm: str,
-                   sizes: str, model: str, group: str | None = None, root: int = 0,
+                   sizes: str, model: str, group: str | None = None, root: int | None = None,
                    options: list[str] | None = None, check: bool = True, progress: Progress | None = None):
     """Everything `fabricsim collective` does, minus printing: (header, rows); `progress(done, total,
-    phase)` is told each phase (building the schedule, verifying it, timing the sizes)."""
+    phase)` is told each phase (building the schedule, verifying it, timing the sizes). `root`
+    None is rank 0 of the group (broadcast and reduce)."""
     net = get_network_model(model)
     size_list = parse_size_range(sizes, "sizes")
-    topo = parse_topology(topology, bandwidth, latency)
     coll = normalize_collective(collective)
-    ranks = parse_group(group)
+    ranks = parse_group(group)  # before the topology: a hostile range is refused without building it
+    choice = choose_algorithm(algorithm, parse_options(options or []), where="--option")
+    topo = parse_topology(topology, bandwidth, latency)
     if ranks is not None and len(ranks) > topo.n_npus:
         raise ConfigError("group", group, f"names {len(ranks)} ranks; accepted: at most {topo.n_npus} on {topo.name}")
-    choice = choose_algorithm(algorithm, parse_options(options or []), where="--option")
     report(progress, 0, 0, f"building the {choice.name} schedule on {topo.name}")
-    sched = build_schedule(topo, coll, choice, group=ranks, root=root)
+    sched = build_schedule(topo, coll, choice, group=ranks, root=0 if root is None else root, where="--option")
     verified = None
     if check:
         sample = default_sample(sched)  # full check unless it moves more than 5M blocks
@@ -79,7 +80,7 @@ def collective(
     sizes: str = typer.Option("1KiB:1GiB", "--sizes", "-s", help="MIN:MAX (doubling), MIN:MAX:FACTOR, or a comma list; a bare K/M/G is binary as in nccl-tests (8:128M)"),
     model: str = typer.Option("congestion-aware", "--model", "-m", help="congestion-aware (= analytical), congestion-unaware, flow (max-min fair, dataflow), flow-store-and-forward; see `fabricsim models`"),
     group: Optional[str] = typer.Option(None, "--group", "-g", help="ranks, e.g. 0-7 or 0,2,4,6 (default: all NPUs)"),
-    root: int = typer.Option(0, "--root", help="root rank (index in the group) for broadcast and reduce"),
+    root: Optional[int] = typer.Option(None, "--root", help="root rank (index in the group) for broadcast and reduce (default 0)"),
     option: list[str] = typer.Option([], "--option", "-o", help="algorithm option KEY=VALUE, e.g. bidirectional=true (see `fabricsim algorithms`)"),
     check: bool = typer.Option(True, "--verify/--no-verify", help="execute the schedule on data before timing it"),
     json_out: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
@@ -89,6 +90,7 @@ def collective(
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ):
     """Time one collective over a range of sizes; print an nccl-tests-style table."""
+    _check_applies(collective_name, algorithm, option, root, json_out, csv_out, nccl_out)
     if plot:  # a bad path fails before the run
         from ..report.plotting import check_path
 
@@ -113,13 +115,27 @@ def collective(
     title = (f"fabricsim collective: {header['collective']}, {header['algorithm']} on {header['topology']} "
              f"({header['ranks']} ranks), {how}, {header['model']}, {bandwidth}/link, {latency}; {vtxt}")
     if nccl_out:  # plain print: exact text, no console styling or wrapping
-        print(rows_to_nccl(header["collective"], rows, root, None if v is None else 0, (title,)), end="")
+        print(rows_to_nccl(header["collective"], rows, root or 0, None if v is None else 0, (title,)), end="")
         return
     con.print("# " + title)
     print(rows_to_text(rows), end="", flush=True)
     con.print(f"# Avg bus bandwidth    : {avg_busbw(rows):.3f} GB/s")
     if plot:
         con.print(f"# wrote plot: {plot}", highlight=False, markup=False)
+
+
+def _check_applies(collective_name: str, algorithm: str, option: list[str], root: int | None,
+                   json_out: bool, csv_out: bool, nccl_out: bool) -> None:
+    """Refuse what `fabricsim collective` was given but would ignore: `--root` for a collective
+    without a root, an algorithm option that does not change this collective, two output formats."""
+    formats = [name for name, on in (("--json", json_out), ("--csv", csv_out), ("--nccl", nccl_out)) if on]
+    if len(formats) > 1:
+        raise ConfigError("output format", " ".join(formats), "accepted: one of --json, --csv, --nccl (or none: a table)")
+    coll = normalize_collective(collective_name)
+    if root is not None and coll not in ("broadcast", "reduce"):
+        raise ConfigError("--root", root, f"a root applies to broadcast and reduce only; accepted: leave it out for {coll}")
+    choice = choose_algorithm(algorithm, parse_options(option or []), where="--option")
+    ALGORITHMS[choice.name].check_applies(coll, choice.kwargs, where="--option")
 
 
 def collective_figure(header: dict, rows: list[dict]):

@@ -2,7 +2,7 @@
 
 The subcommands are read from `EXPERIMENTS` when the command line is parsed, so a study
 registered there (one line in `experiments/__init__.py`) is a command with the same options as
-every other (`--quick`, `--out`, `--config`, `--json`), made by one function, `study_command`.
+every other (`--quick`, `--out`, `--force`, `--config`, `--json`), made by one function, `study_command`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ def study_command(exp: Experiment):
 
     def command(
         quick: bool = typer.Option(False, "--quick", help=exp.quick_help),
-        out: Optional[str] = typer.Option(None, "--out", help=f"output folder for CSV/JSON/PNG (default {exp.default_out})"),
+        out: Optional[str] = typer.Option(None, "--out", help=f"output folder for CSV/JSON/PNG, new or empty (default {exp.default_out} "
+                                                              "in the current folder)"),
+        force: bool = typer.Option(False, "--force", help="replace the results of an earlier run in the output folder"),
         config: Optional[str] = typer.Option(None, "--config", help=f"reproduction config (default configs/{exp.name}.yaml)"),
         json_out: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
@@ -48,7 +50,7 @@ def study_command(exp: Experiment):
 
         with progress_bar(f"reproduce {exp.name}", quiet) as progress, \
                 (dask_map(dask) if dask else contextlib.nullcontext(map)) as map_fn:
-            reproduce(exp, config, out, quick, json_out, out_console(), progress, map_fn)
+            reproduce(exp, config, out, quick, json_out, out_console(), progress, map_fn, force=force)
 
     command.__doc__ = exp.summary
     return command

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -21,17 +22,22 @@ def optimize(
                                            "(see docs/topoopt.md)"),
     out: str = typer.Option("out/topology", "--out", help="folder for topology.json, edges.csv, routing.json, strategy.json"),
     seed: Optional[int] = typer.Option(None, "--seed", help="override search.seed"),
+    force: bool = typer.Option(False, "--force", help="replace an earlier result folder at --out"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ):
     """Co-optimize a direct-connect topology, its routing and the parallelization for one job; write them."""
     from ..optimize.job import load_job, optimize_job, write_job
+    from ..outputs import check_output_dir, fresh_dir
 
     cfg = load_job(config)
+    check_output_dir(out, "--out", force, inputs=[config])  # before the search, not after
     if seed is not None:
         cfg = cfg.model_copy(update={"search": cfg.search.model_copy(update={"seed": int(seed)})})
     with progress_bar("topology optimize", quiet) as progress:
         res = optimize_job(cfg, progress)
-    files = write_job(res, out)
+    with fresh_dir(out, "--out", force, inputs=[config]) as tmp:
+        written = write_job(res, tmp)
+    files = [Path(out) / f.name for f in written]
     con = _out()
     s = res.search.found.summary()
     con.print(f"# {cfg.name}: {cfg.servers} servers, d={cfg.degree} x {format_bandwidth(cfg.link_bandwidth)}, "

@@ -19,18 +19,26 @@ from .progress import QUIET_HELP, progress_bar
 def traffic(
     file: str = typer.Argument(..., help="YAML: topology, bandwidth, latency, mode, flows, collectives (see docs/flow.md)"),
     json_out: bool = typer.Option(False, "--json", help="print JSON"),
-    timeline: Optional[str] = typer.Option(None, "--timeline", help="write the link-utilization timeline to this CSV"),
-    plot: Optional[str] = typer.Option(None, "--plot", help="write per-link utilization, busiest first, to this image (.png, .pdf, .svg)"),
+    timeline: Optional[str] = typer.Option(None, "--timeline", help="write the link-utilization timeline to this CSV (an existing file is replaced)"),
+    plot: Optional[str] = typer.Option(None, "--plot", help="write per-link utilization, busiest first, to this image (.png, .pdf, .svg; an existing file is replaced)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ):
     """Run flows and collectives with start times together on the flow-level model."""
     from ..network.traffic import load_traffic, run_traffic
 
     spec = load_traffic(file)
-    if plot:  # a bad path fails before the run
+    if plot is not None:  # a bad path fails before the run
         from ..report.plotting import check_path
 
-        check_path(plot, "--plot")
+        check_path(plot, "--plot", inputs=[file])
+    if timeline is not None:
+        import os
+
+        from ..outputs import check_output_file
+
+        check_output_file(timeline, "--timeline", inputs=[file])
+        if plot is not None and os.path.realpath(timeline) == os.path.realpath(plot):
+            raise ConfigError("--timeline", timeline, "is also the --plot file; accepted: another file")
     with progress_bar("traffic", quiet) as progress:
         res = run_traffic(spec, record_timeline=timeline is not None, progress=progress)
     if plot:
@@ -40,10 +48,12 @@ def traffic(
         plotting.save(utilization_figure(
             res.link_utilization, res.link_names(),
             f"link utilization: {file} on {res.topology} ({spec.model}), makespan {format_time(res.makespan_s)}"), plot)
-    if timeline:
+    if timeline is not None:
         import csv
 
-        with open(timeline, "w", newline="") as fh:
+        from ..outputs import atomic_file
+
+        with atomic_file(timeline, "--timeline", newline="") as fh:
             w = csv.writer(fh)
             w.writerow(["t_start_s", "t_end_s", "link", "rate_Bps"])
             for t0, t1, load in res.timeline:
@@ -77,7 +87,9 @@ def traffic(
 @app.command()
 def train(
     config: str = typer.Argument(..., help="training config YAML: network, system, workload, output (see docs/train.md)"),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="output folder (default: the config's output.dir, else out/<config name>)"),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="output folder, new or empty (default: the config's output.dir, "
+                                      "relative to the config file, else out/<config name> in the current folder)"),
+    force: bool = typer.Option(False, "--force", help="replace the results of an earlier run in the output folder"),
     iterations: Optional[int] = typer.Option(None, "--iterations", "-n", help="override workload.iterations"),
     endpoint: Optional[str] = typer.Option(None, "--endpoint", "-e", help="override system.endpoint: POLICY[,FIELD=VALUE...], "
                                            "e.g. comm-opt, npu,units=0.1,memory=0.3, ace,sram=4MiB,alu_throughput=300GB/s,"
@@ -90,8 +102,10 @@ def train(
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ):
     """Simulate training iterations: iteration time, where it goes, MFU, a Perfetto trace and a plot."""
+    import os
     from pathlib import Path
 
+    from ..outputs import check_output_dir
     from ..report.trace import trace_file_name
     from ..engine.usage import endpoint_usage
     from ..report.train import (breakdown_table, endpoint_line, iteration_line, summary_json, throughput_line,
@@ -106,26 +120,36 @@ def train(
     if iterations is not None:
         if iterations < 1:
             raise ConfigError("--iterations", iterations, "accepted: an integer >= 1")
+        from ..limits import check_limit
+
+        check_limit("iterations", iterations, "iterations", "--iterations", iterations)
         cfg.workload.iterations = iterations
     if trace_format is not None:
         trace_file_name(trace_format, "--trace-format")  # ConfigError for anything else
         cfg.output.trace_format = trace_format
     npus_text = trace_npus or cfg.output.trace_npus
-    ranks = parse_group(npus_text) if npus_text else None
-    out_dir = Path(out or (cfg.output.dir and str((Path(cfg.base_dir) / cfg.output.dir).resolve()))
-                   or Path("out") / Path(config).stem)
+    npus_field = "--trace-npus" if trace_npus else f"{config}: output.trace_npus"
+    ranks = parse_group(npus_text, npus_field) if npus_text else None
+    # the folder is checked before the run: a bad path or earlier results cost no simulation time
+    if out is not None:
+        out_dir, out_field = out, "--out"
+    elif cfg.output.dir is not None:
+        out_dir, out_field = os.path.join(cfg.base_dir, cfg.output.dir), f"{config}: output.dir"
+    else:
+        out_dir, out_field = str(Path("out") / Path(config).stem), "--out"
+    check_output_dir(out_dir, out_field, force, _train_inputs(config, cfg))
     with progress_bar("train", quiet) as progress:
         run = run_train(cfg, progress=progress)
         res = run.result
         if ranks is not None and (max(ranks) >= res.graph.n_npus):
-            raise ConfigError("trace_npus", npus_text, f"accepted: NPUs 0..{res.graph.n_npus - 1}")
+            raise ConfigError(npus_field, npus_text, f"accepted: NPUs 0..{res.graph.n_npus - 1}")
         progress(0, 0, "endpoint usage")
         usage = endpoint_usage(res, run.pricer)
         config_echo = {"config": cfg.model_dump(mode="json", exclude={"base_dir"}), "endpoint": usage.summary()}
         progress(0, 0, f"writing {out_dir}")
         files = write_outputs(res, out_dir, run.title, trace=cfg.output.trace and not no_trace, trace_npus=ranks,
                               trace_format=cfg.output.trace_format, plot=cfg.output.plot and not no_plot,
-                              extra=config_echo)
+                              extra=config_echo, force=force, field=out_field)
     if json_out:
         import json
 
@@ -143,10 +167,17 @@ def train(
     con.print(throughput_line(res), highlight=False, markup=False)
     con.print(endpoint_line(usage, cfg.system.endpoint.policy), highlight=False, markup=False)
     con.print(breakdown_table(res, "time per iteration: compute, exposed communication, idle (mean over NPUs)"))
-    import os
-
     for k, v in files.items():
         con.print(f"wrote {k}: {os.path.relpath(v)}", highlight=False, markup=False)
+
+
+def _train_inputs(config: str, cfg) -> list[str]:
+    """The files a training config reads (itself, a text workload, communicator groups, a Chakra
+    trace prefix), resolved as the config resolves them: the output folder may hold none of them."""
+    import os
+
+    w = cfg.workload
+    return [config] + [os.path.join(cfg.base_dir, f) for f in (w.astra_text, w.comm_groups, w.chakra) if f]
 
 
 # ---- paper reproductions: `fabricsim reproduce PAPER` (add a command per paper here) ---------

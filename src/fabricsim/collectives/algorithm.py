@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping
 
 from ..errors import ConfigError
+from ..limits import check_limit
 from ._common import is_pow2
 from .schedule import Schedule
 
@@ -26,6 +27,9 @@ OptionType = Literal["bool", "int", "ints", "choice", "shape", "choice-per-dim"]
 Helper = Literal["reducing-switch", "switch-tree"]
 
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+# int options that size a schedule, and the resource limit (`fabricsim.limits`) each is under
+_LIMITED = {"chunks": "chunks"}
+_MAX_DIGITS = 30  # longer integers are refused unread (int() of 5000 digits raises)
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,9 @@ class Option:
         Other spellings of choices, alias -> choice (any case).
     minimum : int
         Smallest accepted value of an int option (default 1).
+    collectives : tuple of str
+        The collectives the option changes (empty: all the algorithm serves); the command line
+        refuses it for another (`Algorithm.check_applies`) rather than ignore it.
     """
 
     name: str
@@ -60,6 +67,7 @@ class Option:
     choices: tuple[str, ...] = ()
     aliases: Mapping[str, str] = field(default_factory=dict)
     minimum: int = 1
+    collectives: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """`name (type, default X)`: one line for listings."""
@@ -98,6 +106,8 @@ class Option:
             v = _integer(value)
             if v is None or v < self.minimum:
                 raise ConfigError(field_name, value, f"accepted: an integer >= {self.minimum}")
+            if self.name in _LIMITED:  # refused here, before a builder allocates per piece
+                check_limit(_LIMITED[self.name], v, self.name, field_name, value)
             return v
         if self.type == "ints":
             # `str(choice)` writes a tuple of ints as 1x5: read it back too
@@ -141,7 +151,7 @@ def _integer(value: Any) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value) and len(value.strip()) <= _MAX_DIGITS:
         return int(value)
     return None
 
@@ -261,6 +271,34 @@ class Algorithm:
                 raise ConfigError(_field(where, str(key)), value, f"{self.name} accepts: {accepted}")
             out[k] = opt.parse(value, where)
         return out
+
+    def check_applies(self, collective: str, given: Mapping[str, Any], where: str = "option") -> None:
+        """Refuse options given for a collective they do not change (ring's `chunks` on an
+        all-reduce), instead of ignoring them.
+
+        Parameters
+        ----------
+        collective : str
+            Canonical collective name.
+        given : mapping
+            Option name -> value, as the user gave them (canonical names).
+        where : str
+            The field named in errors (`--option`).
+
+        Returns
+        -------
+        None
+            A one-line ConfigError naming the option and the collectives it applies to (a
+            collective the algorithm does not serve is left to `supports` to explain).
+        """
+        if collective not in self.collectives:
+            return
+        for name, value in given.items():
+            opt = self.option(name)
+            if opt is not None and opt.collectives and collective not in opt.collectives:
+                raise ConfigError(_field(where, name), _text(value),
+                                  f"{self.name}'s {name} applies to {', '.join(opt.collectives)} only; "
+                                  f"accepted: leave it out for {collective}")
 
     def supports(self, collective: str, p: int, options: dict | None = None) -> str | None:
         """Why this algorithm cannot serve `collective` on `p` ranks, or None when it can.

@@ -16,41 +16,57 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ConfigError, UnsupportedGroupSize
+from ..limits import check_limit
 from ..topology.graph import Topology
 from ..vocab import normalize_collective
-from .algorithm import AlgorithmChoice
+from .algorithm import AlgorithmChoice, _field, _text
 from .registry import choose_algorithm, get_algorithm
 from .schedule import Schedule
+from .sizing import estimate_blocks
+
+_MAX_RANK = 10**18
 
 __all__ = ["build_schedule", "normalize_collective", "parse_group", "reducing_switch", "resolve_group", "switch_tree"]
 
 
-def parse_group(text: str | None) -> list[int] | None:
+def parse_group(text: str | None, field: str = "group") -> list[int] | None:
     """Ranks of a group as written on the command line or in a config.
 
     Parameters
     ----------
     text : str or None
         `0,1,2,3`, `0-7`, `0-15:2` (range with stride), or a mix; None = no group given.
+    field : str
+        The field named in errors (`group`, `--group`, `trace_npus`).
 
     Returns
     -------
     list of int or None
-        The ranks in the order written; ConfigError for anything else.
+        The ranks in the order written; ConfigError for anything else, for a rank beyond
+        2**62, and for more ranks than the `ranks` limit (counted before any range is expanded).
     """
     if text is None:
         return None
-    ranks: list[int] = []
-    for part in text.split(","):
+    parts = []
+    for part in str(text).split(","):
         part = part.strip()
         m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part)
         if not m:
-            raise ConfigError("group", text, "accepted: ranks like 0,1,2,3 or ranges 0-7 or 0-15:2")
-        a = int(m.group(1))
-        b = int(m.group(2)) if m.group(2) else a
-        stride = int(m.group(3)) if m.group(3) else 1
+            raise ConfigError(field, text, "accepted: ranks like 0,1,2,3 or ranges 0-7 or 0-15:2")
+        # 19+ digits would overflow the int64 arrays ranks live in (and int() of very long text is slow)
+        if any(g is not None and len(g.lstrip("0")) > 18 for g in m.groups()):
+            raise ConfigError(field, text, f"accepted: ranks and strides below {_MAX_RANK:,}")
+        a, b, stride = (None if g is None else int(g.lstrip("0") or "0") for g in m.groups())
+        b = a if b is None else b
+        stride = 1 if stride is None else stride
         if b < a or stride < 1:
-            raise ConfigError("group", text, "accepted: ranges A-B with A <= B and stride >= 1")
+            raise ConfigError(field, text, "accepted: ranges A-B with A <= B and stride >= 1")
+        parts.append((a, b, stride))
+    # count arithmetically so that `0-10000000000` is refused before a list of it is built
+    count = sum((b - a) // stride + 1 for a, b, stride in parts)
+    check_limit("ranks", count, "ranks", field, text)
+    ranks: list[int] = []
+    for a, b, stride in parts:
         ranks.extend(range(a, b + 1, stride))
     return ranks
 
@@ -182,6 +198,7 @@ def build_schedule(
     *,
     group: Sequence[int] | None = None,
     root: int = 0,
+    where: str | None = None,
     **options,
 ) -> Schedule:
     """The placed schedule of `collective` with `algorithm` on `group` of `topo`.
@@ -198,6 +215,9 @@ def build_schedule(
         NPU ids (default: every NPU in rank order).
     root : int
         Root's index in the group, for broadcast and reduce.
+    where : str, optional
+        The field that named the options (`--option`): errors about an option then name
+        `--option KEY` (None: `algorithm`, and a builder's errors name the bare option).
     **options
         Algorithm options (typed values or strings, as `choose_algorithm` parses them).
 
@@ -205,7 +225,8 @@ def build_schedule(
     -------
     Schedule
         Placed on topology nodes (helper switches included); ConfigError / UnsupportedGroupSize
-        when the algorithm cannot serve this collective, group or topology.
+        when the algorithm cannot serve this collective, group or topology, or when the
+        schedule would hold more entries than the `blocks` limit (estimated before building).
 
     Examples
     --------
@@ -215,7 +236,7 @@ def build_schedule(
     (16, 8)
     """
     collective = normalize_collective(collective)
-    choice = choose_algorithm(algorithm, options)
+    choice = choose_algorithm(algorithm, options, **({"where": where} if where else {}))
     alg = get_algorithm(choice.name)
     opts = choice.kwargs
     g = resolve_group(topo, group)
@@ -242,7 +263,20 @@ def build_schedule(
     if alg.helper == "switch-tree":
         tree = switch_tree(topo, g)
         opts["leaf_of"] = tree[0]
-    s = alg.build(collective, p, **opts)
+    given = choice.kwargs
+    culprit = ("chunks", given["chunks"]) if "chunks" in given else ("steps", given["steps"]) if "steps" in given else None
+    check_limit("blocks", estimate_blocks(alg.name, collective, p, opts),
+                f"schedule entries ({alg.name} {collective} on {p} ranks: transfers x blocks)",
+                *((_field(where or "algorithm", culprit[0]), _text(culprit[1])) if culprit else ("group size", p)))
+    try:
+        s = alg.build(collective, p, **opts)
+    except UnsupportedGroupSize:
+        raise
+    except ConfigError as e:
+        # a builder names its option bare (`dims`): say where it was given (`--option dims`)
+        if where and alg.option(e.field) is not None:
+            raise ConfigError(_field(where, e.field), _text(e.value), e.accepted) from None
+        raise
     nodes = g
     if s.n_extra:
         if tree is not None:

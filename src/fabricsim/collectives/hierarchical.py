@@ -300,8 +300,9 @@ ALGORITHM = Algorithm(
                                    "the whole network in rank order, else (p,))"),
              Option("order", "choice", "rs-ag", "rs-ag (= ASTRA-sim's localBWAware) or baseline (a full all-reduce per "
                                                 "dimension)", choices=("rs-ag", "baseline"),
-                    aliases={"localBWAware": "rs-ag", "local_bw_aware": "rs-ag", "rsag": "rs-ag"}),
+                    aliases={"localBWAware": "rs-ag", "local_bw_aware": "rs-ag", "rsag": "rs-ag"},
+                    collectives=("all-reduce",)),
              Option("inner", "choice-per-dim", "ring", "the 1-D algorithm of each dimension", choices=INNER,
-                    aliases=_INNER_ALIASES)),
+                    aliases=_INNER_ALIASES, collectives=COLLECTIVES)),
     dims=True,
 )

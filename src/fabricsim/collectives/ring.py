@@ -116,8 +116,10 @@ def ring(collective: str, p: int, *, root: int = 0, bidirectional: bool = False,
 
 ALGORITHM = Algorithm(
     "ring", ring, COLLECTIVES, "any p >= 2", "ring: p-1 steps of size/p per phase; bidirectional = two half rings",
-    options=(Option("bidirectional", "bool", False, "two half-size rings in opposite directions"),
-             Option("chunks", "int", None, "pipeline pieces of broadcast/reduce (default p)")),
+    options=(Option("bidirectional", "bool", False, "two half-size rings in opposite directions",
+                    collectives=("all-reduce", "reduce-scatter", "all-gather")),
+             Option("chunks", "int", None, "pipeline pieces of broadcast/reduce (default p)",
+                    collectives=("broadcast", "reduce"))),
     ring_order=True,
     aliases={"bidirectional_ring": {"bidirectional": True}, "ring_bidirectional": {"bidirectional": True}},
 )

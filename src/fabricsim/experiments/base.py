@@ -198,7 +198,8 @@ def run_experiment(exp: Experiment, cfg: Any, quick: bool = False, map_fn: Calla
 
 
 def reproduce(exp: Experiment, config: str | Path | None = None, out: str | Path | None = None, quick: bool = False,
-              json_out: bool = False, con=None, progress: Progress | None = None, map_fn: Callable = map) -> Any:
+              json_out: bool = False, con=None, progress: Progress | None = None, map_fn: Callable = map,
+              force: bool = False) -> Any:
     """What `fabricsim reproduce NAME` does: load the config, run the study (reporting progress),
     write its files, print its tables or its JSON.
 
@@ -209,7 +210,8 @@ def reproduce(exp: Experiment, config: str | Path | None = None, out: str | Path
     config : str or Path, optional
         Its config file (default: the shipped one).
     out : str or Path, optional
-        Output folder (default `exp.default_out`).
+        Output folder, new or empty (default `exp.default_out`, relative to the current folder);
+        checked before the study runs, written as a whole (`outputs.fresh_dir`).
     quick : bool
         The CI subset.
     json_out : bool
@@ -221,18 +223,28 @@ def reproduce(exp: Experiment, config: str | Path | None = None, out: str | Path
         draws it as a bar on stderr).
     map_fn : callable
         The map that evaluates the points (see `run_experiment`).
+    force : bool
+        Replace an earlier run's results in the output folder.
 
     Returns
     -------
     object
         The study's report.
     """
+    from ..outputs import check_output_dir, fresh_dir
+
     cfg = exp.load_config(config)
-    out_dir = Path(out) if out else exp.default_out
+    target = out if out is not None else exp.default_out
+    inputs = [config] if config is not None else []
+    check_output_dir(target, "--out", force, inputs)  # before the run: a bad folder costs no simulation time
+    out_dir = Path(target)
     rep = run_experiment(exp, cfg, quick, map_fn, progress)
     if progress is not None:
         progress(0, 0, f"writing {out_dir}")
-    files = exp.write(rep, out_dir)
+    with fresh_dir(out_dir, "--out", force, inputs) as tmp:
+        written = exp.write(rep, tmp)
+    # the files as they are named once the folder is in place
+    files = [out_dir / Path(f).relative_to(tmp) for f in written]
     if json_out:
         d = exp.to_json(rep)
         d["files"] = [str(f) for f in files]

@@ -15,9 +15,12 @@ collectives:
   - {name: mp, collective: all-reduce, algorithm: direct, size: 16MiB, group: "0-7", priority: 0,
      options: {}}         # algorithm options (see `fabricsim algorithms`), or algorithm: ring,bidirectional=true
 ```
-Every field is validated when the file is read; errors name the field, the value and what is
-accepted, in one line. A collective becomes flows as everywhere else (`dataflow.schedule_flows`:
-dataflow, or streams for in-network algorithms).
+Every field is validated when the file is read; errors name the file, the field with its list
+item (`t.yaml: collectives[2].group`), the value and what is accepted, in one line. Numbers are not
+coerced (`src: '3'`, `group: [1.5]` are refused), bandwidths and times need their units, a flow
+goes between two different nodes, and the flows of all `count`s together are bounded by the
+`flows` limit (`fabricsim.limits`). A collective becomes flows as everywhere else
+(`dataflow.schedule_flows`: dataflow, or streams for in-network algorithms).
 """
 
 from __future__ import annotations
@@ -27,9 +30,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, ValidationInfo, field_validator,
+                      model_validator)
 
+from ..config import check_link_values, check_topology_value, errors_in
 from ..errors import ConfigError
+from ..limits import check_limit
 from ..progress import Progress, report
 from ..topology.spec import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
 from ..units import parse_bandwidth, parse_size, parse_time
@@ -39,14 +45,21 @@ from .flow import MODES, Flows
 from .model import canonical_model_name, get_network_model
 
 
-def _group(text) -> list[int] | None:
-    if text is None:
+def _group(value, field: str = "group") -> list[int] | None:
+    """The ranks of a `group:` (a group string or a list of integers), checked; None for none."""
+    if value is None:
         return None
-    if isinstance(text, list):
-        return [int(x) for x in text]
+    if isinstance(value, list):
+        if not value or any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in value):
+            raise ConfigError(field, value, "accepted: a non-empty list of ranks (integers >= 0) or a group string "
+                                            "such as 0-7")
+        check_limit("ranks", len(value), "ranks", field, f"a list of {len(value):,} ranks")
+        return list(value)
+    if not isinstance(value, str):
+        raise ConfigError(field, value, "accepted: ranks such as 0-7 or 0,2,4, or a list of them")
     from ..collectives.api import parse_group
 
-    return parse_group(str(text))
+    return parse_group(value, field)
 
 
 class FlowItem(BaseModel):
@@ -72,17 +85,30 @@ class FlowItem(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: str | None = None
-    src: int = Field(ge=0)
-    dst: int = Field(ge=0)
+    src: StrictInt = Field(ge=0)
+    dst: StrictInt = Field(ge=0)
     size: float
     start: float = 0.0
-    priority: int = Field(default=0, ge=0)
+    priority: StrictInt = Field(default=0, ge=0)
     cap: float | None = None
-    count: int = Field(default=1, ge=1)
+    count: StrictInt = Field(default=1, ge=1)
 
     _size = field_validator("size", mode="before")(lambda v: parse_size(v, "size"))
     _start = field_validator("start", mode="before")(lambda v: parse_time(v, "start"))
     _cap = field_validator("cap", mode="before")(lambda v: None if v is None else parse_bandwidth(v, "cap"))
+
+    @field_validator("count")
+    @classmethod
+    def _count(cls, v):
+        check_limit("flows", v, "flows", "count", v)  # before np.full makes them
+        return v
+
+    @model_validator(mode="after")
+    def _two_nodes(self):
+        if self.src == self.dst:
+            raise ConfigError("dst", self.dst, f"the flow goes from node {self.src} to itself; accepted: a node other "
+                                               "than src")
+        return self
 
 
 class CollectiveItem(BaseModel):
@@ -117,14 +143,20 @@ class CollectiveItem(BaseModel):
     algorithm: str = "ring"
     size: float
     group: Any = None
-    root: int = 0
+    root: StrictInt = Field(default=0, ge=0)
     start: float = 0.0
-    priority: int = Field(default=0, ge=0)
+    priority: StrictInt = Field(default=0, ge=0)
     options: dict = Field(default_factory=dict)
 
     _size = field_validator("size", mode="before")(lambda v: parse_size(v, "size"))
     _start = field_validator("start", mode="before")(lambda v: parse_time(v, "start"))
     _coll = field_validator("collective")(lambda v: normalize_collective(v))
+
+    @field_validator("group")
+    @classmethod
+    def _ranks(cls, v):
+        _group(v)  # syntax, types and the ranks limit now; the topology's size when it is built
+        return v
 
     @model_validator(mode="after")
     def _choice(self):
@@ -165,8 +197,23 @@ class TrafficFile(BaseModel):
     chunk: float = 0.0
     flows: list[FlowItem] = Field(default_factory=list)
     collectives: list[CollectiveItem] = Field(default_factory=list)
+    _source: str | None = PrivateAttr(None)  # the file, named first in errors found when it runs
 
     _chunk = field_validator("chunk", mode="before")(lambda v: parse_size(v, "chunk"))
+    _topology = field_validator("topology", mode="before")(check_topology_value)
+    _bandwidth = field_validator("bandwidth")(lambda v: check_link_values(v, parse_bandwidth, "bandwidth"))
+    _latency = field_validator("latency")(lambda v: check_link_values(v, parse_time, "latency"))
+
+    @field_validator("flows")
+    @classmethod
+    def _all_flows(cls, v):
+        check_limit("flows", sum(f.count for f in v), "flows (all counts together)", "flows", f"{len(v)} entries")
+        return v
+
+    @model_validator(mode="after")
+    def _from_context(self, info: ValidationInfo):
+        self._source = (info.context or {}).get("source")
+        return self
 
     _model = field_validator("model")(lambda v: canonical_model_name(v))
 
@@ -284,9 +331,10 @@ def load_traffic(path: str) -> TrafficFile:
     TrafficFile
         Sizes in bytes, times in s, rates in bytes/s; a one-line ConfigError on any bad field.
     """
-    from ..config import load_yaml
+    from ..config import read_yaml_mapping, validate
 
-    return load_yaml(TrafficFile, path, "topology, flows, collectives")
+    return validate(TrafficFile, read_yaml_mapping(path, "topology, flows, collectives"), str(path), brackets=True,
+                    from_file=True, context={"source": str(path)})
 
 
 def run_traffic(spec: TrafficFile, *, record_timeline: bool = False, progress: Progress | None = None) -> TrafficResult:
@@ -312,20 +360,24 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False, progress: P
     from ..collectives.api import build_schedule
     from ..topology.spec import topology_from_config
 
-    topo = topology_from_config(spec.topology, spec.bandwidth, spec.latency)
+    where = spec._source
+    with errors_in(where, ""):
+        topo = topology_from_config(spec.topology, spec.bandwidth, spec.latency)
     net = spec.network_model()
     parts, labels = [], []
     for i, f in enumerate(spec.flows):
         for field, v in (("src", f.src), ("dst", f.dst)):
             if v >= topo.n_nodes:
-                raise ConfigError(f"flows[{i}].{field}", v, f"accepted: a node 0..{topo.n_nodes - 1} of {topo.name}")
+                raise ConfigError(f"{where}: flows[{i}].{field}" if where else f"flows[{i}].{field}", v,
+                                  f"accepted: a node 0..{topo.n_nodes - 1} of {topo.name}")
         k = f.count
         parts.append(Flows(np.full(k, f.src), np.full(k, f.dst), np.full(k, f.size), np.full(k, f.start),
                            np.full(k, np.inf if f.cap is None else f.cap), np.full(k, f.priority)))
         labels.append((f.name or f"flow{i}", "flow", k, f.size * k))
     for i, c in enumerate(spec.collectives):
         report(progress, i, len(spec.collectives), f"scheduling {c.name or f'collective{i}'}")
-        sched = build_schedule(topo, c.collective, c.algorithm, group=_group(c.group), root=c.root)
+        with errors_in(where, f"collectives[{i}]"):
+            sched = build_schedule(topo, c.collective, c.algorithm, group=_group(c.group), root=c.root)
         fl = schedule_flows(topo, sched, c.size, start=c.start, priority=c.priority, stream=net.streams)
         parts.append(fl)
         labels.append((c.name or f"collective{i}", sched.collective, len(fl), float(fl.size.sum())))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
 from ..config import load_yaml
 from ..errors import ConfigError
@@ -58,7 +58,7 @@ class ServerSection(_Strict):
     per GPU (bytes/s; units accepted)."""
 
     npu: NpuSection
-    gpus: int = Field(default=1, ge=1)
+    gpus: StrictInt = Field(default=1, ge=1)
     intra_bandwidth: float = float("inf")
     _intra = _bw("intra_bandwidth")
 
@@ -68,13 +68,13 @@ class SearchSection(_Strict):
     (per ms), degree split (`paper` or `released`), SelectPermutations mode (`geometric` or
     `search`), seed, op groups per run of dense layers."""
 
-    steps: int = Field(default=200, ge=0)
-    rounds: int = Field(default=2, ge=1)
+    steps: StrictInt = Field(default=200, ge=0)
+    rounds: StrictInt = Field(default=2, ge=1)
     alpha: float = Field(default=1.0, gt=0)
     split: str = "paper"
     select: str = "geometric"
     seed: int = 0
-    max_groups: int = Field(default=8, ge=1)
+    max_groups: StrictInt = Field(default=8, ge=1)
 
     @field_validator("split")
     @classmethod
@@ -97,8 +97,8 @@ class WorkloadSection(_Strict):
 
     model: str
     dtype: str = "fp32"
-    batch_per_gpu: int = Field(ge=1)
-    bag: int = Field(default=1, ge=1)
+    batch_per_gpu: StrictInt = Field(ge=1)
+    bag: StrictInt = Field(default=1, ge=1)
     alpha: float | None = Field(default=None, gt=0)
 
     @field_validator("model")
@@ -124,8 +124,8 @@ class JobConfig(_Strict):
     """A `fabricsim topology optimize` config (module doc)."""
 
     name: str = "job"
-    servers: int = Field(ge=2)
-    degree: int = Field(ge=2)
+    servers: StrictInt = Field(ge=2)
+    degree: StrictInt = Field(ge=2)
     link_bandwidth: float
     latency: float = 1e-6
     network_model: str = "congestion-aware"
@@ -161,15 +161,23 @@ def load_job(path: str | Path) -> JobConfig:
     Returns
     -------
     JobConfig
-        Also refused: a degree above what rings can use on the servers (`finder.ring_capacity`).
+        Also refused: a degree above what rings can use on the servers (`finder.ring_capacity`),
+        and servers beyond the `npus`, `links` (servers x degree) or `route_table` limit.
     """
+    from ..limits import check_limit
+    from ..topology.family import check_size
     from .finder import ring_capacity
 
     cfg = load_yaml(JobConfig, path, "servers, degree, link_bandwidth, server, workload")
-    cap = ring_capacity(cfg.servers)
+    # sized as the topology it builds (servers x servers routing table) before the search allocates
+    check_size(cfg.servers, cfg.servers, f"{path}: servers", cfg.servers, cfg.servers ** 2)
+    cap = ring_capacity(cfg.servers)  # O(servers): after the servers are known to be within the limits
     if cfg.degree > cap:
         raise ConfigError(f"{path}: degree", cfg.degree, f"accepted: at most {cap} on {cfg.servers} servers "
                                                         "(their distinct rings, 2 interfaces each)")
+    check_size(cfg.servers, cfg.servers * cfg.degree, f"{path}: degree", cfg.degree, cfg.servers ** 2)
+    check_limit("proposals", cfg.search.steps * cfg.search.rounds, "MCMC proposals (steps x rounds)",
+                f"{path}: search.steps", cfg.search.steps)
     return cfg
 
 

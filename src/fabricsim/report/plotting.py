@@ -498,7 +498,7 @@ def legend_outside(target, handles=None, labels=None, order: Sequence[str] = ())
 # ---------------------------------------------------------------- files
 
 
-def check_path(path: str | Path, field: str = "--plot") -> Path:
+def check_path(path: str | Path, field: str = "--plot", inputs=()) -> Path:
     """Check an image path before any work is done.
 
     Parameters
@@ -507,28 +507,30 @@ def check_path(path: str | Path, field: str = "--plot") -> Path:
         Where the figure will go; the suffix picks the format.
     field : str
         The option or config field, for the error.
+    inputs : iterable of str or Path
+        The run's input files, which the image may not replace.
 
     Returns
     -------
     Path
-        ConfigError naming `field` for an unknown format, a folder, or a parent that is a file.
+        `path`; ConfigError naming `field` for an unknown format or anything
+        `outputs.check_output_file` refuses (a folder, a link, a device, an unwritable place, an
+        input).
     """
+    from ..outputs import check_output_file
+
     p = Path(path)
     fmt = p.suffix.lower().lstrip(".")
     if fmt not in FORMATS:
         raise ConfigError(field, str(path), f"accepted: a file ending in {', '.join('.' + f for f in FORMATS)}")
-    if p.is_dir():
-        raise ConfigError(field, str(path), "is a folder; accepted: an image file path")
-    for parent in p.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ConfigError(field, str(path), f"{parent} is a file; accepted: a path in a folder")
-            break
+    check_output_file(path, field, inputs)
     return p
 
 
 def save(fig, path: str | Path, field: str = "--plot") -> Path:
-    """Write a figure (its folder is created) and close it.
+    """Write a figure (its folder is created) and close it; an existing file is replaced
+    atomically (`outputs.atomic_file`: a temporary file beside it, renamed over it), never
+    through a symbolic link.
 
     Parameters
     ----------
@@ -544,14 +546,13 @@ def save(fig, path: str | Path, field: str = "--plot") -> Path:
     Path
         `path`; ConfigError naming `field` when it cannot be written.
     """
+    from ..outputs import atomic_file
+
     p = check_path(path, field)
     fmt = p.suffix.lower().lstrip(".")
     meta = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Producer": None}, "svg": {"Date": None}}[fmt]
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(p, dpi=DPI, bbox_inches="tight", metadata=meta)
-    except OSError as e:
-        raise ConfigError(field, str(path), f"cannot be written ({e.strerror or e}); accepted: a writable path") from None
+    with atomic_file(p, field, binary=True) as fh:
+        fig.savefig(fh, format=fmt, dpi=DPI, bbox_inches="tight", metadata=meta)
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is not None:  # a figure made through pyplot: release it
         plt.close(fig)

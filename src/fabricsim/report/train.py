@@ -188,16 +188,21 @@ def _per_iteration_view(res: TrainResult) -> TrainResult:
 
 
 def write_outputs(res: TrainResult, out_dir: str | Path, title: str, *, trace: bool = True, trace_npus=None,
-                  trace_format: str = TRACE_DEFAULT_FORMAT, plot: bool = True, extra: dict | None = None) -> dict[str, Path]:
+                  trace_format: str = TRACE_DEFAULT_FORMAT, plot: bool = True, extra: dict | None = None,
+                  force: bool = False, field: str = "out_dir") -> dict[str, Path]:
     """Write the files of a training run: summary.json, breakdown.csv, layers.csv, trace.json (or
     trace.json.gz), breakdown.png.
+
+    The folder is written as a whole (`outputs.fresh_dir`): into a temporary sibling folder that
+    is renamed to `out_dir` at the end, so an interrupted run leaves earlier results intact and a
+    rerun never leaves an earlier run's files beside the new ones.
 
     Parameters
     ----------
     res : TrainResult
         The run.
     out_dir : str or Path
-        Folder to write into (created).
+        The result folder: new or empty, or (with `force`) an earlier run's, which is replaced.
     title : str
         Title of the run.
     trace : bool
@@ -210,29 +215,33 @@ def write_outputs(res: TrainResult, out_dir: str | Path, title: str, *, trace: b
         Write breakdown.png (`plot_breakdown`) of the headline period.
     extra : dict, optional
         More keys for summary.json (e.g. the config).
+    force : bool
+        Replace an earlier run's folder (`outputs.check_output_dir`).
+    field : str
+        The option or config field named in errors (`--out`).
 
     Returns
     -------
     dict
-        File kind (summary, breakdown_csv, layers_csv, trace, plot) -> path written.
+        File kind (summary, breakdown_csv, layers_csv, trace, plot) -> path written (under `out_dir`).
     """
+    from ..outputs import fresh_dir
     from .layers import write_layers_csv
     from .trace import trace_file_name
 
     name = trace_file_name(trace_format)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     files = {}
-    (out / "summary.json").write_text(json.dumps(summary_json(res, title, extra), indent=2))
-    files["summary"] = out / "summary.json"
-    files["breakdown_csv"] = write_breakdown_csv(res, out / "breakdown.csv")
-    files["layers_csv"] = write_layers_csv(res, out / "layers.csv")
-    if trace:
-        from .trace import write_trace
+    with fresh_dir(out_dir, field, force) as out:
+        (out / "summary.json").write_text(json.dumps(summary_json(res, title, extra), indent=2))
+        files["summary"] = out / "summary.json"
+        files["breakdown_csv"] = write_breakdown_csv(res, out / "breakdown.csv")
+        files["layers_csv"] = write_layers_csv(res, out / "layers.csv")
+        if trace:
+            from .trace import write_trace
 
-        files["trace"] = write_trace(res, out / name, trace_npus)
-    if plot:
-        from .plots import plot_breakdown
+            files["trace"] = write_trace(res, out / name, trace_npus)
+        if plot:
+            from .plots import plot_breakdown
 
-        files["plot"] = plot_breakdown(_per_iteration_view(res), out / "breakdown.png", f"{title}; {res.headline().label}")
-    return files
+            files["plot"] = plot_breakdown(_per_iteration_view(res), out / "breakdown.png", f"{title}; {res.headline().label}")
+    return {k: Path(out_dir) / Path(v).relative_to(out) for k, v in files.items()}

@@ -50,7 +50,7 @@ def _metrics_train(c: dict) -> dict:
     from ..config import validate
     from ..train import TrainConfig, run_train
 
-    cfg = validate(TrainConfig, {**c, "base_dir": c.get("base_dir", ".")}, "train config")
+    cfg = validate(TrainConfig, c, "train config")
     res = run_train(cfg).result
     its = max(cfg.workload.iterations, 1)
     b = res.mean_breakdown()

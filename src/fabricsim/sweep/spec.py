@@ -240,7 +240,7 @@ def validate_point(pt: SweepPoint, base_dir: str = ".") -> None:
         else:
             from ..train import TrainConfig
 
-            validate(TrainConfig, {**pt.config, "base_dir": pt.config.get("base_dir", base_dir)}, "train config")
+            validate(TrainConfig, pt.config, "train config", context={"base_dir": base_dir})
     except ConfigError as e:
         field = str(getattr(e, "field", "") or "")
         for path, value in pt.axes.items():

@@ -401,8 +401,12 @@ class TreeRouter:
     """Up/down routing on a one- or two-level tree of switches (single switch, fat-tree).
 
     `leaf[npu]` is the NPU's leaf switch; `up[npu]`/`down[npu]` its links to/from it. Between
-    leaves, traffic goes up to one spine and down: spine = dst % n_spines (deterministic
-    destination-mod-k routing), `leaf_up[leaf, spine]`, `spine_down[spine, leaf]`.
+    leaves, traffic goes up to one spine and down (`leaf_up[leaf, spine]`, `spine_down[spine,
+    leaf]`), the spine a deterministic function of both ends (`spine_of`): with k spines and m
+    NPUs per leaf, NPU i of leaf A to NPU j of leaf B takes spine (m i + j + m^2 (A + B)) mod k.
+    The m^2 pairs of NPUs of two leaves then spread over min(k, m^2) spines, so every spine's
+    links carry an even share of uniform traffic (exact when k divides m^2) and adding spines
+    never takes capacity away; when k divides m it is destination mod k.
 
     Parameters
     ----------
@@ -414,6 +418,8 @@ class TreeRouter:
         The link from leaf l (node n_npus + l) to spine s; None without spines.
     spine_down : int64 array [n_spines, n_leaves], optional
         The link from spine s down to leaf l; None without spines.
+    per_leaf : int
+        NPUs per leaf (m): NPU p is NPU p mod m of leaf p // m.
     """
 
     leaf: np.ndarray
@@ -421,6 +427,24 @@ class TreeRouter:
     down: np.ndarray
     leaf_up: np.ndarray | None = None
     spine_down: np.ndarray | None = None
+    per_leaf: int = 1
+
+    def spine_of(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """The spine of each leaf-to-leaf transfer (class doc).
+
+        Parameters
+        ----------
+        src, dst : int64 arrays [T]
+            NPUs on different leaves.
+
+        Returns
+        -------
+        int64 array [T]
+            Spine indices 0..k-1 (`leaf_up` columns); every term reduced mod k, so no int64 overflow.
+        """
+        k, m = self.leaf_up.shape[1], self.per_leaf
+        pair = (m % k * (src % m) + dst % m) % k
+        return (pair + (m * m) % k * ((src // m + dst // m) % k)) % k
 
     def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):
         """Paths of NPU -> NPU transfers (up/down, class doc), NPU -> its own leaf and leaf -> an
@@ -457,7 +481,7 @@ class TreeRouter:
             hop_t.append(t)
             hop_l.append(self.up[s])
             if mask is cross:
-                spine = d % self.leaf_up.shape[1]
+                spine = self.spine_of(s, d)
                 hop_t += [t, t]
                 hop_l += [self.leaf_up[self.leaf[s] - n, spine], self.spine_down[spine, self.leaf[d] - n]]
             hop_t.append(t)

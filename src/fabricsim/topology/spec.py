@@ -4,7 +4,8 @@ Every family (one file in `builders/`) declares its typed parameters (a pydantic
 parser from a spec string to those parameters and a builder from them (`TopologyFamily`).
 `parse_topology("torus:8x8", ...)`, `build_topology("torus", dims=(8, 8), ...)` and a config's
 `topology: {family: torus, dims: [8, 8]}` (`topology_from_config`) all end in `_build`: validate
-the parameters, parse the bandwidths and latencies, call the family's builder.
+the parameters, size them (`TopologyFamily.size`) against the `npus`, `links` and `route_table`
+limits before anything is allocated, parse the bandwidths and latencies, call the family's builder.
 
     ring:8            bidirectional ring          ring:8,uni     one direction
     fully-connected:8 (fc:8)                      switch:8       one switch (switch:8,reduce: in-network)
@@ -24,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from ..config import validate
 from ..errors import ConfigError
 from ..units import parse_bandwidth, parse_time
@@ -41,7 +44,7 @@ from .builders import (
     wafer,
 )
 from .defaults import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
-from .family import LinkValues, Params, TopologyFamily
+from .family import LinkValues, Params, TopologyFamily, check_link_value, check_size
 from .graph import Topology
 
 FAMILIES: dict[str, TopologyFamily] = {}
@@ -79,7 +82,8 @@ def _lookup(name: Any) -> TopologyFamily | None:
 
 
 def _link_values(value: Any, parse, field: str, where: str) -> LinkValues:
-    """Bandwidths or latencies: a number, a string with units, a comma list or a sequence."""
+    """Bandwidths or latencies: a number, a string with units, a comma list or a sequence; each
+    within the range `check_link_value` keeps finite."""
     if isinstance(value, (list, tuple)):
         items = list(value)
     elif isinstance(value, str):
@@ -89,16 +93,30 @@ def _link_values(value: Any, parse, field: str, where: str) -> LinkValues:
     if not items:
         raise ConfigError(field, value, "accepted: one value or a comma list, one per dimension")
     text = value if isinstance(value, str) else ",".join(map(str, items))
-    return LinkValues([parse(v, field) for v in items], field, text, where)
+    return LinkValues([check_link_value(parse(v, field), field, v) for v in items], field, text, where)
 
 
 def _build(family: TopologyFamily, params: Mapping[str, Any] | Params, bandwidth: Any, latency: Any,
-           where: str) -> Topology:
-    """The one path from a family and its parameters to a Topology (`where`: named in errors)."""
+           where: str, given: object) -> Topology:
+    """The one path from a family and its parameters to a Topology: validate, size it against the
+    limits (before anything is allocated), parse the link values, build (`where`: named in errors;
+    `given`: what the user wrote, named in a limit's error)."""
     if not isinstance(params, family.params):
         params = validate(family.params, dict(params), f"topology {family.name}")
+    n_npus, n_links = family.size(params)
+    check_size(n_npus, n_links, "topology", given, family.table(params) if family.table else 0)
     return family.build(params, _link_values(bandwidth, parse_bandwidth, "bandwidth", where),
                         _link_values(latency, parse_time, "latency", where))
+
+
+def _shown(family: str, params: Mapping[str, Any]) -> dict:
+    """The mapping as an error names it: a long list (a direct topology's links) by its length."""
+    out: dict[str, Any] = {"family": family}
+    for k, v in params.items():
+        if (isinstance(v, (list, tuple)) or isinstance(v, np.ndarray) and v.ndim) and len(v) > 8:
+            v = f"<{len(v)} items>"
+        out[k] = list(v) if isinstance(v, tuple) else v
+    return out
 
 
 # ---- public entry points ---------------------------------------------------------------------------
@@ -121,7 +139,9 @@ def parse_topology(spec: str, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATEN
     -------
     Topology
         The same topology `build_topology` gives for the parsed parameters. ConfigError (one
-        line naming the spec, the value and what is accepted) for anything not accepted.
+        line naming the spec, the value and what is accepted) for anything not accepted, and
+        for a topology beyond the `npus`, `links` or `route_table` limit (`fabricsim.limits`;
+        sized before anything is allocated, the message gives the estimate).
 
     Examples
     --------
@@ -141,7 +161,7 @@ def parse_topology(spec: str, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATEN
                                             f"{fam.example} or build_topology({fam.name!r}, ...)")
     parts = rest.split(",")
     params = validate(fam.params, fam.parse(text, parts[0], parts[1:]), f"topology {text}")
-    return _build(fam, params, bandwidth, latency, text)
+    return _build(fam, params, bandwidth, latency, text, text)
 
 
 def build_topology(family: str, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY, **params: Any) -> Topology:
@@ -165,7 +185,9 @@ def build_topology(family: str, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_
     -------
     Topology
         Identical to `parse_topology` of the equivalent spec string. ConfigError (one line naming
-        the field, the value and what is accepted) for an unknown family or field, or a bad value.
+        the field, the value and what is accepted) for an unknown family or field, a bad value
+        (integers and booleans are taken as given, never coerced from strings, floats or
+        truthiness), or a topology beyond a limit (as `parse_topology`).
 
     Examples
     --------
@@ -181,7 +203,7 @@ def build_topology(family: str, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_
     if fam is None:
         names = ", ".join(f.name + (f" ({', '.join(f.aliases)})" if f.aliases else "") for f in FAMILIES.values())
         raise ConfigError("topology: family", family, f"accepted: {names}")
-    return _build(fam, params, bandwidth, latency, f"{fam.name} topology")
+    return _build(fam, params, bandwidth, latency, f"{fam.name} topology", _shown(fam.name, params))
 
 
 def topology_from_config(value: Any, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY) -> Topology:

@@ -138,14 +138,10 @@ def read_astra_text(path: str | Path) -> TextWorkload:
         Its parallelism, line-1 parameters and layers; a one-line ConfigError naming the file,
         the line and the field otherwise.
     """
-    path = Path(path)
-    try:
-        text = path.read_text()  # universal newlines, as the converter reads it
-    except FileNotFoundError:
-        raise ConfigError(f"{path}", "missing", "expected an existing ASTRA-sim text workload file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}", "unreadable", f"expected a text workload file ({' '.join(str(e).split())})") \
-            from None
+    from ..config import read_input_text
+
+    # a regular UTF-8 file within the file_bytes limit; universal newlines, as the converter reads it
+    text = read_input_text(path, what="an ASTRA-sim text workload file")
     return parse_astra_text(text, str(path))
 
 

@@ -25,7 +25,7 @@ import gzip
 import math
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -163,7 +163,9 @@ def read_traces(prefix: str | Path, npus: int, *, validate: bool = True) -> list
     Returns
     -------
     list of EtTrace
-        Rank order; byte-identical files are decoded once.
+        Rank order; byte-identical files are decoded once. With `validate`, a send or recv whose
+        peer is not one of the `npus` ranks is a ConfigError naming the file and node (a peer
+        that is the rank itself: `check_peers`, for the simulators).
     """
     if isinstance(npus, bool) or not isinstance(npus, int) or npus < 1:
         raise ConfigError("npus", npus, "accepted: a positive integer")
@@ -179,13 +181,44 @@ def read_traces(prefix: str | Path, npus: int, *, validate: bool = True) -> list
     for r, f in enumerate(paths):
         data = _load_bytes(Path(f)) if f.endswith(".gz") else _read_plain(f)
         same = seen.get(data)
-        if same is not None:
-            out.append(replace(same, rank=r))
-            continue
-        trace = _decode_trace(data, f, r, validate)
-        seen[data] = trace
+        trace = replace(same, rank=r) if same is not None else _decode_trace(data, f, r, validate)
+        seen.setdefault(data, trace)
+        if validate:
+            _check_peers(trace, npus, f, self_ok=True)
         out.append(trace)
     return out
+
+
+def check_peers(traces: Sequence[EtTrace], prefix: str | Path = "trace") -> None:
+    """Refuse a send or recv whose peer is not another NPU of `traces` (a message to the sender
+    itself cannot be simulated; one to a rank beyond them would wait forever).
+
+    Parameters
+    ----------
+    traces : sequence of EtTrace
+        One per NPU, in rank order (`read_traces`).
+    prefix : str or Path
+        The trace prefix, for the file named in errors.
+
+    Returns
+    -------
+    None
+        ConfigError naming the file, the node and its comm_dst / comm_src otherwise.
+    """
+    for t in traces:
+        _check_peers(t, len(traces), str(trace_path(prefix, t.rank)), self_ok=False)
+
+
+def _check_peers(trace: EtTrace, npus: int, where: str, self_ok: bool) -> None:
+    for n in trace.nodes:
+        attr = "comm_dst" if n.type == COMM_SEND_NODE else "comm_src" if n.type == COMM_RECV_NODE else None
+        if attr is None:
+            continue
+        peer = n.attrs.get(attr)
+        if (not isinstance(peer, int) or isinstance(peer, bool) or not 0 <= peer < npus
+                or (peer == trace.rank and not self_ok)):
+            but = "" if self_ok else f" except {trace.rank}"
+            raise ConfigError(f"{where}: node {n.id} {attr}", peer, f"accepted: the rank of an NPU, 0..{npus - 1}{but}")
 
 
 def _read_plain(path: str) -> bytes:
@@ -263,6 +296,9 @@ def encode_trace(trace: EtTrace, where: str = "trace") -> bytes:
 def write_et(path: str | Path, trace: EtTrace, *, compress: bool = False) -> Path:
     """Write one trace file ASTRA-sim can read (gzip-compressed if `compress`); returns the path.
 
+    The file is written to a temporary file beside it and renamed over it (`outputs.atomic_file`):
+    an existing file is replaced whole, never through a symbolic link.
+
     Parameters
     ----------
     path : str or Path
@@ -276,17 +312,27 @@ def write_et(path: str | Path, trace: EtTrace, *, compress: bool = False) -> Pat
     -------
     Path
     """
+    from ..outputs import write_bytes_atomic
+
     path = Path(path)
+    return write_bytes_atomic(path, _et_bytes(trace, path, compress), "path")
+
+
+def _et_bytes(trace: EtTrace, path: Path, compress: bool) -> bytes:
     data = encode_trace(trace, str(path))
-    if compress:
-        data = gzip.compress(data, mtime=0)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    return path
+    return gzip.compress(data, mtime=0) if compress else data
 
 
-def write_traces(prefix: str | Path, traces: Iterable[EtTrace], *, compress: bool = False) -> list[Path]:
-    """Write `traces[r]` to `<prefix>.<r>.et`; each trace's `rank` must equal its position.
+def write_traces(prefix: str | Path, traces: Iterable[EtTrace], *, compress: bool = False,
+                 groups: dict | None = None, field: str = "prefix") -> list[Path]:
+    """Write `traces[r]` to `<prefix>.<r>.et` (and `groups` to `<prefix>.groups.json`) as one set;
+    each trace's `rank` must equal its position.
+
+    The set replaces whatever set was under the prefix (`outputs.prefix_set`: `.et`, `.et.gz`
+    of any rank, `.groups.json`): every new file is written to a temporary file beside it first;
+    once all are written they are renamed into place and the earlier files not rewritten (ranks
+    beyond the new count, a stale groups file) are removed. An error leaves the earlier set as
+    it was. The command line refuses an existing set without `--force` (`outputs.check_prefix`).
 
     Parameters
     ----------
@@ -296,16 +342,32 @@ def write_traces(prefix: str | Path, traces: Iterable[EtTrace], *, compress: boo
         Rank order.
     compress : bool
         gzip each file.
+    groups : dict, optional
+        Communicator groups (pg_name -> NPUs), written as ASTRA-sim's comm-group JSON.
+    field : str
+        The option named in errors (`--output`).
 
     Returns
     -------
     list of Path
+        The trace files, in rank order (the groups file is `<prefix>.groups.json`).
     """
+    import json
+
+    from ..outputs import prefix_set, replace_files
+
     paths = []
-    for r, t in enumerate(traces):
-        if t.rank != r:
-            raise ConfigError(f"{trace_path(prefix, r)}: rank", t.rank, f"expected traces in rank order (rank {r})")
-        paths.append(write_et(trace_path(prefix, r), t, compress=compress))
+    with replace_files(field, str(prefix), prefix_set(prefix)) as stage:
+        for r, t in enumerate(traces):
+            if t.rank != r:
+                raise ConfigError(f"{trace_path(prefix, r)}: rank", t.rank, f"expected traces in rank order (rank {r})")
+            p = trace_path(prefix, r)
+            with stage(p) as fh:
+                fh.write(_et_bytes(t, p, compress))
+            paths.append(p)
+        if groups is not None:
+            with stage(f"{prefix}.groups.json") as fh:
+                fh.write(json.dumps(groups, indent=1).encode())
     return paths
 
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from .chakra import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, EtNode, EtTrace
+from .chakra import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, EtNode, EtTrace, check_peers
 from .chakra_schema import COLLECTIVE_COMM_TYPE_NAMES, NODE_TYPES
 from .graph import CATEGORIES, COLLECTIVE, COLLECTIVES, COMPUTE, IO, GraphBuilder, WorkloadGraph
 
@@ -51,8 +51,10 @@ def traces_to_graph(traces: Sequence[EtTrace], iterations: int = 1,
     -------
     WorkloadGraph
         Collectives matched by order per group, send/recv pairs by order per (src, dst, tag);
-        ConfigError for unmatched or inconsistent nodes and for cycles.
+        ConfigError for unmatched or inconsistent nodes, a send or recv whose peer is not another
+        rank (`chakra.check_peers`), and for cycles.
     """
+    check_peers(traces, "trace")
     m = _TraceMatcher(traces, groups)
     for it in range(iterations):
         for tr in traces:

@@ -1,7 +1,7 @@
 """Chakra execution traces in memory: `EtNode` and `EtTrace` (frozen, plain Python values, so the rest
 of fabricsim never touches protobuf), the node types fabricsim uses, and `check_trace`, the graph checks
-every trace passes before it is read or written (known node types, unique ids, dependencies on nodes of
-the same trace, no cycles). Reading and writing files is `chakra`'s.
+every trace passes before it is read or written (known node types, unique ids, the peer and size of every
+send and recv, dependencies on nodes of the same trace, no cycles). Reading and writing files is `chakra`'s.
 """
 
 from __future__ import annotations
@@ -19,6 +19,13 @@ COMP_NODE = pb.NODE_TYPES["COMP_NODE"]
 COMM_SEND_NODE = pb.NODE_TYPES["COMM_SEND_NODE"]
 COMM_RECV_NODE = pb.NODE_TYPES["COMM_RECV_NODE"]
 COMM_COLL_NODE = pb.NODE_TYPES["COMM_COLL_NODE"]
+
+
+# what a point-to-point node must carry to be simulated (ASTRA-sim's feeder reads them unchecked)
+_P2P_NEEDS = {
+    COMM_SEND_NODE: (("comm_dst", "the receiver's rank"), ("comm_size", "the bytes sent")),
+    COMM_RECV_NODE: (("comm_src", "the sender's rank"), ("comm_size", "the bytes received")),
+}
 
 
 @dataclass(frozen=True)
@@ -133,8 +140,9 @@ class EtTrace:
 # ---------------------------------------------------------------------------------------------- checking
 
 def check_trace(trace: EtTrace, where: str = "trace") -> None:
-    """Raise ConfigError unless every node has a known type and a unique id, and every data/ctrl dependency
-    names a node of this trace without forming a cycle (ASTRA-sim would never finish such a graph).
+    """Raise ConfigError unless every node has a known type and a unique id, every send and recv its
+    peer rank and size, and every data/ctrl dependency names a node of this trace without forming a
+    cycle (ASTRA-sim would never finish such a graph).
 
     Parameters
     ----------
@@ -150,6 +158,11 @@ def check_trace(trace: EtTrace, where: str = "trace") -> None:
         if n.id in ids:
             raise ConfigError(f"{where}: node {n.id} id", n.id, "expected node ids unique within the file")
         ids.add(n.id)
+        for attr, what in _P2P_NEEDS.get(n.type, ()):
+            value = n.attrs.get(attr)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{where}: node {n.id} {attr}", "missing" if value is None else value,
+                                  f"a {n.type_name} needs {attr}, {what} (a whole number >= 0)")
     for n in trace.nodes:
         for fname in ("data_deps", "ctrl_deps"):
             for d in getattr(n, fname):

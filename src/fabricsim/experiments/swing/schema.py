@@ -153,7 +153,8 @@ def _size_or_max(v):
     return x
 
 
-_FORMULA = "a number, a map D -> number, or a formula in p, D, dmax with + - * / ** and log2()"
+_FORMULA = ("a number, a map D -> number, or a formula in p, D, dmax with + - * / **, log2, sqrt, min, max "
+            "(at most 1000 characters; every value finite, powers below 1e300)")
 
 
 def _table2_value(v):
@@ -168,8 +169,8 @@ def _table2_value(v):
     if isinstance(v, str):
         try:
             eval_formula(v, {"p": 64, "D": 2, "dmax": 8})
-        except (ValueError, SyntaxError, ZeroDivisionError, TypeError):
-            raise ValueError(f"accepted: {_FORMULA}") from None
+        except ValueError as e:
+            raise ValueError(f"{e} at p=64, D=2, dmax=8; accepted: {_FORMULA}") from None
         return v
     x = _as_number(v)
     if x is None:

@@ -12,11 +12,34 @@ from pydantic import Field, model_validator
 
 from ...config import validate
 from ...errors import ConfigError
-from ..family import LinkValues, Params, TopologyFamily, single_n
+from ..family import Int, LinkValues, Params, TopologyFamily, check_size, single_n
 from ..graph import Topology
 from .direct import from_edges
 
 _SPEC = "accepted: circulant:N:p1,p2,... with integer jumps 1..N-1, e.g. circulant:12:1,5"
+
+
+def circulant_size(n: int, jumps) -> tuple[int, int, int]:
+    """NPUs, directed links and routing-table entries of a circulant topology, without building it.
+
+    Parameters
+    ----------
+    n : int
+        NPUs.
+    jumps : sequence of int
+        Ring jumps, one per ring (p and n - p are one ring).
+
+    Returns
+    -------
+    (int, int, int)
+        n; 2n links per jump (n for p = n/2, whose two rings coincide); n^2 routing-table entries.
+
+    Examples
+    --------
+    >>> circulant_size(12, [1, 5]), circulant_size(8, [1, 4])
+    ((12, 48, 144), (8, 24, 64))
+    """
+    return n, sum(n if 2 * p == n else 2 * n for p in jumps), n * n
 
 
 def circulant(n: int, jumps, bandwidth, latency) -> Topology:
@@ -49,6 +72,8 @@ def circulant(n: int, jumps, bandwidth, latency) -> Topology:
     """
     p = validate(CirculantParams, {"n": n, "jumps": tuple(jumps)}, "circulant")
     n, canon = p.n, p.jumps
+    n_npus, n_links, table = circulant_size(n, canon)
+    check_size(n_npus, n_links, "topology", f"circulant:{n}:{','.join(map(str, canon))}", table)  # before allocating
     i = np.arange(n, dtype=np.int64)
     src = np.concatenate([i for _ in canon] + [i for _ in canon])
     dst = np.concatenate([(i + q) % n for q in canon] + [(i - q) % n for q in canon])
@@ -70,8 +95,8 @@ class CirculantParams(Params):
         (gcd of n and the jumps is 1); kept as min(p, n - p), ascending.
     """
 
-    n: int = Field(ge=2)
-    jumps: tuple[int, ...] = Field(min_length=1)
+    n: Int = Field(ge=2)
+    jumps: tuple[Int, ...] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _jumps(self):
@@ -97,7 +122,7 @@ def _parse(spec: str, shape: str, opts: list[str]) -> dict:
         raise ConfigError("topology", spec, _SPEC)
     jumps = []
     for x in rest.split(","):
-        if not re.fullmatch(r"\s*\d+\s*", x):
+        if not re.fullmatch(r"\s*\d{1,30}\s*", x):  # 30 digits: no jump is larger, and int() stays cheap
             raise ConfigError("topology", spec, f"{x.strip()!r} is not a jump; {_SPEC}")
         jumps.append(int(x))
     return {"n": single_n(n_text, spec), "jumps": tuple(jumps)}
@@ -108,4 +133,5 @@ def _build(p: CirculantParams, bandwidth: LinkValues, latency: LinkValues) -> To
 
 
 FAMILY = TopologyFamily("circulant", "circulant:12:1,5", "rings i <-> i+p for each jump p (TopoOpt's direct-connect "
-                        "rings), fewest-hop routing", CirculantParams, _parse, _build)
+                        "rings), fewest-hop routing", CirculantParams, _parse, _build,
+                        size=lambda p: circulant_size(p.n, p.jumps)[:2], table=lambda p: p.n * p.n)

@@ -2,8 +2,13 @@
 
 `leaf` NPUs hang off each leaf switch with links of the NPU bandwidth; every leaf has one link
 to every spine. The uplink capacity of a leaf is (NPUs per leaf x NPU bandwidth) / oversub,
-split evenly over the spines, so `oversub=1` is full bisection bandwidth.
-Node ids: NPUs, then leaves, then spines. Routing: up/down, spine = destination mod spines.
+split evenly over the spines, so `oversub=1` is full bisection bandwidth (1/1024 <= oversub <= 1024).
+Node ids: NPUs, then leaves, then spines. Routing: up/down, the spine chosen from both ends so
+that the leaf^2 pairs of NPUs of two leaves spread over all spines (`TreeRouter.spine_of`; a
+destination-mod-spines choice would reach each leaf through only `leaf` spines and lose
+bisection bandwidth with more spines than that). Hence at most leaf^2 spines: single-path
+routing cannot spread two leaves' traffic over more, and adding spines up to there keeps the
+bisection bandwidth (exactly for uniform traffic when spines divides leaf^2).
 """
 
 from __future__ import annotations
@@ -15,14 +20,62 @@ from pydantic import Field, model_validator
 
 from ...errors import ConfigError
 from ..family import (
+    Bool,
+    Int,
     LinkValues,
     Params,
+    Real,
     TopologyFamily,
+    check_size,
     parse_flags,
     parse_int,
     single_n,
 )
 from ..graph import Topology, TreeRouter
+
+MAX_OVERSUB = 1024.0
+"""Largest oversubscription accepted (uplinks 1/1024 of the NPU links below a leaf); the smallest
+is 1/1024 (uplinks 1024 times wider): every uplink rate stays finite and > 0."""
+
+
+def fat_tree_size(n: int, leaf: int, spines: int | None = None) -> tuple[int, int]:
+    """NPUs and directed links of a fat-tree, counted without building it.
+
+    Parameters
+    ----------
+    n : int
+        NPUs.
+    leaf : int
+        NPUs per leaf (dividing n).
+    spines : int, optional
+        Spines (default `leaf`; none with a single leaf).
+
+    Returns
+    -------
+    (int, int)
+        n and 2 n + 2 x leaves x spines (an up and a down link per NPU and per leaf-spine pair).
+
+    Examples
+    --------
+    >>> fat_tree_size(16, 4, 2), fat_tree_size(8, 8, 4)
+    ((16, 48), (8, 16))
+    """
+    leaves = n // leaf
+    return n, 2 * n + (2 * leaves * (leaf if spines is None else spines) if leaves > 1 else 0)
+
+
+def _spines_accepted(leaf: int) -> str:
+    return (f"accepted: 1 to {leaf * leaf} spines (NPUs per leaf squared: single-path routing spreads the pairs of "
+            "NPUs of two leaves over at most that many)")
+
+
+_OVERSUB_ACCEPTED = (f"accepted: a number from 1/{MAX_OVERSUB:g} to {MAX_OVERSUB:g} (1: full bisection bandwidth, "
+                     "2: uplinks half the NPU links below a leaf)")
+
+
+def _oversub_ok(oversub: float) -> bool:
+    return isinstance(oversub, (int, float, np.integer, np.floating)) and not isinstance(oversub, bool) \
+        and math.isfinite(oversub) and 1 / MAX_OVERSUB <= oversub <= MAX_OVERSUB
 
 
 def fat_tree(n: int, bandwidth: float, latency: float, *, leaf: int, spines: int | None = None,
@@ -40,18 +93,19 @@ def fat_tree(n: int, bandwidth: float, latency: float, *, leaf: int, spines: int
     leaf : int
         NPUs per leaf switch; divides `n`. A single leaf has no spines.
     spines : int, optional
-        Spine switches (default: `leaf`); every leaf has one link to every spine.
+        Spine switches, 1 to leaf^2 (default: `leaf`); every leaf has one link to every spine.
     oversub : float
-        Oversubscription: a leaf's uplinks carry leaf x bandwidth / oversub in all, split over
-        the spines (1: full bisection bandwidth).
+        Oversubscription, 1/1024 to 1024: a leaf's uplinks carry leaf x bandwidth / oversub in all,
+        split over the spines (1: full bisection bandwidth).
     reduce : bool
         The switches reduce and multicast (in-network collectives).
 
     Returns
     -------
     Topology
-        Nodes: NPUs, leaves, spines; `leaf_of` = each NPU's leaf; up/down routing, spine =
-        destination mod spines (`TreeRouter`).
+        Nodes: NPUs, leaves, spines; `leaf_of` = each NPU's leaf; up/down routing over a spine
+        chosen from both ends (`TreeRouter.spine_of`). ConfigError for an oversub outside 1/1024..1024
+        or beyond the `npus`/`links` limits (`fat_tree_size`, checked before allocating).
 
     Examples
     --------
@@ -65,8 +119,11 @@ def fat_tree(n: int, bandwidth: float, latency: float, *, leaf: int, spines: int
     spines = (leaf if spines is None else int(spines)) if n_leaves > 1 else 0
     if n_leaves > 1 and spines < 1:
         raise ValueError("fat-tree: needs at least one spine")
-    if not (np.isfinite(oversub) and oversub > 0):  # nan/inf would give nan/zero uplink bandwidth
-        raise ValueError("fat-tree: oversubscription must be a finite number > 0")
+    if spines > leaf * leaf:
+        raise ConfigError("spines", spines, _spines_accepted(leaf))
+    if not _oversub_ok(oversub):  # nan/inf/huge would give nan or zero uplink bandwidth
+        raise ConfigError("oversub", oversub, _OVERSUB_ACCEPTED)
+    check_size(*fat_tree_size(n, leaf, spines), "topology", f"fat-tree:{n},leaf={leaf},spines={spines}")
     npu = np.arange(n)
     leaf_of = n + npu // leaf
     up_bw = leaf * bandwidth / (oversub * spines) if spines else 0.0
@@ -92,7 +149,7 @@ def fat_tree(n: int, bandwidth: float, latency: float, *, leaf: int, spines: int
     return Topology(
         f"fat-tree:{n},leaf={leaf},spines={spines},oversub={oversub:g}",
         n, src_a, dst_a, bw_a, np.full(len(src_a), float(latency)),
-        TreeRouter(leaf_of, up, down, leaf_up, spine_down),
+        TreeRouter(leaf_of, up, down, leaf_up, spine_down, per_leaf=leaf),
         n_switches=n_sw, can_reduce=can_reduce, can_multicast=can_reduce.copy(),
         leaf_of=leaf_of,
     )
@@ -108,25 +165,33 @@ class FatTreeParams(Params):
     leaf : int, optional
         NPUs per leaf switch, dividing `n`; default min(n, 8).
     spines : int, optional
-        Spine switches; default `leaf`.
+        Spine switches, 1 to leaf^2; default `leaf`. Not with a single leaf (it has none).
     oversub : float
-        Oversubscription ratio, finite and > 0 (uplinks: NPUs per leaf x bandwidth / oversub).
+        Oversubscription ratio, 1/1024 to 1024 (uplinks: NPUs per leaf x bandwidth / oversub). Not
+        with a single leaf (no uplinks).
     reduce : bool
         The switches reduce and multicast.
     """
 
-    n: int = Field(ge=2)
-    leaf: int | None = Field(default=None, ge=1)
-    spines: int | None = Field(default=None, ge=1)
-    oversub: float = 1.0
-    reduce: bool = False
+    n: Int = Field(ge=2)
+    leaf: Int | None = Field(default=None, ge=1)
+    spines: Int | None = Field(default=None, ge=1)
+    oversub: Real = 1.0
+    reduce: Bool = False
 
     @model_validator(mode="after")
     def _check(self):
-        if not (math.isfinite(self.oversub) and self.oversub > 0):
-            raise ConfigError("oversub", self.oversub, "accepted: a finite number > 0")
-        if self.n % (self.leaf or min(self.n, 8)):
-            raise ConfigError("leaf", self.leaf or min(self.n, 8), f"accepted: a number of NPUs per leaf dividing n={self.n}")
+        if not _oversub_ok(self.oversub):
+            raise ConfigError("oversub", self.oversub, _OVERSUB_ACCEPTED)
+        leaf = self.leaf or min(self.n, 8)
+        if self.n % leaf:
+            raise ConfigError("leaf", leaf, f"accepted: a number of NPUs per leaf dividing n={self.n}")
+        if self.n == leaf and (self.spines is not None or self.oversub != 1):  # one leaf: no uplinks to set
+            k = "spines" if self.spines is not None else "oversub"
+            raise ConfigError(k, getattr(self, k), f"a fat-tree of one leaf ({self.n} NPUs per leaf) has no spines; "
+                                                   "accepted: leaf below n, or no spines/oversub")
+        if self.spines is not None and self.spines > leaf * leaf:
+            raise ConfigError("spines", self.spines, _spines_accepted(leaf))
         return self
 
 
@@ -139,10 +204,15 @@ def _parse(spec: str, shape: str, opts: list[str]) -> dict:
         oversub = float(f.get("oversub", "1"))
     except ValueError:
         oversub = -1.0
-    if not (math.isfinite(oversub) and oversub > 0):  # also rejects nan and inf
-        raise ConfigError("topology", spec, "accepted: oversub=RATIO with RATIO a finite number > 0")
+    if not _oversub_ok(oversub):  # also rejects nan and inf
+        raise ConfigError("topology", spec, "oversub=RATIO: " + _OVERSUB_ACCEPTED)
     if n % leaf:
         raise ConfigError("topology", spec, f"accepted: leaf=K where K divides {n}")
+    if n == leaf and ({"spines", "oversub"} & set(f)):
+        raise ConfigError("topology", spec, f"one leaf of {n} NPUs has no spines; accepted: leaf below n, or no "
+                                            "spines/oversub")
+    if spines is not None and spines > leaf * leaf:
+        raise ConfigError("topology", spec, f"spines={spines}; " + _spines_accepted(leaf))
     return {"n": n, "leaf": leaf, "spines": spines, "oversub": oversub, "reduce": "reduce" in f}
 
 
@@ -153,4 +223,4 @@ def _build(p: FatTreeParams, bandwidth: LinkValues, latency: LinkValues) -> Topo
 
 FAMILY = TopologyFamily("fat-tree", "fat-tree:64,leaf=8,spines=4,oversub=2",
                         "two-level leaf/spine fat-tree with oversubscription", FatTreeParams, _parse, _build,
-                        ("fattree", "fat_tree"))
+                        ("fattree", "fat_tree"), size=lambda p: fat_tree_size(p.n, p.leaf or min(p.n, 8), p.spines))

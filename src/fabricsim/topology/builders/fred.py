@@ -16,15 +16,43 @@ from pydantic import Field, field_validator, model_validator
 from ...errors import ConfigError
 from ...units import parse_bandwidth
 from ..family import (
+    Bool,
+    Int,
     LinkValues,
     Params,
     TopologyFamily,
     bandwidth_field,
+    check_size,
     parse_flags,
     parse_int,
     parse_shape,
 )
 from ..graph import ShortestPathRouter, Topology
+
+
+def fred_size(groups: int, per_group: int, io_controllers: int = 18) -> tuple[int, int, int]:
+    """NPUs, directed links and routing-table entries of FRED's fabric, counted without building it.
+
+    Parameters
+    ----------
+    groups, per_group : int
+        L1 switches and NPUs per L1 switch.
+    io_controllers : int
+        I/O controllers.
+
+    Returns
+    -------
+    (int, int, int)
+        n = groups x per_group NPUs; 2 (n + groups + io_controllers) links (each edge both ways);
+        (n + groups + 1 + io_controllers)^2 entries of the fewest-hop routing table.
+
+    Examples
+    --------
+    >>> fred_size(5, 4)
+    (20, 86, 1936)
+    """
+    n = groups * per_group
+    return n, 2 * (n + groups + io_controllers), (n + groups + 1 + io_controllers) ** 2
 
 
 def fred_fabric(groups: int, per_group: int, bandwidth: float, up_bandwidth: float, latency: float, *,
@@ -67,7 +95,8 @@ def fred_fabric(groups: int, per_group: int, bandwidth: float, up_bandwidth: flo
     >>> t.n_switches, t.n_links   # 5 L1 + 1 L2 + 18 I/O; 2 x (20 + 5 + 18) links
     (24, 86)
     """
-    n = groups * per_group
+    n, n_links, table = fred_size(groups, per_group, io_controllers)
+    check_size(n, n_links, "topology", f"fred:{groups}x{per_group}", table)  # before allocating
     l1 = n + np.arange(groups)
     l2 = n + groups
     io = n + groups + 1 + np.arange(io_controllers)
@@ -108,17 +137,17 @@ class FredParams(Params):
     io_bandwidth : float or str
         Each I/O controller's link per direction, bytes/s or with units.
     io_controllers : int
-        I/O controllers on the L1 switches, >= 0.
+        I/O controllers on the L1 switches, >= 0 (0: then no `io_bandwidth`).
     reduce : bool
         The switches reduce and multicast (Fred-B, Fred-D).
     """
 
-    groups: int = Field(ge=1)
-    per_group: int = Field(ge=1)
+    groups: Int = Field(ge=1)
+    per_group: Int = Field(ge=1)
     up_bandwidth: float | None = None
     io_bandwidth: float = 128e9
-    io_controllers: int = Field(default=18, ge=0)
-    reduce: bool = False
+    io_controllers: Int = Field(default=18, ge=0)
+    reduce: Bool = False
 
     _bws = field_validator("up_bandwidth", "io_bandwidth", mode="before")(bandwidth_field)
 
@@ -126,6 +155,9 @@ class FredParams(Params):
     def _two(self):
         if self.groups * self.per_group < 2:
             raise ConfigError("per_group", self.per_group, f"accepted: at least 2 NPUs in all ({self.groups} groups)")
+        if self.io_controllers == 0 and "io_bandwidth" in self.model_fields_set:  # it would be ignored
+            raise ConfigError("io_bandwidth", self.io_bandwidth, "sets the I/O controllers, and io_controllers is 0; "
+                                                                "accepted: io_controllers >= 1, or leave it out")
         return self
 
 
@@ -135,6 +167,9 @@ def _parse(spec: str, shape: str, opts: list[str]) -> dict:
     if len(dims) != 2 or min(dims) < 1 or dims[0] * dims[1] < 2:
         raise ConfigError("topology", spec, "accepted: fred:GROUPSxNPUS_PER_L1, e.g. fred:5x4,up=12TB/s,reduce")
     ios = parse_int(f.get("ios", "18"), spec) if f.get("ios", "18") != "0" else 0
+    if ios == 0 and "io" in f:
+        raise ConfigError("topology", spec, f"ios=0 (no I/O controllers) contradicts io={f['io']} (their bandwidth); "
+                                            "accepted: one of them")
     out = {"groups": dims[0], "per_group": dims[1], "io_controllers": ios, "reduce": "reduce" in f}
     for key, name in (("up", "up_bandwidth"), ("io", "io_bandwidth")):
         if key in f:
@@ -151,4 +186,6 @@ def _build(p: FredParams, bandwidth: LinkValues, latency: LinkValues) -> Topolog
 
 FAMILY = TopologyFamily("fred", "fred:5x4,up=12TB/s[,reduce]",
                         "FRED: L1 switches of NPUs under one L2 (up = L1-L2 per L1), I/O on L1; reduce = in-network",
-                        FredParams, _parse, _build)
+                        FredParams, _parse, _build,
+                        size=lambda p: fred_size(p.groups, p.per_group, p.io_controllers)[:2],
+                        table=lambda p: fred_size(p.groups, p.per_group, p.io_controllers)[2])

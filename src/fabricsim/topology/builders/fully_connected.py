@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..family import LinkValues, Params, TopologyFamily, parse_flags, single_n
+from ..family import Int, LinkValues, Params, TopologyFamily, grid_links, parse_flags, single_n
 from ..graph import Topology
 from .stack import stack
 
@@ -43,7 +43,7 @@ class FullyConnectedParams(Params):
         NPUs, >= 2.
     """
 
-    n: int = Field(ge=2)
+    n: Int = Field(ge=2)
 
 
 def _parse(spec: str, shape: str, opts: list[str]) -> dict:
@@ -56,4 +56,5 @@ def _build(p: FullyConnectedParams, bandwidth: LinkValues, latency: LinkValues) 
 
 
 FAMILY = TopologyFamily("fully-connected", "fully-connected:8", "a link between every pair of NPUs",
-                        FullyConnectedParams, _parse, _build, ("fc", "fullyconnected"))
+                        FullyConnectedParams, _parse, _build, ("fc", "fullyconnected"),
+                        size=lambda p: grid_links(("fc",), (p.n,)))

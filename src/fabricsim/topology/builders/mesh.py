@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..family import GridParams, LinkValues, TopologyFamily, parse_grid
+from ..family import GridParams, LinkValues, TopologyFamily, grid_links, parse_grid
 from ..graph import Topology
 from .stack import stack
 
@@ -38,4 +38,5 @@ def _build(p: GridParams, bandwidth: LinkValues, latency: LinkValues) -> Topolog
     return mesh(p.dims, bandwidth.per_dim(len(p.dims)), latency.per_dim(len(p.dims)))
 
 
-FAMILY = TopologyFamily("mesh", "mesh:4x4", "N-D mesh, dimension-order routing", GridParams, parse_grid, _build)
+FAMILY = TopologyFamily("mesh", "mesh:4x4", "N-D mesh, dimension-order routing", GridParams, parse_grid, _build,
+                        size=lambda p: grid_links(("line",) * len(p.dims), p.dims))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..family import LinkValues, Params, TopologyFamily, parse_flags, single_n
+from ...errors import ConfigError
+
+from ..family import Bool, Int, LinkValues, Params, TopologyFamily, grid_links, parse_flags, single_n
 from ..graph import Topology
 from .stack import stack
 
@@ -48,12 +50,19 @@ class RingParams(Params):
         Links both ways (default) or one way (`ring:8,uni`).
     """
 
-    n: int = Field(ge=2)
-    bidirectional: bool = True
+    n: Int = Field(ge=2)
+    bidirectional: Bool = True
 
 
 def _parse(spec: str, shape: str, opts: list[str]) -> dict:
-    return {"n": single_n(shape, spec), "bidirectional": "uni" not in parse_flags(opts, {"uni", "bi"}, spec)}
+    f = parse_flags(opts, {"uni", "bi"}, spec)
+    if "uni" in f and "bi" in f:
+        raise ConfigError("topology", spec, "uni (one direction) contradicts bi (both); accepted: one of them")
+    return {"n": single_n(shape, spec), "bidirectional": "uni" not in f}
+
+
+def _size(p: RingParams) -> tuple[int, int]:
+    return grid_links(("ring" if p.bidirectional else "uniring",), (p.n,))
 
 
 def _build(p: RingParams, bandwidth: LinkValues, latency: LinkValues) -> Topology:
@@ -61,4 +70,4 @@ def _build(p: RingParams, bandwidth: LinkValues, latency: LinkValues) -> Topolog
 
 
 FAMILY = TopologyFamily("ring", "ring:8[,uni]", "ring of N NPUs, both directions (uni: one direction)",
-                        RingParams, _parse, _build)
+                        RingParams, _parse, _build, size=_size)

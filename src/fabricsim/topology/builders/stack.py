@@ -20,7 +20,18 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ...errors import ConfigError
-from ..family import LinkValues, Params, TopologyFamily, parse_flags, parse_int
+from ..family import (
+    MAX_DIMS,
+    Bool,
+    Int,
+    LinkValues,
+    Params,
+    TopologyFamily,
+    check_size,
+    grid_links,
+    parse_flags,
+    parse_int,
+)
 from ..graph import DimensionOrderRouter, Topology
 
 KINDS = ("ring", "uniring", "line", "fc", "switch")
@@ -159,7 +170,8 @@ def stack(
     -------
     Topology
         With dimension-order routing (`DimensionOrderRouter`); `switch_dim` names the dimension
-        of each switch, `dim_kinds` the kinds.
+        of each switch, `dim_kinds` the kinds. ConfigError naming `topology` beyond the `npus`
+        or `links` limit (`grid_links` counts them before anything is allocated).
 
     Examples
     --------
@@ -173,6 +185,10 @@ def stack(
     for k in kinds:
         if k not in KINDS:
             raise ValueError(f"stack: unknown dimension kind {k!r}")
+    if min(dims) < 1 or len(dims) > MAX_DIMS:
+        raise ValueError(f"stack: dims must be >= 1, at most {MAX_DIMS} of them")
+    name = name or "stack:" + "x".join(f"{k}{s}" for k, s in zip(kinds, dims))
+    check_size(*grid_links(kinds, dims), "topology", name)  # before any array is allocated
     D = len(dims)
     L = _Links(kinds, dims, _per_dim(bandwidth, D, "bandwidth"), _per_dim(latency, D, "latency"))
     for d, (kind, size) in enumerate(zip(kinds, dims)):
@@ -184,8 +200,7 @@ def stack(
             L.fully_connected(d, size)
         else:
             L.switches(d, size)
-    return L.topology(name or "stack:" + "x".join(f"{k}{s}" for k, s in zip(kinds, dims)), switch_reduce,
-                      switch_multicast)
+    return L.topology(name, switch_reduce, switch_multicast)
 
 
 # ---- the stack family: ASTRA-sim style stacks from a spec string or typed parameters -----------------
@@ -200,21 +215,25 @@ class StackParams(Params):
         The building block of each dimension: ring, uniring, line, fc or switch (ASTRA-sim's Ring,
         FullyConnected, Switch are ring, fc, switch).
     dims : tuple of int
-        NPUs per dimension (>= 2 each), dimension 0 fastest; as many as `kinds`.
+        NPUs per dimension (>= 2 each), dimension 0 fastest; as many as `kinds`, at most 64.
     reduce : bool
-        The switches reduce and multicast (in-network collectives).
+        The switches reduce and multicast (in-network collectives); needs a switch dimension.
     """
 
     kinds: tuple[Literal["ring", "uniring", "line", "fc", "switch"], ...] = Field(min_length=1)
-    dims: tuple[int, ...] = Field(min_length=1)
-    reduce: bool = False
+    dims: tuple[Int, ...] = Field(min_length=1)
+    reduce: Bool = False
 
     @model_validator(mode="after")
     def _same_length(self):
+        if len(self.dims) > MAX_DIMS:
+            raise ConfigError("dims", f"{len(self.dims)} dimensions", f"accepted: at most {MAX_DIMS} dimensions")
         if len(self.kinds) != len(self.dims):
             raise ConfigError("dims", list(self.dims), f"accepted: one size per kind ({len(self.kinds)} kinds)")
         if any(d < 2 for d in self.dims):
             raise ConfigError("dims", list(self.dims), "accepted: every dimension >= 2 NPUs")
+        if self.reduce and "switch" not in self.kinds:  # no switch would reduce: the flag would do nothing
+            raise ConfigError("reduce", True, "accepted: reduce with a Switch dimension (the switches reduce)")
         return self
 
 
@@ -225,7 +244,10 @@ _NAMES = {"ring": "Ring", "uniring": "UniRing", "line": "Line", "fc": "FullyConn
 def _parse(spec: str, shape: str, opts: list[str]) -> dict:
     f = parse_flags(opts, {"reduce"}, spec)
     kinds, dims = [], []
-    for part in re.split(r"[xX]", shape):
+    parts = re.split(r"[xX]", shape)
+    if len(parts) > MAX_DIMS:
+        raise ConfigError("topology", spec, f"{len(parts)} dimensions; accepted: at most {MAX_DIMS}")
+    for part in parts:
         m = re.fullmatch(r"([A-Za-z]+)\(?(\d+)\)?", part.strip())
         if not m or m.group(1).lower() not in _SPEC_KINDS:
             raise ConfigError("topology", spec, "accepted: stack:Ring4xFullyConnected8xSwitch4 (Ring, FullyConnected, Switch per dimension)")
@@ -233,6 +255,9 @@ def _parse(spec: str, shape: str, opts: list[str]) -> dict:
         dims.append(parse_int(m.group(2), spec))
     if any(d < 2 for d in dims):
         raise ConfigError("topology", spec, "accepted: every stacked dimension has at least 2 NPUs")
+    if "reduce" in f and "switch" not in kinds:
+        raise ConfigError("topology", spec, "reduce without a Switch dimension: no switch would reduce; accepted: "
+                                            "reduce with a Switch dimension, e.g. stack:Ring4xSwitch8,reduce")
     return {"kinds": tuple(kinds), "dims": tuple(dims), "reduce": "reduce" in f}
 
 
@@ -243,4 +268,4 @@ def _build(p: StackParams, bandwidth: LinkValues, latency: LinkValues) -> Topolo
 
 
 FAMILY = TopologyFamily("stack", "stack:Ring4xSwitch8", "ASTRA-sim multi-dimensional stack of Ring/FullyConnected/Switch",
-                        StackParams, _parse, _build, ("astra",))
+                        StackParams, _parse, _build, ("astra",), size=lambda p: grid_links(p.kinds, p.dims))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from ..family import LinkValues, Params, TopologyFamily, parse_flags, single_n
+from ...errors import ConfigError
+
+from ..family import Bool, Int, LinkValues, Params, TopologyFamily, grid_links, parse_flags, single_n
 from ..graph import Topology
 from .stack import stack
 
@@ -50,17 +52,31 @@ class SwitchParams(Params):
     reduce : bool
         The switch reduces and multicasts (in-network collectives).
     multicast : bool
-        The switch multicasts only.
+        The switch multicasts only (with `reduce`: true, or left out, as reduce multicasts).
     """
 
-    n: int = Field(ge=2)
-    reduce: bool = False
-    multicast: bool = False
+    n: Int = Field(ge=2)
+    reduce: Bool = False
+    multicast: Bool = False
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.reduce and "multicast" in self.model_fields_set and not self.multicast:
+            raise ConfigError("multicast", False, "a reducing switch multicasts (reduce: true); accepted: multicast "
+                                                  "true or left out with reduce")
+        return self
 
 
 def _parse(spec: str, shape: str, opts: list[str]) -> dict:
     f = parse_flags(opts, {"reduce", "multicast"}, spec)
-    return {"n": single_n(shape, spec), "reduce": "reduce" in f, "multicast": "multicast" in f}
+    out = {"n": single_n(shape, spec), "reduce": "reduce" in f}
+    if "multicast" in f:  # only when given: a reducing switch multicasts anyway
+        out["multicast"] = True
+    return out
+
+
+def _size(p: SwitchParams) -> tuple[int, int]:
+    return grid_links(("switch",), (p.n,))
 
 
 def _build(p: SwitchParams, bandwidth: LinkValues, latency: LinkValues) -> Topology:
@@ -68,4 +84,4 @@ def _build(p: SwitchParams, bandwidth: LinkValues, latency: LinkValues) -> Topol
 
 
 FAMILY = TopologyFamily("switch", "switch:8[,reduce]", "N NPUs on one switch (reduce: it reduces and multicasts)",
-                        SwitchParams, _parse, _build)
+                        SwitchParams, _parse, _build, size=_size)

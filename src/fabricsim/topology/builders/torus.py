@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..family import GridParams, LinkValues, TopologyFamily, parse_grid
+from ..family import GridParams, LinkValues, TopologyFamily, grid_links, parse_grid
 from ..graph import Topology
 from .stack import stack
 
@@ -41,4 +41,5 @@ def _build(p: GridParams, bandwidth: LinkValues, latency: LinkValues) -> Topolog
 
 
 FAMILY = TopologyFamily("torus", "torus:8x8", "N-D torus (any sizes), dimension-order routing, shortest direction",
-                        GridParams, parse_grid, _build)
+                        GridParams, parse_grid, _build,
+                        size=lambda p: grid_links(("ring",) * len(p.dims), p.dims))

@@ -17,15 +17,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from ...errors import ConfigError
 from ...units import parse_bandwidth
 from ..family import (
+    Bool,
+    Int,
     LinkValues,
     Params,
     TopologyFamily,
     bandwidth_field,
+    check_size,
     parse_flags,
     parse_shape,
 )
@@ -188,31 +191,126 @@ def io_throttle(topo: Topology) -> float:
     Returns
     -------
     float
-        In (0, 1]; 1 without controllers.
+        In (0, 1]; 1 without controllers. On a wafer (`IORouter`) the trees' link loads come
+        from prefix sums over the mesh (`_wafer_tree_loads`, linear in the links); elsewhere
+        from routing every controller to every NPU (`io_tree_loads`).
 
     Examples
     --------
     >>> round(io_throttle(wafer_mesh(5, 4, 750e9, 0.0)), 4)   # 750 / (9 x 128)
     0.651
     """
-    ctrl = np.asarray(topo.io_nodes, dtype=np.int64)
-    if len(ctrl) == 0:
+    if len(topo.io_nodes) == 0:
         return 1.0
     n = topo.n_npus
-    npus = np.arange(n)
     inner = (topo.link_src < n) & (topo.link_dst < n)
+    wafer = isinstance(topo.router, IORouter) and len(topo.dims) == 2
     share = 1.0
-    for load_dir in (True, False):
-        load = np.zeros(topo.n_links)
-        for c in ctrl:
-            src, dst = (np.full(n, c), npus) if load_dir else (npus, np.full(n, c))
-            _, links = topo.route(src, dst)
-            own = (topo.link_src == c) if load_dir else (topo.link_dst == c)  # the controller's own link
-            load[np.unique(links)] += float(topo.link_bw[own].max())
+    for broadcast in (True, False):
+        load = _wafer_tree_loads(topo, broadcast) if wafer else io_tree_loads(topo, broadcast)
         used = inner & (load > 0)
         if used.any():
             share = min(share, float(np.min(topo.link_bw[used] / load[used])))
     return min(1.0, share)
+
+
+def _controller_rates(topo: Topology, broadcast: bool) -> np.ndarray:
+    """Each node's rate as a controller: the bandwidth of its own link (out of it when
+    broadcasting, into it when written back), bytes/s; 0 for nodes without links."""
+    rate = np.zeros(topo.n_nodes)
+    np.maximum.at(rate, topo.link_src if broadcast else topo.link_dst, topo.link_bw)
+    return rate
+
+
+def io_tree_loads(topo: Topology, broadcast: bool = True) -> np.ndarray:
+    """Load on every link when each I/O controller multicasts to every NPU (or every NPU writes
+    back to each controller), by routing: each link of a controller's tree carries its rate once.
+
+    Parameters
+    ----------
+    topo : Topology
+        A topology with I/O controllers (`io_nodes`).
+    broadcast : bool
+        Controllers to NPUs; False: NPUs to controllers.
+
+    Returns
+    -------
+    float array [n_links]
+        Bytes/s per link.
+    """
+    ctrl = np.asarray(topo.io_nodes, dtype=np.int64)
+    L, npus = topo.n_links, np.arange(topo.n_npus)
+    rate = _controller_rates(topo, broadcast)
+    batch = max(1, 4_000_000 // (len(npus) * (sum(topo.dims) + 2)))  # about 4M hops per routing call
+    load = np.zeros(L)
+    for first in range(0, len(ctrl), batch):
+        cs = ctrl[first: first + batch]
+        c_rep, t_rep = np.repeat(cs, len(npus)), np.tile(npus, len(cs))
+        ptr, links = topo.route(*((c_rep, t_rep) if broadcast else (t_rep, c_rep)))
+        pair = np.unique(np.repeat(c_rep, np.diff(ptr)) * L + links)  # each link once per controller's tree
+        load += np.bincount(pair % L, weights=rate[pair // L], minlength=L)
+    return load
+
+
+def _wafer_tree_loads(topo: Topology, broadcast: bool) -> np.ndarray:
+    """`io_tree_loads` of a wafer in closed form (the `IORouter` paths), linear in the links.
+
+    Broadcasting, a top or bottom controller in column x0 goes along its column, then along
+    every row both ways from x0: it loads its column's links away from its edge, and in every
+    row the -x links leaving x <= x0 and the +x links leaving x >= x0; a left or right
+    controller in row y0 likewise with rows and columns swapped. Writing back, every path is
+    reversed: a link carries what its reverse carries in a broadcast at the write-back rates.
+    The sums over controllers are prefix sums over columns and rows (tests: equal to routing).
+    """
+    cols, rows = topo.dims
+    rate = _controller_rates(topo, broadcast)[np.asarray(topo.io_nodes, dtype=np.int64)]
+    x0, y0 = topo.coords(topo.io_attach).T
+    vert = topo.router.io_vertical
+
+    def per(index, mask, size):  # summed rates of the controllers in `mask`, by column or row
+        return np.bincount(index[mask], weights=rate[mask], minlength=size)
+
+    v_col, h_row = per(x0, vert, cols), per(y0, ~vert, rows)
+    top, bottom = per(x0, vert & (y0 == 0), cols), per(x0, vert & (y0 == rows - 1), cols)
+    left, right = per(y0, ~vert & (x0 == 0), rows), per(y0, ~vert & (x0 == cols - 1), rows)
+    v_le, h_le = np.cumsum(v_col), np.cumsum(h_row)  # controllers at or before a column / row
+    v_ge, h_ge = np.cumsum(v_col[::-1])[::-1], np.cumsum(h_row[::-1])[::-1]  # at or after
+
+    mesh = topo.link_dim >= 0
+    s_xy, d_xy = topo.coords(topo.link_src[mesh]), topo.coords(topo.link_dst[mesh])
+    if not broadcast:  # the reverse link's broadcast load
+        s_xy, d_xy = d_xy, s_xy
+    (sx, sy), (dx, dy) = s_xy.T, d_xy.T
+    load_mesh = np.select(
+        [dx < sx, dx > sx, dy > sy, dy < sy],
+        [v_ge[sx] + right[sy], v_le[sx] + left[sy], top[sx] + h_le[sy], bottom[sx] + h_ge[sy]])
+    load = np.zeros(topo.n_links)
+    load[mesh] = load_mesh
+    return load
+
+
+def wafer_size(cols: int, rows: int, io: bool = True) -> tuple[int, int]:
+    """NPUs and directed links of a wafer, counted without building it.
+
+    Parameters
+    ----------
+    cols, rows : int
+        NPUs along x and y.
+    io : bool
+        With the 2 (cols + rows) perimeter I/O controllers.
+
+    Returns
+    -------
+    (int, int)
+        cols x rows NPUs; mesh links 2 ((cols - 1) rows + (rows - 1) cols), plus 2 per controller.
+
+    Examples
+    --------
+    >>> wafer_size(5, 4), wafer_size(5, 4, io=False)
+    ((20, 98), (20, 62))
+    """
+    mesh = 2 * ((cols - 1) * rows + (rows - 1) * cols)
+    return cols * rows, mesh + (4 * (cols + rows) if io else 0)
 
 
 def wafer_mesh(cols: int, rows: int, bandwidth: float, latency: float, *, io_bandwidth: float = 128e9,
@@ -251,6 +349,7 @@ def wafer_mesh(cols: int, rows: int, bandwidth: float, latency: float, *, io_ban
     >>> t.n_switches, t.n_links   # 18 controllers; mesh 2 x (4 x 4 + 5 x 3), controllers 2 x 18
     (18, 98)
     """
+    check_size(*wafer_size(cols, rows, io), "topology", f"wafer:{cols}x{rows}")  # before allocating
     inner = stack(("line", "line"), (cols, rows), [bandwidth] * 2, [latency] * 2, name=f"mesh:{cols}x{rows}")
     n = cols * rows
     edges = perimeter_edges(cols, rows) if io else []
@@ -288,18 +387,28 @@ class WaferParams(Params):
     io_bandwidth : float or str
         Each I/O controller's link, per direction: bytes/s or with units (`128GB/s`).
     io : bool
-        With the perimeter I/O controllers (`wafer:5x4,noio`: without).
+        With the perimeter I/O controllers (`wafer:5x4,noio`: without; then neither
+        `io_bandwidth` nor `throttle`, which set the controllers).
     throttle : bool
         Controllers at the rate the worst case fits (`wafer:5x4,iothrottle`; `io_throttle`).
     """
 
-    cols: int = Field(ge=2)
-    rows: int = Field(ge=2)
+    cols: Int = Field(ge=2)
+    rows: Int = Field(ge=2)
     io_bandwidth: float = 128e9
-    io: bool = True
-    throttle: bool = False
+    io: Bool = True
+    throttle: Bool = False
 
     _io_bw = field_validator("io_bandwidth", mode="before")(bandwidth_field)
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if not self.io:  # no controllers: their bandwidth or throttle would be ignored
+            for k in ("io_bandwidth", "throttle"):
+                if k in self.model_fields_set and (k == "io_bandwidth" or self.throttle):
+                    raise ConfigError(k, getattr(self, k), "sets the I/O controllers, and io is false (none); "
+                                                           "accepted: io true, or leave it out")
+        return self
 
 
 def _parse(spec: str, shape: str, opts: list[str]) -> dict:
@@ -307,6 +416,10 @@ def _parse(spec: str, shape: str, opts: list[str]) -> dict:
     dims = parse_shape(shape, spec)
     if len(dims) != 2 or min(dims) < 2:
         raise ConfigError("topology", spec, "accepted: wafer:COLSxROWS with both >= 2, e.g. wafer:5x4")
+    if "noio" in f and ("io" in f or "iothrottle" in f):
+        other = "io=" + f["io"] if "io" in f else "iothrottle"
+        raise ConfigError("topology", spec, f"noio (no I/O controllers) contradicts {other} (which sets them); "
+                                            "accepted: one of them")
     out = {"cols": dims[0], "rows": dims[1], "io": "noio" not in f, "throttle": "iothrottle" in f}
     if "io" in f:
         out["io_bandwidth"] = parse_bandwidth(f["io"], "topology io")
@@ -320,4 +433,4 @@ def _build(p: WaferParams, bandwidth: LinkValues, latency: LinkValues) -> Topolo
 
 FAMILY = TopologyFamily("wafer", "wafer:5x4[,io=128GB/s][,iothrottle]",
                         "wafer 2-D mesh, X-Y routing, an I/O controller per perimeter edge (FRED's baseline)",
-                        WaferParams, _parse, _build)
+                        WaferParams, _parse, _build, size=lambda p: wafer_size(p.cols, p.rows, p.io))

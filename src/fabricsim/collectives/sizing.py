@@ -1,0 +1,137 @@
+"""How big a schedule will be, from its parameters alone: the `blocks` limit's estimate.
+
+`estimate_blocks` bounds the block entries a builder stores (one per transfer and block id it
+lists, a run of ids in range form counting once; a step repeated by rotation counting once: the
+schedule's memory, about 40 B each) from the collective, the
+group size and the typed options, before anything is built, so that `chunks=1000000000` or a
+direct all-to-all on 65,536 ranks is refused with the estimate in the message instead of
+running out of memory. The estimates are upper bounds within a small factor of what the builders
+make (tests/test_robust_cli.py compares them); an algorithm without an entry here gets the
+quadratic `p * p * pieces` bound.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+__all__ = ["estimate_blocks"]
+
+_ROOTED = ("broadcast", "reduce")
+_SPLIT = ("reduce-scatter", "all-gather")
+
+
+def _log2(p: int) -> int:
+    return max(1, math.ceil(math.log2(max(p, 2))))
+
+
+def _dims(p: int, o: dict) -> tuple[int, ...]:
+    d = o.get("dims") or (p,)
+    return tuple(int(x) for x in d) if isinstance(d, (tuple, list)) else (p,)
+
+
+def _ring(c: str, p: int, o: dict) -> float:
+    if c in _ROOTED:  # a chain of `chunks` pieces: every piece crosses p - 1 links, one step each
+        return float(o.get("chunks") or p) * p
+    return 4.0 * p  # one compressed step per phase and direction
+
+
+def _direct(c: str, p: int, o: dict) -> float:
+    return 2.0 * p if c in _ROOTED else 2.0 * p * p
+
+
+def _recursive_doubling(c: str, p: int, o: dict) -> float:
+    if c in _ROOTED:
+        return 2.0 * p
+    return 2.0 * p * p if c == "all-gather" else 2.0 * p * _log2(p)
+
+
+def _halving_doubling(c: str, p: int, o: dict) -> float:
+    return 2.0 * p * p
+
+
+def _double_binary_tree(c: str, p: int, o: dict) -> float:
+    return 2.0 * p * (2 * _log2(p) + int(o.get("chunks") or 8))  # 2H + chunks - 1 steps of <= 2p edges
+
+
+def _hierarchical(c: str, p: int, o: dict) -> float:
+    inner = o.get("inner") or "ring"
+    inner = (inner,) if isinstance(inner, str) else tuple(inner)
+    if c == "all-to-all" or any(i != "ring" for i in inner):
+        return 4.0 * p * p  # direct and halving-doubling phases list every block they move
+    # baseline all-reduces every dimension in turn, the fastest one lifted too
+    return _lifted_rings(p, o, 4, slow_only=not (c == "all-reduce" and o.get("order") == "baseline"))
+
+
+def _lifted_rings(p: int, o: dict, per_dim: int, slow_only: bool) -> float:
+    """Ring phases stay compressed on a line; lifting them onto a grid of two or more active
+    dimensions costs about one entry per rank and position along the longest dimension (the
+    longest after the first, fastest one, when only phases on slower dimensions are lifted)."""
+    dims = [d for d in _dims(p, o) if d > 1]
+    if len(dims) <= 1:
+        return 2.0 * per_dim * p
+    return float(per_dim) * len(dims) * p * (1 + max(dims[1:] if slow_only else dims))
+
+
+def _in_network(c: str, p: int, o: dict) -> float:
+    return 2.0 * (p * p if c in _SPLIT else p) + 4.0 * p  # pieces repeat one step: no factor `chunks`
+
+
+def _in_network_tree(c: str, p: int, o: dict) -> float:
+    return 4.0 * (p * p if c in _SPLIT else p) + 8.0 * p
+
+
+def _swing(c: str, p: int, o: dict) -> float:
+    return 8.0 * len(_dims(p, o)) * p * _log2(p)  # 2D ports x log2 p steps x 2 phases, ranges
+
+
+def _bucket(c: str, p: int, o: dict) -> float:
+    return _lifted_rings(p, o, 10, slow_only=False)  # parts start on every dimension
+
+
+def _hamiltonian_rings(c: str, p: int, o: dict) -> float:
+    return 16.0 * p
+
+
+def _circulant_rings(c: str, p: int, o: dict) -> float:
+    return 8.0 * len(set(o.get("steps") or (1,))) * p
+
+
+_ESTIMATES: dict[str, Callable[[str, int, dict], float]] = {
+    "ring": _ring, "direct": _direct, "recursive_doubling": _recursive_doubling,
+    "halving_doubling": _halving_doubling, "double_binary_tree": _double_binary_tree,
+    "hierarchical": _hierarchical, "in_network": _in_network, "in_network_tree": _in_network_tree,
+    "swing": _swing, "torus_recursive_doubling": _swing, "bucket": _bucket,
+    "hamiltonian_rings": _hamiltonian_rings, "circulant_rings": _circulant_rings,
+}
+
+
+def estimate_blocks(algorithm: str, collective: str, p: int, options: dict[str, Any]) -> float:
+    """An upper bound on the block entries the schedule of `algorithm` will hold.
+
+    Parameters
+    ----------
+    algorithm : str
+        Registry name of the algorithm.
+    collective : str
+        Canonical collective name.
+    p : int
+        Ranks in the group.
+    options : dict
+        The typed options the builder will get (`chunks`, `dims`, `steps`, ...).
+
+    Returns
+    -------
+    float
+        Block entries (transfers x blocks moved, summed over steps, one repetition each); the
+        quantity the `blocks` limit bounds.
+
+    Examples
+    --------
+    >>> estimate_blocks("ring", "broadcast", 8, {"chunks": 10**9}) > 5e7
+    True
+    """
+    est = _ESTIMATES.get(algorithm)
+    if est is None:
+        return float(p) * p * max(1, int(options.get("chunks") or 1))
+    return est(collective, int(p), options)

@@ -1,0 +1,78 @@
+"""Task counts of training graphs, known before the graphs are built.
+
+`fabricsim train` checks them against the `tasks` limit (`fabricsim.limits`) so that a config
+asking for a graph too large to build is refused at once, with the count, instead of running
+until memory or patience runs out. The counts come from the same per-layer plans the builders
+use and cost O(layers) to compute.
+"""
+
+from __future__ import annotations
+
+from .models import Model
+from .parallelism import Strategy, _plan_layers
+
+
+def training_tasks(model: Model, st: Strategy) -> int:
+    """Tasks of `build_training(model, st)`: exact for compute, MP all-reduces, stage-boundary
+    transfers and input loads; an upper bound for data-parallel syncs (one per layer with
+    gradients: exact without buckets) and weight streaming.
+
+    Parameters
+    ----------
+    model : Model
+        A zoo model.
+    st : Strategy
+        The strategy (all its iterations).
+
+    Returns
+    -------
+    int
+        Tasks of all iterations; ConfigError where `build_training` would refuse the strategy for
+        this model (tensor parallelism of a layer kind it is not modelled for).
+    """
+    n_layers = len(model.layers)
+    if "alltoall" in model.notes:  # DLRM (`parallelism._build_dlrm`): embeddings sharded, MLPs data parallel
+        n, layers = st.dp, model.layers
+        embs = [x for x in layers if x.kind == "embedding"]
+        first = layers.index(embs[0]) if embs else 0
+        bottom, top = layers[:first], layers[first + len(embs):]
+        mlp = [x for x in top if x.kind != "interaction"] + list(bottom)
+        per_iteration = (2 * n + 2 * (n > 1) + (len(bottom) + len(top)) * n  # lookups, updates, all-to-alls, fwd
+                         + sum(n + (n > 1) + n * (x.bwd_input_flops > 0) for x in mlp)  # wg, all-reduce, ig
+                         + n * (len(top) - len([x for x in top if x.kind != "interaction"])))  # interaction ig
+        return st.iterations * per_iteration
+    per_microbatch = with_grads = 0
+    for li, plan in enumerate(_plan_layers(model, st)):
+        computes = ars = 0
+        for part in plan.parts:
+            computes += 1 + (1 if part.ig_flops < 0 else 1 + (part.ig_flops > 0 and li != 0))
+            ars += (part.fwd_ar > 0) + (part.bwd_ar > 0) if st.mp > 1 else 0
+        per_microbatch += st.mp * st.dp * computes + st.dp * ars
+        with_grads += plan.grad_bytes > 0
+    boundaries = (n_layers - 1 if st.pp > 1 else 0) if st.stage_layout == "interleaved" else st.pp - 1
+    senders = st.dp if (st.pp_send == "multicast" and st.mp > 1) else st.mp * st.dp
+    per_microbatch += 2 * boundaries * senders
+    # DP syncs: one per layer with gradients and MP rank (fewer when buckets gather layers)
+    syncs = 0 if (st.dp == 1 or st.weight_streaming) else with_grads * st.mp * (2 if st.zero == 2 else 1)
+    streams = 3 * n_layers if st.weight_streaming else 0
+    loads = (st.iterations - st.input_prefetch) if (st.input_loading and model.input_bytes) else 0
+    return st.iterations * (st.microbatches * per_microbatch + syncs + streams) + loads
+
+def text_tasks(layers: int, npus: int, iterations: int) -> int:
+    """Compute tasks of an ASTRA-sim text workload's graph (its collectives come on top).
+
+    Parameters
+    ----------
+    layers : int
+        Layers of the text workload.
+    npus : int
+        NPUs that run it.
+    iterations : int
+        Training iterations.
+
+    Returns
+    -------
+    int
+        Forward, weight-gradient and input-gradient tasks of every NPU and iteration.
+    """
+    return iterations * npus * max(3 * layers - 1, 0)
