@@ -1,0 +1,234 @@
+"""The table of hostile inputs: every defect of issue 17 and its neighbours, per command, each with
+what must happen (`ok` or a one-line `error` naming a field). Run by tests/test_hostile_inputs.py
+and benchmarks/fuzz_inputs.py through tests/hostile.py."""
+
+from __future__ import annotations
+
+from hostile import ASTRA, ASTRA_ARGS, ROOT, TINY_TRAFFIC, TINY_TRAIN, Case
+
+T = "{d}/t.yaml"
+
+
+def _c(command, argv, expect, field="", files=(), defect=""):
+    return Case(command, tuple(argv), expect, field, tuple(files), defect)
+
+
+def _coll(extra, expect, field="", defect="", t="ring:8"):
+    return _c("collective", ["collective", "-t", t, "-s", "1MiB", "-q", *extra], expect, field, (), defect)
+
+
+def _train(text, expect, field="", defect="", extra=(), name="t.yaml"):
+    return _c("train", ["train", f"{{d}}/{name}", "--out", "{d}/o", "-q", *extra], expect, field,
+              ((name, text),), defect)
+
+
+def _traffic(text, expect, field="", defect="", extra=()):
+    return _c("traffic", ["traffic", T, "-q", *extra], expect, field, (("t.yaml", text),), defect)
+
+
+def _astra(extra, expect, field="", defect="", files=()):
+    return _c("astra", [*ASTRA_ARGS, *extra], expect, field, files, defect)
+
+
+def _export(extra, expect, field="", defect="", files=()):
+    return _c("export", ["export", "chakra", *extra], expect, field, files, defect)
+
+
+def _sub(text: str, old: str, new: str) -> str:
+    assert old in text, old
+    return text.replace(old, new)
+
+
+def collective_cases() -> list[Case]:
+    """`fabricsim collective`: options, topology specs, algorithm options, ranges."""
+    ok = [_coll([], "ok", defect="valid"),
+          _coll(["-a", "swing", "-o", "mode=latency"], "ok", defect="valid", t="torus:4x4"),
+          _coll(["-c", "broadcast", "--root", "3"], "ok", defect="valid"),
+          _coll(["-g", "0-3"], "ok", defect="valid"),
+          _coll(["-m", "flow"], "ok", defect="valid"),
+          _coll(["--json"], "ok", defect="valid"),
+          _coll(["--csv"], "ok", defect="valid"),
+          _coll([], "ok", defect="valid", t="fat-tree:16,leaf=4,spines=8"),
+          _coll(["-o", "bidirectional=false"], "ok", defect="valid", t="torus:4x4"),
+          _c("collective", ["--limit", "npus=16", "--limit", "ranks=16", "collective", "-t", "ring:16", "-s", "1KiB", "-q"],
+             "ok", defect="resource limit raised")]
+    err = [
+        # tracebacks: options an algorithm does not take or cannot parse
+        _coll(["-o", "dims=3x3"], "error", "dims", "option not taken"),
+        _coll(["-o", "leaf_of=1"], "error", "leaf_of", "option not taken"),
+        _coll(["-o", "root=3"], "error", "root", "option not taken"),
+        _coll(["-o", "chunks=abc"], "error", "chunks", "option not parsed"),
+        _coll(["-a", "swing", "-o", "chunks=abc"], "error", "chunks", "option not parsed", t="torus:4x4"),
+        _coll(["-a", "hierarchical", "-o", "dims=3x3"], "error", "dims", "option not parsed", t="torus:4x4"),
+        _coll(["-o", "bidirectional=maybe"], "error", "bidirectional", "bool by truthiness", t="torus:4x4"),
+        _coll(["-a", "swing", "-o", "bidirectional=maybe"], "error", "bidirectional", "bool by truthiness", t="torus:4x4"),
+        # integers beyond 64 bits, ranges expanded before any check
+        _coll(["-g", "99999999999999999999999"], "error", "group", "int beyond 64 bits"),
+        _coll(["-g", "0-10000000000"], "error", "group", "range expanded first"),
+        _coll(["-g", "0-99999999999999999999999"], "error", "group", "range expanded first"),
+        _coll(["-g", ""], "error", "group", "empty group"),
+        _coll(["-g", "5-3"], "error", "group", "backwards range"),
+        _coll(["--root", "99999999999999999999999", "-c", "broadcast"], "error", "root", "int beyond 64 bits"),
+        # sizes
+        _coll(["-s", "1:1GiB:1.000001"], "error", "sizes", "size range too long"),
+        _coll(["-s", "1b"], "error", "sizes", "fractional bytes"),
+        _coll(["-s", "0"], "error", "sizes", "zero size"),
+        _coll(["-s", "-1"], "error", "sizes", "negative size"),
+        _coll(["-s", "nan"], "error", "sizes", "nan size"),
+        _coll(["-s", "1TiB:1KiB"], "error", "sizes", "backwards range"),
+        # options that do not apply
+        _coll(["--root", "3"], "error", "root", "option does not apply"),
+        _coll(["--json", "--csv"], "error", "", "options exclusive"),
+        _coll(["-m", "nope"], "error", "flow", "-m list omits flow"),
+        _coll(["--root", "-1", "-c", "broadcast"], "error", "root", "negative root"),
+        _coll(["--root", "99", "-c", "broadcast"], "error", "root", "root out of range"),
+        # link values
+        _coll(["-B", "0"], "error", "bandwidth", "zero bandwidth"),
+        _coll(["-B", "nanGB/s"], "error", "bandwidth", "nan bandwidth"),
+        _coll(["-B", "infGB/s"], "error", "bandwidth", "inf bandwidth"),
+        _coll(["-L", "-1ns"], "error", "latency", "negative latency"),
+        _coll(["-L", "nan"], "error", "latency", "nan latency"),
+        # topology specs
+        _coll([], "error", "oversub", "nan/inf answer", t="fat-tree:64,oversub=1e308"),
+        _coll([], "error", "leaf", "duplicate option", t="fat-tree:64,leaf=8,leaf=16"),
+        _coll([], "error", "reduce", "duplicate option", t="switch:8,reduce,reduce"),
+        _coll([], "error", "io", "contradictory options", t="wafer:5x4,noio,io=1GB/s"),
+        # resource limits (memory tracebacks or runs killed at 60 s before)
+        _coll([], "error", "npus", "memory", t="ring:1180591620717411303424"),
+        _coll([], "error", "npus", "memory", t="torus:10000x10000"),
+        _coll([], "error", "links", "memory", t="fully-connected:100000"),
+        _coll([], "error", "npus", "hang", t="ring:10000000"),
+        _coll([], "error", "npus", "hang", t="switch:10000000"),
+        _coll([], "error", "npus", "hang", t="torus:1024x1024"),
+        _coll([], "error", "npus", "hang", t="stack:Ring1000xRing1000xRing1000"),
+        _coll(["-o", "chunks=1000000000"], "error", "chunks", "hang"),
+        _c("collective", ["--limit", "nope=3", "collective", "-t", "ring:8"], "error", "--limit", defect="bad limit"),
+        _c("collective", ["--limit", "npus=8", "collective", "-t", "ring:16", "-s", "1KiB"], "error", "npus=",
+           defect="limit lowered"),
+    ]
+    return ok + err
+
+
+def train_cases() -> list[Case]:
+    """`fabricsim train`: YAML loading, fields, coercions, limits, outputs."""
+    t = TINY_TRAIN
+    ok = [_train(t, "ok", defect="valid"),
+          _train(t, "ok", defect="valid", extra=("--trace-npus", "0-3")),
+          _train(_sub(t, "latency: 1us", "latency: 0"), "ok", defect="valid")]
+    err = [
+        _train(b"network: {topology: '\xff\xfe'}\n", "error", "t.yaml", "non-UTF-8"),
+        _train("a: " + "[" * 3000 + "]" * 3000 + "\n", "error", "t.yaml", "nesting"),
+        _train("a:\n" + "".join("  " * (i + 1) + "b:\n" for i in range(1500)), "error", "t.yaml", "nesting"),
+        _train(_sub(t, "iterations: 1", "iterations: 99999999999999999999999"), "error", "iterations", "int beyond 64 bits"),
+        _train(t + "system:\n  scheduling: {priorities: !!set {DP, MP}}\n", "error", "t.yaml", "!!set / duplicate key"),
+        _train(_sub(t, "system: {", "system: {scheduling: {priorities: !!set {DP, MP, IO, PP, other}}, "),
+               "error", "priorities", "!!set"),
+        _train(_sub(t, "system: {", "system: {scheduling: {priorities: []}, "), "error", "priorities", "empty priorities"),
+        _train(_sub(t, "system: {", "system: {scheduling: {priorities: [DP, DP]}, "), "error", "priorities",
+               "duplicate priorities"),
+        _train(t + "workload: {model: resnet50}\n", "error", "workload", "duplicate key"),
+        _train(t + "base_dir: /etc\n", "error", "base_dir", "hidden key"),
+        _train(_sub(t, "latency: 1us", "latency: 100"), "error", "latency", "bare number"),
+        _train(_sub(t, "bandwidth: 100GB/s", "bandwidth: 400"), "error", "bandwidth", "bare number"),
+        _train(_sub(t, "efficiency: 0.5", "efficiency: true"), "error", "efficiency", "coercion"),
+        _train(_sub(t, "iterations: 1", "iterations: 1.5"), "error", "iterations", "coercion"),
+        _train(_sub(t, "iterations: 1", "iterations: '2'"), "error", "iterations", "coercion"),
+        _train(_sub(t, "parallelism: {dp: 4}", "parallelism: {dp: 4}, mp: 2"), "error", "mp", "does not apply"),
+        _train(_sub(t, "iterations: 1", "iterations: 1000000000"), "error", "iterations", "hang"),
+        _train(_sub(t, "system: {", "system: {scheduling: {chunks: 1000000000}, "), "error", "chunks", "hang"),
+        _train(_sub(t, "ring:4", "ring:1000000").replace("dp: 4", "dp: 1000000").replace("batch: 8", "batch: 1000000"),
+               "error", "npus", "hang"),
+        _train(_sub(t, "'ring:4'", "torus:1000x1000").replace("dp: 4", "dp: 1000000").replace("batch: 8", "batch: 1000000"),
+               "error", "npus", "hang"),
+        _train(_sub(t, "output: {", "output: {trace_npus: 0-99999999999, "), "error", "trace_npus", "range / field name"),
+        _train(t, "error", "--trace-npus", "range expanded first", extra=("--trace-npus", "0-99999999999")),
+        _train(_sub(t, "'ring:4'", "'ring:4', nope: 1"), "error", "t.yaml", "error names the file"),
+        _train(_sub(t, "latency: 1us", "latency: [1us, 2us, 3us]"), "error", "t.yaml", "error names the file"),
+        _c("train", ["train", "/dev/zero", "-q"], "error", "/dev/zero", defect="memory"),
+        _c("train", ["train", "{d}/missing.yaml", "-q"], "error", "missing.yaml", defect="missing file"),
+        _c("train", ["train", "{d}", "-q"], "error", "", defect="folder as config"),
+        _train(t, "error", "--out", "unwritable out", extra=("--out", "/proc/x")),
+        _train(t, "error", "--out", "odd out", extra=("--out", "")),
+        _train(t, "error", "--iterations", "negative override", extra=("-n", "-5")),
+    ]
+    return ok + err
+
+
+def traffic_cases() -> list[Case]:
+    """`fabricsim traffic`: list items, self flows, counts, options, outputs."""
+    t = TINY_TRAFFIC
+    ok = [_traffic(t, "ok", defect="valid"), _traffic(t, "ok", defect="valid", extra=("--json",)),
+          _traffic(t, "ok", defect="valid", extra=("--timeline", "{d}/tl.csv"))]
+    err = [
+        _traffic(_sub(t, "size: 1MiB, start: 0us}\n", "size: 1MiB, start: 0us, group: [a, b]}\n"), "error", "group",
+                 "group names"),
+        _traffic(_sub(t, "all-reduce, algorithm: ring, size: 1MiB, start: 0us}",
+                      "all-reduce, algorithm: ring, size: 1MiB, start: 0us, group: [1.5, 2.7]}"), "error", "group", "coercion"),
+        _traffic(_sub(t, "dst: 2", "dst: 0"), "error", "dst", "self flow"),
+        _traffic(_sub(t, "dst: 2, size: 1MiB, start: 0us}", "dst: 2, size: 1MiB, start: 0us, count: 1000000000}"),
+                 "error", "count", "memory"),
+        _traffic(_sub(t, "algorithm: ring,", "algorithm: ring, options: {chunks: abc},"), "error", "chunks",
+                 "option not parsed"),
+        _traffic(_sub(t, "algorithm: ring,", "algorithm: ring, options: {dims: 3x3},"), "error", "dims", "option not taken"),
+        _traffic(_sub(t, "algorithm: ring,", "algorithm: nope,"), "error", "collectives[0]", "list item named"),
+        _traffic(b"topology: '\xff'\n", "error", "t.yaml", "non-UTF-8"),
+        _traffic(t + "latency: 2us\n", "error", "latency", "duplicate key"),
+        _traffic(t, "error", "--timeline", "input overwritten", extra=("--timeline", T)),
+        _traffic(t, "error", "--timeline", "unwritable timeline", extra=("--timeline", "/proc/x/t.csv")),  # unwritable for root too
+        _traffic(t, "error", "--timeline", "odd timeline", extra=("--timeline", "/")),
+    ]
+    return ok + err
+
+
+def astra_cases() -> list[Case]:
+    """`fabricsim astra`: JSON output, options, ASTRA-sim files."""
+    net = (ASTRA / "networks" / "Ring_8.yml").read_text()
+    ok = [_astra([], "ok", defect="valid"),
+          _astra(["--model", "analytical", "--json"], "ok", defect="crash on valid input"),
+          _astra(["--model", "flow", "--json"], "ok", defect="crash on valid input"),
+          _astra(["--comm-group-configuration", "empty"], "ok", defect="valid")]
+    err = [
+        _astra(["--injection-scale", "nan"], "error", "injection-scale", "nan option"),
+        _astra(["--injection-scale", "inf"], "error", "injection-scale", "inf option"),
+        _astra(["--injection-scale", "-1"], "error", "injection-scale", "negative option"),
+        _astra(["--comm-group-configuration", "{d}/empty_junk.json"], "error", "empty_junk", "'empty' path dropped",
+               files=(("empty_junk.json", "not json"),)),
+        _astra(["--comm-group-configuration", "{d}/empty_missing.json"], "error", "empty_missing", "'empty' path dropped"),
+        _c("astra", ["astra", "--workload-configuration", f"{ASTRA}/workloads/all_reduce_8_1048576/x",
+                     "--system-configuration", f"{ASTRA}/systems/sys_ring_1d_s4_a1.json",
+                     "--network-configuration", "{d}/net.yml", "-q"], "error", "npus", defect="memory",
+           files=(("net.yml", net.replace("8", "1000000000", 1) if "npus_count: [ 8 ]" not in net
+             else net.replace("npus_count: [ 8 ]", "npus_count: [ 1000000000 ]")),)),
+    ]
+    return ok + err
+
+
+def export_cases() -> list[Case]:
+    """`fabricsim export chakra`: sources, counts, outputs."""
+    ok = [_export(["-o", "{d}/ar", "-n", "4", "--collective", "all-reduce"], "ok", defect="valid")]
+    err = [
+        _export(["-o", "{d}/ar", "-n", "1000000000", "--collective", "all-reduce"], "error", "npus", "hang"),
+        _export(["-o", "{d}/ar", "-n", "4", "--collective", "all-reduce", "--passes", "-5"], "error", "passes",
+                "option does not apply"),
+        _export(["-o", "{d}/ar", "-n", "4", "--text", f"{ROOT}/reference/astra-sim/legacy/Resnet50_DataParallel.txt",
+                 "--passes", "1000000000"], "error", "passes", "hang"),
+        _export(["-o", "", "-n", "4", "--collective", "all-reduce"], "error", "--output", "hidden files"),
+        _export(["-o", "/proc/x/y", "-n", "4", "--collective", "all-reduce"], "error", "--output", "unwritable output"),
+        _export(["-o", "{d}/ar", "--train", "{d}/t.yaml"], "error", "t.yaml", "non-UTF-8",
+                files=(("t.yaml", b"network: '\xff'\n"),)),
+    ]
+    return ok + err
+
+
+def reproduce_cases() -> list[Case]:
+    """`fabricsim reproduce`: configs and outputs."""
+    return [
+        _c("reproduce", ["reproduce", "swing", "--quick", "--config", "{d}/s.yaml", "--out", "{d}/o", "-q"], "error",
+           "s.yaml", (("s.yaml", b"\xff\xfe\x00"),), "non-UTF-8"),
+        _c("reproduce", ["reproduce", "swing", "--quick", "--out", "/proc/x", "-q"], "error", "--out", (), "unwritable out"),
+    ]
+
+
+def all_cases() -> list[Case]:
+    """Every case of the table, command by command."""
+    return collective_cases() + train_cases() + traffic_cases() + astra_cases() + export_cases() + reproduce_cases()
