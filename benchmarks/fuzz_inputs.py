@@ -179,6 +179,42 @@ def export_inputs(r: random.Random, n: int) -> list[Case]:
     return out
 
 
+TINY_JOB = """\
+servers: 8
+degree: 4
+link_bandwidth: 100Gbps
+latency: 1us
+server: {gpus: 4, intra_bandwidth: 200Gbps, npu: {peak: 624TFLOP/s, memory_bandwidth: 6TB/s}}
+workload: {model: resnet50, batch_per_gpu: 2}
+search: {steps: 2, rounds: 1}
+"""
+JOB_FIELDS = ["servers", "degree", "link_bandwidth", "latency", "network_model", "server.gpus", "server.intra_bandwidth",
+              "server.npu.peak", "workload.model", "workload.batch_per_gpu", "workload.bag", "search.steps",
+              "search.rounds", "search.alpha", "search.split", "search.select", "search.max_groups", "search.seed"]
+TINY_SWEEP = """\
+name: s
+kind: collective
+base: {collective: all-reduce, latency: 500ns, model: analytical}
+axes:
+  - grid: {topology: ['ring:8', 'torus:4x4'], algorithm: [ring, swing]}
+  - grid: {size: [1KiB, 1MiB]}
+"""
+SWEEP_FIELDS = ["name", "kind", "base.collective", "base.latency", "base.model", "base.bandwidth", "base.size",
+                "base.topology", "seed", "axes"]
+
+
+def topology_inputs(r: random.Random, n: int) -> list[Case]:
+    """Random mutations of a small `topology optimize` job."""
+    return [Case("topology optimize", ("topology", "optimize", "{d}/j.yaml", "--out", "{d}/o", "-q"), "any",
+                 files=(("j.yaml", _mutate_yaml(r, TINY_JOB, JOB_FIELDS)),), defect="generated") for _ in range(n)]
+
+
+def sweep_inputs(r: random.Random, n: int) -> list[Case]:
+    """Random mutations of a small collective sweep, validated with --dry-run (every point checked)."""
+    return [Case("sweep", ("sweep", "{d}/s.yaml", "--out", "{d}/o", "--dry-run"), "any",
+                 files=(("s.yaml", _mutate_yaml(r, TINY_SWEEP, SWEEP_FIELDS)),), defect="generated") for _ in range(n)]
+
+
 def main() -> None:
     """Run the table and the generated inputs; write results/fuzz_inputs.json and print the table."""
     ap = argparse.ArgumentParser()
@@ -187,7 +223,8 @@ def main() -> None:
     a = ap.parse_args()
     r = random.Random(a.seed)
     cases = all_cases()
-    for gen in (collective_inputs, train_inputs, traffic_inputs, astra_inputs, export_inputs):
+    for gen in (collective_inputs, train_inputs, traffic_inputs, astra_inputs, export_inputs, topology_inputs,
+                sweep_inputs):
         cases += gen(r, a.per_command)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as d:

@@ -191,6 +191,7 @@ def astra_cases() -> list[Case]:
         _astra(["--injection-scale", "nan"], "error", "injection-scale", "nan option"),
         _astra(["--injection-scale", "inf"], "error", "injection-scale", "inf option"),
         _astra(["--injection-scale", "-1"], "error", "injection-scale", "negative option"),
+        _astra(["--injection-scale", "1e308"], "error", "injection-scale", "overflow (found by benchmarks/fuzz_inputs.py)"),
         _astra(["--comm-group-configuration", "{d}/empty_junk.json"], "error", "empty_junk", "'empty' path dropped",
                files=(("empty_junk.json", "not json"),)),
         _astra(["--comm-group-configuration", "{d}/empty_missing.json"], "error", "empty_missing", "'empty' path dropped"),
@@ -199,6 +200,11 @@ def astra_cases() -> list[Case]:
                      "--network-configuration", "{d}/net.yml", "-q"], "error", "npus", defect="memory",
            files=(("net.yml", net.replace("8", "1000000000", 1) if "npus_count: [ 8 ]" not in net
              else net.replace("npus_count: [ 8 ]", "npus_count: [ 1000000000 ]")),)),
+        _c("astra", ["astra", "--workload-configuration", f"{ASTRA}/workloads/all_reduce_8_1048576/x",
+                     "--system-configuration", f"{ASTRA}/systems/sys_ring_1d_s4_a1.json",
+                     "--network-configuration", "{d}/net.yml", "-q", "--model", "analytical", "--json"], "error",
+           "latency", files=(("net.yml", net.replace("latency: [ 500.0 ]", "latency: [ 1e308 ]")),),
+           defect="overflow (found by benchmarks/fuzz_inputs.py)"),
     ]
     return ok + err
 
@@ -220,15 +226,52 @@ def export_cases() -> list[Case]:
     return ok + err
 
 
+SWING = (ROOT / "configs" / "swing.yaml").read_text()
+_RING_LAMBDA = 'lambda: "2*p/log2(p)"'
+
+
+def _swing(formula: str, defect: str) -> Case:
+    return _c("reproduce", ["reproduce", "swing", "--quick", "--config", "{d}/s.yaml", "--out", "{d}/o", "-q"], "error",
+              "lambda", (("s.yaml", _sub(SWING, _RING_LAMBDA, f"lambda: {formula!r}")),), defect)
+
+
 def reproduce_cases() -> list[Case]:
-    """`fabricsim reproduce`: configs and outputs."""
+    """`fabricsim reproduce`: configs (Swing's Table 2 formulas are evaluated: bounded) and outputs."""
     return [
+        _swing("9**9**9**9", "formula hangs"),
+        _swing("2.0**10000", "formula overflows"),
+        _swing("p+" * 50000 + "1", "100k-character formula"),
         _c("reproduce", ["reproduce", "swing", "--quick", "--config", "{d}/s.yaml", "--out", "{d}/o", "-q"], "error",
            "s.yaml", (("s.yaml", b"\xff\xfe\x00"),), "non-UTF-8"),
         _c("reproduce", ["reproduce", "swing", "--quick", "--out", "/proc/x", "-q"], "error", "--out", (), "unwritable out"),
     ]
 
 
+JOB = (ROOT / "configs" / "topoopt-job.yaml").read_text()
+
+
+def topology_cases() -> list[Case]:
+    """`fabricsim topology optimize` (found by benchmarks/fuzz_inputs.py): seeds, counts, limits."""
+    def job(text, expect, field, defect, extra=()):
+        return _c("topology optimize", ["topology", "optimize", "{d}/j.yaml", "--out", "{d}/o", "-q", *extra], expect,
+                  field, (("j.yaml", text),), defect)
+
+    return [job(_sub(JOB, "seed: 0", "seed: -1"), "error", "seed", "negative seed (numpy ValueError)"),
+            job(JOB, "error", "--seed", "negative seed (numpy ValueError)", ("--seed", "-5")),
+            job(_sub(JOB, "steps: 100", "steps: 1.0e+20"), "error", "steps", "coercion, hang"),
+            job(_sub(JOB, "steps: 100", "steps: 100000000"), "error", "steps", "hang"),
+            job(_sub(JOB, "servers: 32", "servers: 1048576"), "error", "servers", "memory")]
+
+
+def sweep_cases() -> list[Case]:
+    """`fabricsim sweep --dry-run`: seeds of random axes."""
+    text = ("name: s\nkind: collective\nbase: {collective: all-reduce, latency: 500ns, topology: 'ring:8'}\n"
+            "axes:\n  - random: {n: 2, seed: -1, fields: {size: {choice: [1KiB, 1MiB]}}}\n")
+    return [_c("sweep", ["sweep", "{d}/s.yaml", "--out", "{d}/o", "--dry-run"], "error", "seed", (("s.yaml", text),),
+               "negative seed (numpy ValueError)")]
+
+
 def all_cases() -> list[Case]:
     """Every case of the table, command by command."""
-    return collective_cases() + train_cases() + traffic_cases() + astra_cases() + export_cases() + reproduce_cases()
+    return (collective_cases() + train_cases() + traffic_cases() + astra_cases() + export_cases() + reproduce_cases()
+            + topology_cases() + sweep_cases())

@@ -72,6 +72,7 @@ COMMANDS: dict[tuple[str, str], str] = {
     ("README.md", ".venv/bin/python benchmarks/bench_flow.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/bench_train.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/bench_sweep.py"): NOT_HERE,
+    ("README.md", ".venv/bin/python benchmarks/fuzz_inputs.py"): NOT_HERE,
     ("README.md", "fabricsim sweep configs/sweep-collectives.yaml --workers 2"): RUN,
     ("README.md", "fabricsim sweep configs/sweep-collectives.yaml --dask local:2"): SLOW,
     ("docs/sweep.md", "fabricsim sweep configs/sweep-collectives.yaml --dry-run"): RUN,

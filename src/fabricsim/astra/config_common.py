@@ -159,31 +159,38 @@ def _mapping(path, data, what: str) -> dict:
 _NUMBER_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
+ASTRA_MAX = 1e15
+"""The largest number an ASTRA-sim file may give in its unit (ns, GB/s, bytes, TFLOPS): beyond it,
+times and sizes leave the 64-bit nanosecond clock ASTRA-sim's answers are given on."""
+
+
 def _number(path, key: str, v, *, minimum: float | None = 0.0, strict: bool = False,
             allow_text: bool = False, unit: str = "") -> float:
-    """A finite real number (not a bool) >= minimum (> minimum if `strict`)."""
+    """A finite real number (not a bool) >= minimum (> minimum if `strict`) and <= ASTRA_MAX."""
     bound = "" if minimum is None else (f" > {minimum:g}" if strict else f" >= {minimum:g}")
+    bound += f" and <= {ASTRA_MAX:g}"
     accepted = f"accepted: a number{bound}{(' (' + unit + ')') if unit else ''}"
     x = v
     if allow_text and isinstance(v, str) and _NUMBER_TEXT.fullmatch(v.strip()):
         x = float(v)  # YAML 1.1 (PyYAML) reads `1e3` as text; yaml-cpp reads it as a number
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
         raise AstraConfigError(path, key, v, accepted)
-    if minimum is not None and (x <= minimum if strict else x < minimum):
+    if minimum is not None and (x <= minimum if strict else x < minimum) or abs(x) > ASTRA_MAX:
         raise AstraConfigError(path, key, v, accepted)
     return float(x)
 
 
 def _integer(path, key: str, v, *, minimum: int | None = 0, why: str = "") -> int:
     """An integer (an integral float such as 4.0 is accepted, as nlohmann/yaml-cpp convert it; 4.5 is
-    not, because ASTRA-sim would silently truncate it)."""
-    accepted = f"accepted: an integer{'' if minimum is None else f' >= {minimum}'}{(' ' + why) if why else ''}"
+    not, because ASTRA-sim would silently truncate it); at most ASTRA_MAX in magnitude."""
+    accepted = (f"accepted: an integer{'' if minimum is None else f' >= {minimum}'} and <= {ASTRA_MAX:g}"
+                f"{(' ' + why) if why else ''}")
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise AstraConfigError(path, key, v, accepted)
     if isinstance(v, float) and not (math.isfinite(v) and v.is_integer()):
         raise AstraConfigError(path, key, v, accepted)
     n = int(v)
-    if minimum is not None and n < minimum:
+    if minimum is not None and n < minimum or abs(n) > ASTRA_MAX:
         raise AstraConfigError(path, key, v, accepted)
     return n
 

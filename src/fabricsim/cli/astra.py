@@ -34,8 +34,9 @@ def astra(
 
     if num_queues_per_dim != 1:
         raise ConfigError("--num-queues-per-dim", num_queues_per_dim, "accepted: 1 (more queues per dimension are not emulated)")
-    if not (math.isfinite(injection_scale) and injection_scale >= 0):
-        raise ConfigError("--injection-scale", injection_scale, "accepted: a finite number >= 0 (the endpoint-delay multiplier)")
+    if not (math.isfinite(injection_scale) and 0 <= injection_scale <= 1e6):
+        # beyond 1e6 the scaled delays leave the 64-bit nanosecond clock ASTRA-sim's answers are given on
+        raise ConfigError("--injection-scale", injection_scale, "accepted: a number from 0 to 1e6 (the endpoint-delay multiplier)")
     with progress_bar("astra", quiet) as progress:
         run = run_astra(workload_configuration, system_configuration, network_configuration, comm_group_configuration,
                         backend, injection_scale, progress=progress, remote_memory=remote_memory_configuration)

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from ..errors import ConfigError
 from ..units import format_bandwidth, format_time
 from .app import app, out_console as _out
 from .progress import QUIET_HELP, progress_bar
@@ -32,6 +33,8 @@ def optimize(
     cfg = load_job(config)
     check_output_dir(out, "--out", force, inputs=[config])  # before the search, not after
     if seed is not None:
+        if not 0 <= seed < 2**63:
+            raise ConfigError("--seed", seed, "accepted: an integer from 0 to 2**63 - 1")
         cfg = cfg.model_copy(update={"search": cfg.search.model_copy(update={"seed": int(seed)})})
     with progress_bar("topology optimize", quiet) as progress:
         res = optimize_job(cfg, progress)

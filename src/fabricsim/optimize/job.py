@@ -73,7 +73,7 @@ class SearchSection(_Strict):
     alpha: float = Field(default=1.0, gt=0)
     split: str = "paper"
     select: str = "geometric"
-    seed: int = 0
+    seed: StrictInt = Field(default=0, ge=0, lt=2**63)  # numpy's generators take non-negative seeds
     max_groups: StrictInt = Field(default=8, ge=1)
 
     @field_validator("split")

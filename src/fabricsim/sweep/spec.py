@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from ..config import read_yaml_mapping, validate
 from ..errors import ConfigError
@@ -50,8 +50,8 @@ class RandomBlock(_Strict):
     """`random:` n points drawn with a seed; each field `{choice: [...]}`, `{uniform: [lo, hi]}`,
     `{loguniform: [lo, hi]}` or `{randint: [lo, hi]}` (inclusive)."""
 
-    n: int = Field(ge=1)
-    seed: int = 0
+    n: StrictInt = Field(ge=1)
+    seed: StrictInt = Field(default=0, ge=0, lt=2**63)  # numpy's generators take non-negative seeds
     fields: dict[str, dict[str, list]]
 
     @model_validator(mode="after")
