@@ -230,6 +230,8 @@ def dask_client(address: str):
     distributed.Client
         ConfigError naming `--dask` for a malformed `local:N`.
     """
+    import logging
+
     from distributed import Client, LocalCluster
 
     cluster = None
@@ -237,7 +239,10 @@ def dask_client(address: str):
         n = address.split(":", 1)[1]
         if not n.isdigit() or int(n) < 1:
             raise ConfigError("--dask", address, "accepted: a scheduler address (tcp://host:8786) or local:N, N >= 1")
-        cluster = LocalCluster(n_workers=int(n), threads_per_worker=1, processes=True, dashboard_address=None)
+        # our own cluster: its workers' shutdown chatter (heartbeats to a closing scheduler) is not the
+        # user's business; task failures still reach the client as exceptions
+        cluster = LocalCluster(n_workers=int(n), threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.CRITICAL)
         client = Client(cluster)
     else:
         client = Client(address)
