@@ -142,6 +142,7 @@ def train_cases() -> list[Case]:
                "error", "npus", "hang"),
         _train(_sub(t, "output: {", "output: {trace_npus: 0-99999999999, "), "error", "trace_npus", "range / field name"),
         _train(t, "error", "--trace-npus", "range expanded first", extra=("--trace-npus", "0-99999999999")),
+        _train(t, "error", "--trace-npus", "beyond the NPUs, checked before the run", extra=("--trace-npus", "0-7")),
         _train(_sub(t, "'ring:4'", "'ring:4', nope: 1"), "error", "t.yaml", "error names the file"),
         _train(_sub(t, "latency: 1us", "latency: [1us, 2us, 3us]"), "error", "t.yaml", "error names the file"),
         _c("train", ["train", "/dev/zero", "-q"], "error", "/dev/zero", defect="memory"),

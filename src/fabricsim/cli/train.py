@@ -130,6 +130,12 @@ def train(
     npus_text = trace_npus or cfg.output.trace_npus
     npus_field = "--trace-npus" if trace_npus else f"{config}: output.trace_npus"
     ranks = parse_group(npus_text, npus_field) if npus_text else None
+    if ranks:  # against the network before the run (the graph's NPUs are checked again after it)
+        from ..train import topology_of
+
+        n_npus = topology_of(cfg).n_npus
+        if max(ranks) >= n_npus:
+            raise ConfigError(npus_field, npus_text, f"accepted: NPUs 0..{n_npus - 1}")
     # the folder is checked before the run: a bad path or earlier results cost no simulation time
     if out is not None:
         out_dir, out_field = out, "--out"
