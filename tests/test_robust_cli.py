@@ -255,6 +255,27 @@ def test_astra_send_recv_without_their_peer_is_one_line(capsys, tmp_path, monkey
     refused(capsys, *args, needles=(str(tmp_path / file), *needles))
 
 
+def test_astra_trace_beyond_the_file_limit_is_refused_before_it_is_read(capsys, tmp_path, monkeypatch):
+    """A trace larger than the file_bytes limit (2 MiB under --limit file_bytes=1MiB) is refused by
+    its size, with the estimate, before it is read (`config.read_input_bytes`)."""
+    prefix = _p2p_traces(tmp_path, monkeypatch)
+    (tmp_path / "x.3.et").write_bytes(bytes(2 * 2**20))
+    refused(capsys, "--limit", "file_bytes=1MiB", "astra", "--workload-configuration", prefix, *ASTRA_ARGS[3:],
+            needles=(str(tmp_path / "x.3.et"), "2,097,152 bytes, beyond the limit of 1,048,576"))
+
+
+def test_astra_gzip_trace_that_expands_beyond_the_limit_is_one_line(capsys, tmp_path, monkeypatch):
+    """A gzipped trace is held to the file_bytes limit once decompressed: 2 MiB of zeros gzip to
+    about 2 KiB, refused under --limit file_bytes=1MiB (a gzip bomb of the default limit works alike)."""
+    import gzip
+
+    prefix = _p2p_traces(tmp_path, monkeypatch)
+    (tmp_path / "x.2.et").write_bytes(gzip.compress(bytes(2 * 2**20)))
+    assert (tmp_path / "x.2.et").stat().st_size < 2**20
+    refused(capsys, "--limit", "file_bytes=1MiB", "astra", "--workload-configuration", prefix, *ASTRA_ARGS[3:],
+            needles=(str(tmp_path / "x.2.et"), "bytes once decompressed", "--limit file_bytes=N"))
+
+
 # ---- fabricsim export chakra -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("extra, needles", [

@@ -40,8 +40,8 @@ _MAX_REPR = 120
 # ---- reading files ---------------------------------------------------------------------------------
 
 
-def read_input_text(path: str | Path, field: str | None = None, what: str = "a text file") -> str:
-    """The text of a file a user named, checked before it is read.
+def read_input_bytes(path: str | Path, field: str | None = None, what: str = "a file") -> bytes:
+    """The bytes of a file a user named, checked before it is read.
 
     Parameters
     ----------
@@ -50,16 +50,16 @@ def read_input_text(path: str | Path, field: str | None = None, what: str = "a t
     field : str, optional
         What errors name first (default: the path itself; e.g. `workload.astra_text`).
     what : str
-        The kind of file expected, for the error (`a YAML file`).
+        The kind of file expected, for the error (`a YAML file`, `a Chakra .et file`).
 
     Returns
     -------
-    str
-        The file's text, newlines as `\\n` (universal newlines). ConfigError (one line naming the
-        file) for a missing or unreadable path, a folder, device or pipe (`/dev/zero`), a file
-        larger than the `file_bytes` limit (checked before reading), or text that is not UTF-8.
+    bytes
+        The file's content. ConfigError (one line naming the file) for a missing or unreadable
+        path, a folder, device or pipe (`/dev/zero`), or a file larger than the `file_bytes` limit
+        (checked before reading).
     """
-    name = str(path) if field is None else f"{field}: {path}"
+    name = _name(path, field)
     try:
         # opened before it is examined (no swap between the check and the read); O_NONBLOCK: a FIFO
         # does not wait for a writer, it is refused below like any file that is not regular
@@ -79,17 +79,45 @@ def read_input_text(path: str | Path, field: str | None = None, what: str = "a t
     limit = current_limits().file_bytes
     with os.fdopen(fd, "rb") as fh:
         try:
-            data = fh.read(limit + 1)  # the file may have grown since fstat
+            data = fh.read(st.st_size + 1)  # not read(limit + 1): that allocates the whole limit
+            if len(data) > st.st_size:  # it grew since fstat: read on, within the limit
+                data += fh.read(limit + 1 - len(data))
         except OSError as e:
             raise ConfigError(name, "unreadable", f"{e.strerror or e}; accepted: {what} that can be read") from None
     check_limit("file_bytes", len(data), "bytes", name, f"more than {limit:,} bytes")
+    return data
+
+
+def read_input_text(path: str | Path, field: str | None = None, what: str = "a text file") -> str:
+    """The text of a file a user named (`read_input_bytes`), in UTF-8.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    field : str, optional
+        What errors name first (default: the path itself; e.g. `workload.astra_text`).
+    what : str
+        The kind of file expected, for the error (`a YAML file`).
+
+    Returns
+    -------
+    str
+        The file's text, newlines as `\\n` (universal newlines). ConfigError (one line naming the
+        file) for what `read_input_bytes` refuses, or text that is not UTF-8.
+    """
+    data = read_input_bytes(path, field, what)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
-        raise ConfigError(f"{name}:{line}", f"byte 0x{data[e.start]:02x}",
+        raise ConfigError(f"{_name(path, field)}:{line}", f"byte 0x{data[e.start]:02x}",
                           f"not UTF-8 text; accepted: {what} in UTF-8") from None
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _name(path, field: str | None) -> str:
+    return str(path) if field is None else f"{field}: {path}"
 
 
 # ---- the YAML loader -------------------------------------------------------------------------------
@@ -399,9 +427,35 @@ def _union_members(errors: list) -> list:
     return same if len(same) > 1 and tag(first[-1]) else []
 
 
+def link_items(value: Any, field: str) -> list:
+    """The items of a `bandwidth:` or `latency:`: one value, a comma list or a list (one per dimension).
+
+    Parameters
+    ----------
+    value : str, float or list
+        As written.
+    field : str
+        The field named in errors.
+
+    Returns
+    -------
+    list
+        The items, unparsed; ConfigError naming `field` when there are none.
+    """
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+    elif isinstance(value, str):
+        items = [v for v in value.split(",") if v.strip()]
+    else:
+        items = [value]
+    if not items:
+        raise ConfigError(field, value, "accepted: one value or a comma list, one per dimension")
+    return items
+
+
 def check_link_values(value: Any, parse, field: str) -> Any:
     """Check a `bandwidth:` or `latency:` when the file is loaded (the topology, built later,
-    decides how many values it takes): one value, a comma list or a list, each parsed by `parse`.
+    decides how many values it takes): each item of `link_items` parsed by `parse`.
 
     Parameters
     ----------
@@ -418,13 +472,7 @@ def check_link_values(value: Any, parse, field: str) -> Any:
         `value` unchanged; ConfigError naming `field` for an empty list or an item that does not
         parse (a bare number read from a file: a unit is needed, as on the command line).
     """
-    items = value if isinstance(value, list) else [x for x in value.split(",") if x.strip()] \
-        if isinstance(value, str) else [value]
-    if not items:
-        raise ConfigError(field, value, "accepted: one value, or one per dimension")
-    for item in items:
-        if not isinstance(item, (str, int, float)):
-            raise ConfigError(field, item, f"accepted: a {field} with its unit, or a list of them")
+    for item in link_items(value, field):
         parse(item, field)
     return value
 

@@ -361,28 +361,6 @@ def _unlink(p: Path) -> None:
         os.unlink(p)
 
 
-def write_text_atomic(path, text: str, field: str) -> Path:
-    """Write a text file atomically (`atomic_file`).
-
-    Parameters
-    ----------
-    path : str or Path
-        The file.
-    text : str
-        Its content (UTF-8).
-    field : str
-        Named in errors.
-
-    Returns
-    -------
-    Path
-        `path`.
-    """
-    with atomic_file(path, field) as fh:
-        fh.write(text)
-    return Path(path)
-
-
 def write_bytes_atomic(path, data: bytes, field: str) -> Path:
     """Write a binary file atomically (`atomic_file`).
 

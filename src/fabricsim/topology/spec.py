@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import validate
+from ..config import link_items, validate
 from ..errors import ConfigError
 from ..units import parse_bandwidth, parse_time
 from .builders import (
@@ -84,14 +84,7 @@ def _lookup(name: Any) -> TopologyFamily | None:
 def _link_values(value: Any, parse, field: str, where: str) -> LinkValues:
     """Bandwidths or latencies: a number, a string with units, a comma list or a sequence; each
     within the range `check_link_value` keeps finite."""
-    if isinstance(value, (list, tuple)):
-        items = list(value)
-    elif isinstance(value, str):
-        items = [v for v in value.split(",") if v.strip()]
-    else:
-        items = [value]
-    if not items:
-        raise ConfigError(field, value, "accepted: one value or a comma list, one per dimension")
+    items = link_items(value, field)
     text = value if isinstance(value, str) else ",".join(map(str, items))
     return LinkValues([check_link_value(parse(v, field), field, v) for v in items], field, text, where)
 

@@ -179,7 +179,7 @@ def read_traces(prefix: str | Path, npus: int, *, validate: bool = True) -> list
     out = []
     seen: dict[bytes, EtTrace] = {}  # ranks whose files are byte-identical share one decoding
     for r, f in enumerate(paths):
-        data = _load_bytes(Path(f)) if f.endswith(".gz") else _read_plain(f)
+        data = _load_bytes(f)
         same = seen.get(data)
         trace = replace(same, rank=r) if same is not None else _decode_trace(data, f, r, validate)
         seen.setdefault(data, trace)
@@ -219,17 +219,6 @@ def _check_peers(trace: EtTrace, npus: int, where: str, self_ok: bool) -> None:
                 or (peer == trace.rank and not self_ok)):
             but = "" if self_ok else f" except {trace.rank}"
             raise ConfigError(f"{where}: node {n.id} {attr}", peer, f"accepted: the rank of an NPU, 0..{npus - 1}{but}")
-
-
-def _read_plain(path: str) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return _load_bytes(Path(path))  # the same one-line errors
-    if data[:2] == b"\x1f\x8b":
-        return _load_bytes(Path(path))
-    return data
 
 
 # ---------------------------------------------------------------------------------------------- writing

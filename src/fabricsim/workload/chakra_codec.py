@@ -3,7 +3,6 @@ varint-length framing of a `.et` stream (gzip allowed)."""
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from pathlib import Path
 from typing import Any
@@ -158,19 +157,28 @@ def _split_messages(buf: bytes, path: str) -> list[tuple[int, bytes]]:
     return out
 
 
-def _load_bytes(path: Path) -> bytes:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}", "missing", "expected an existing Chakra .et file") from None
-    except OSError as e:
-        raise ConfigError(f"{path}", "unreadable", f"expected a readable Chakra .et file ({_one_line(e)})") from None
+def _load_bytes(path: str | Path) -> bytes:
+    """The trace's bytes (`config.read_input_bytes`: a regular file within the `file_bytes` limit),
+    gunzipped when gzipped, the output held to the same limit (a small gzip may expand a thousandfold)."""
+    from ..config import read_input_bytes
+    from ..limits import check_limit, current_limits
+
+    data = read_input_bytes(path, what="a Chakra .et file")
     if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as e:
-            raise ConfigError(f"{path}: gzip stream", "corrupt",
-                              f"expected a complete gzip file ({_one_line(e)})") from None
+        limit = current_limits().file_bytes
+        out, rest = b"", data
+        while rest:  # one gzip member after another, as gzip.decompress reads them
+            try:
+                d = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip framing
+                out += d.decompress(rest, limit + 1 - len(out))
+            except zlib.error as e:
+                raise ConfigError(f"{path}: gzip stream", "corrupt",
+                                  f"expected a complete gzip file ({_one_line(e)})") from None
+            check_limit("file_bytes", len(out), "bytes once decompressed", str(path), f"more than {limit:,} bytes")
+            if not d.eof:
+                raise ConfigError(f"{path}: gzip stream", "corrupt", "expected a complete gzip file (it ends early)")
+            rest = d.unused_data
+        data = out
     return data
 
 
