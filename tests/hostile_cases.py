@@ -152,6 +152,34 @@ def train_cases() -> list[Case]:
         _train(t, "error", "--out", "odd out", extra=("--out", "")),
         _train(t, "error", "--iterations", "negative override", extra=("-n", "-5")),
     ]
+    # issue 18: transformers by shape, GPU presets, Megatron's options, the memory check
+    g = ("network: {topology: 'switch:4', bandwidth: 300GB/s, latency: 1us}\n"
+         "system: {npu: {gpu: a100}}\n"
+         "workload: {model: {layers: 4, hidden: 256, heads: 8, seq: 128, vocab: 1000}, batch: 4, iterations: 1,\n"
+         "  parallelism: {mp: 2, pp: 2, microbatches: 4, stage_split: layers, recompute: selective,\n"
+         "                sequence_parallel: true, optimizer: adam}}\n"
+         "output: {trace: false, plot: false}\n")
+    ok.append(_train(g, "ok", defect="valid transformer by shape on an A100"))
+    err += [
+        _train(_sub(g, "gpu: a100", "gpu: a999"), "error", "gpu", "unknown GPU preset"),
+        _train(_sub(g, "gpu: a100", "gpu: a100, peak: 1PFLOP/s"), "error", "peak", "two sources for one figure"),
+        _train(_sub(g, "heads: 8", "heads: 7"), "error", "heads", "heads not dividing hidden"),
+        _train(_sub(g, "layers: 4", "layers: 0"), "error", "layers", "zero layers"),
+        _train(_sub(g, "layers: 4", "layers: 4, depth: 3"), "error", "depth", "unknown shape field"),
+        _train(_sub(g, "recompute: selective", "recompute: some"), "error", "recompute", "unknown recompute"),
+        _train(_sub(g, "mp: 2, pp: 2", "mp: 1, pp: 4"), "error", "sequence_parallel", "sequence parallel without mp"),
+        _train(_sub(g, "stage_split: layers", "stage_split: layers, virtual_stages: 2").replace("microbatches: 4",
+                                                                                            "microbatches: 3"),
+               "error", "microbatches", "interleaving needs microbatches a multiple of pp"),
+        _train(_sub(g, "stage_split: layers", "virtual_stages: 2"), "error", "stage_split", "interleaving by FLOPs"),
+        _train(_sub(g, "layers: 4", "layers: 5"), "error", "stage_split", "blocks not splitting evenly"),
+        _train(_sub(g, "gpu: a100", "gpu: a100, memory_check: maybe"), "error", "memory_check", "unknown check"),
+        _train(_sub(g, "gpu: a100", "peak: 1PFLOP/s, memory_bandwidth: 1TB/s, memory: 1MiB"), "error", "memory",
+               "a stage beyond the NPU's memory"),
+        _train(_sub(t, "parallelism: {dp: 4}", "parallelism: {dp: 4, recompute: full}"), "error", "recompute",
+               "recompute of a model without transformer blocks"),
+        _train(_sub(g, "seq: 128", "seq: 128.5"), "error", "seq", "coercion"),
+    ]
     return ok + err
 
 

@@ -16,7 +16,8 @@ MODULES = [
     "fabricsim.system.resources", "fabricsim.system.policies", "fabricsim.system.ace", "fabricsim.system.endpoint",
     "fabricsim.engine.pricing", "fabricsim.sections", "fabricsim.roofline",
     "fabricsim.optimize.perms", "fabricsim.optimize.finder", "fabricsim.optimize.cost",
-    "fabricsim.topology.builders.wafer",
+    "fabricsim.topology.builders.wafer", "fabricsim.workload.strategy", "fabricsim.workload.megatron",
+    "fabricsim.system.compute", "fabricsim.workload.memory",
 ]
 
 

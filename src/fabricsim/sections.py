@@ -25,7 +25,7 @@ from .system.resources import EndpointModel
 from .system.scheduling import Scheduling
 from .topology.graph import Topology
 from .topology.spec import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
-from .units import parse_bandwidth, parse_flops, parse_time
+from .units import parse_bandwidth, parse_flops, parse_size, parse_time
 from .vocab import CATEGORIES, Category
 
 
@@ -117,18 +117,54 @@ class NpuSection(_Strict):
     unit_bandwidth : float
         Memory bytes/s all compute units together move running communication kernels (units
         accepted: `4TB/s`; `unlimited`, the default: the units never limit NPU-driven communication).
+    gpu : str, optional
+        A GPU preset (`system.compute.GPUS`: a100, a100-40gb, h100) that sets `peak`,
+        `memory_bandwidth` and `memory` from its datasheet (so they are not given beside it) and
+        prices transformer kernels by shape (`compute: kernels`).
+    compute : str
+        `kernels` (with `gpu`: matmuls with tile and wave quantization, memory-bound kernels from
+        their bytes) or `roofline` (every task max(F / (peak x efficiency), M / memory_bandwidth)).
+    memory : float, optional
+        Device memory, bytes (`80GB`); the memory model checks each pipeline stage against it.
+    memory_check : str
+        What a stage over `memory` does: `error` (the run is refused, one line), `warn`, `ignore`.
     """
 
     peak: StrictFloat = 1e15
     memory_bandwidth: StrictFloat = 3e12
     efficiency: StrictFloat = 1.0  # not true/false or text: a number
     unit_bandwidth: StrictFloat = float("inf")
+    gpu: str | None = None
+    compute: Literal["kernels", "roofline"] | None = None
+    memory: StrictFloat | None = None
+    memory_check: Literal["error", "warn", "ignore"] = "error"
 
     _peak = field_validator("peak", mode="before")(lambda v: parse_flops(v, "peak"))
     _bw = field_validator("memory_bandwidth", mode="before")(lambda v: parse_bandwidth(v, "memory_bandwidth"))
     _ubw = field_validator("unit_bandwidth", mode="before")(
         lambda v: float("inf") if str(v).strip().lower() in ("unlimited", "inf") else parse_bandwidth(v, "unit_bandwidth"))
+    _mem = field_validator("memory", mode="before")(lambda v: None if v is None else parse_size(v, "memory"))
     _built = model_validator(mode="after")(lambda self: self.build() and self)
+
+    @field_validator("gpu")
+    @classmethod
+    def _gpu(cls, v):
+        from .system.compute import get_gpu
+
+        if v is not None:
+            get_gpu(v)  # ConfigError listing the presets
+        return v
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if self.gpu is not None:
+            for f in ("peak", "memory_bandwidth", "memory"):
+                if f in self.model_fields_set:
+                    raise ConfigError(f, getattr(self, f), f"set by gpu: {self.gpu} (its datasheet); accepted: "
+                                                           f"one of gpu or {f}")
+        elif self.compute == "kernels":
+            raise ConfigError("compute", "kernels", "needs a gpu preset (gpu: a100, h100); accepted: roofline")
+        return self
 
     def build(self) -> NPU:
         """The `system.NPU` of this section.
@@ -136,9 +172,17 @@ class NpuSection(_Strict):
         Returns
         -------
         NPU
-            Peak FLOP/s, memory bytes/s, efficiency.
+            Peak FLOP/s, memory bytes/s, efficiency; with `gpu`, the preset's figures, its compute
+            model (unless `compute: roofline`) and its memory capacity.
         """
-        return NPU(self.peak, self.memory_bandwidth, self.efficiency, self.unit_bandwidth)
+        if self.gpu is None:
+            return NPU(self.peak, self.memory_bandwidth, self.efficiency, self.unit_bandwidth,
+                       memory_capacity=float("inf") if self.memory is None else self.memory)
+        from .system.compute import get_gpu
+
+        gpu = get_gpu(self.gpu)
+        return NPU(gpu.peak_flops, gpu.memory_bandwidth, self.efficiency, self.unit_bandwidth,
+                   compute=None if self.compute == "roofline" else gpu, memory_capacity=gpu.memory_capacity)
 
 
 class EndpointSection(BaseModel):

@@ -99,8 +99,23 @@ class ParallelismSection(_Strict):
         contiguous (balanced contiguous stages, run as `schedule` says) or interleaved (layer i on
         stage i mod pp, breadth-first: FRED's weight-streaming pipeline; `schedule` is not used).
     pp_send : str
-        Stage-boundary transfers: p2p (each NPU to its peer) or multicast (MP rank 0 broadcasts to
-        the next stage's MP group; as p2p when mp = 1).
+        Stage-boundary transfers: p2p (each NPU to its peer), multicast (MP rank 0 broadcasts to
+        the next stage's MP group; as p2p when mp = 1) or scatter-gather (each NPU sends 1/mp,
+        the receiving MP group all-gathers; Megatron-LM's default without sequence parallelism).
+    recompute : str
+        Activation recomputation of transformer blocks: none, selective (the attention core) or
+        full (each block's forward, with its MP communication, before its backward).
+    sequence_parallel : bool
+        Megatron's sequence parallelism (mp > 1): all-gather + reduce-scatter per block part
+        instead of an all-reduce; LayerNorm/dropout sharded; pipeline transfers of 1/mp.
+    virtual_stages : int
+        Model chunks per stage: Megatron's interleaved 1F1B (needs stage_split: layers, schedule
+        1f1b, microbatches a multiple of pp).
+    stage_split : str
+        flops (stages balanced by forward FLOPs) or layers (equal transformer blocks per stage,
+        the embedding with the first, the head with the last: Megatron-LM).
+    optimizer : str
+        none or adam: a memory-bound mixed-precision Adam step per NPU and iteration.
     """
 
     mp: StrictInt = Field(default=1, ge=1)
@@ -113,7 +128,12 @@ class ParallelismSection(_Strict):
     placement: list[Literal["mp", "pp", "dp"]] = Field(default_factory=lambda: ["mp", "pp", "dp"])
     weight_streaming: StrictBool = False  # weights in from I/O controllers each pass, gradients out (FRED)
     stage_layout: Literal["contiguous", "interleaved"] = "contiguous"  # interleaved: layer i on stage i mod pp
-    pp_send: Literal["p2p", "multicast"] = "p2p"  # multicast: MP rank 0 broadcasts to the next stage's MP group
+    pp_send: Literal["p2p", "multicast", "scatter-gather"] = "p2p"  # multicast: MP rank 0 broadcasts to the next stage's MP group
+    recompute: Literal["none", "selective", "full"] = "none"
+    sequence_parallel: StrictBool = False
+    virtual_stages: StrictInt = Field(default=1, ge=1)
+    stage_split: Literal["flops", "layers"] = "flops"
+    optimizer: Literal["none", "adam"] = "none"
 
     _bucket = field_validator("dp_bucket", mode="before")(lambda v: parse_size(v, "dp_bucket"))
 
@@ -125,13 +145,43 @@ class ParallelismSection(_Strict):
         return v
 
 
+class ShapeSection(_Strict):
+    """`workload.model:` a GPT-style transformer by its shape (`workload.models.transformer`).
+
+    Parameters
+    ----------
+    name : str
+        Its name in reports.
+    layers, hidden, heads, seq, vocab : int
+        Transformer blocks, hidden size, attention heads (dividing hidden), sequence length,
+        vocabulary.
+    ffn : int, optional
+        MLP inner size (default 4 x hidden).
+    """
+
+    name: str = "transformer"
+    layers: StrictInt = Field(ge=1)
+    hidden: StrictInt = Field(ge=1)
+    heads: StrictInt = Field(ge=1)
+    seq: StrictInt = Field(ge=1)
+    vocab: StrictInt = Field(ge=1)
+    ffn: StrictInt | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _heads(self):
+        if self.hidden % self.heads:
+            raise ConfigError("heads", self.heads, f"accepted: a divisor of hidden = {self.hidden}")
+        return self
+
+
 class WorkloadSection(_Strict):
     """`workload:` what runs: exactly one of `model`, `astra_text`, `chakra`.
 
     Parameters
     ----------
-    model : str, optional
-        A zoo model (`workload.models.MODELS`).
+    model : str or ShapeSection, optional
+        A zoo model (`workload.models.MODELS`), or a transformer by shape
+        (`{layers: 96, hidden: 12288, heads: 96, seq: 2048, vocab: 51200}`).
     astra_text : str, optional
         An ASTRA-sim 1.0 text workload file (relative to the config file).
     chakra : str, optional
@@ -155,12 +205,16 @@ class WorkloadSection(_Strict):
         Model-parallel group of hybrid text workloads.
     parallelism : ParallelismSection
         The strategy of a zoo model.
+    fold : str
+        `auto` (default): data-parallel replicas and tensor-parallel ranks that provably run
+        alike are simulated once (`engine.fold`; the answer is exact, checked per run); `off`:
+        every NPU is simulated.
 
     Fields that do not apply to the workload given (`WORKLOAD_FIELDS`) are refused when set to
     anything but their default: a zoo model's strategy is `parallelism`, not `mp`.
     """
 
-    model: str | None = None
+    model: str | ShapeSection | None = None
     astra_text: str | None = None
     chakra: str | None = None
     comm_groups: str | None = None  # ASTRA-sim communicator-groups JSON for chakra traces (pg_name -> NPUs)
@@ -172,6 +226,7 @@ class WorkloadSection(_Strict):
     input_prefetch: StrictBool = False  # iteration 0's input already loaded; each iteration loads the next one's
     mp: StrictInt | None = Field(default=None, ge=1)  # model-parallel group of hybrid text workloads
     parallelism: ParallelismSection = Field(default_factory=ParallelismSection)
+    fold: Literal["auto", "off"] = "auto"
 
     @field_validator("iterations")
     @classmethod
@@ -203,13 +258,28 @@ class WorkloadSection(_Strict):
     def _zoo(cls, v):
         from .workload.models import MODELS
 
-        if v is not None and v not in MODELS:
-            raise ValueError("accepted: " + ", ".join(MODELS))
+        if isinstance(v, str) and v not in MODELS:
+            raise ValueError("accepted: " + ", ".join(MODELS) + ", or a transformer by shape {layers, hidden, heads, "
+                             "seq, vocab[, ffn]}")
         return v
+
+    def build_model(self):
+        """The zoo model or transformer this section names, in its `dtype`.
+
+        Returns
+        -------
+        Model
+        """
+        from .workload.models import get_model, transformer
+
+        m = self.model
+        if isinstance(m, ShapeSection):
+            return transformer(m.name, m.layers, m.hidden, m.heads, m.seq, m.vocab, ffn=m.ffn, dtype=self.dtype)
+        return get_model(m, self.dtype)
 
 
 WORKLOAD_FIELDS = {
-    "model": ("dtype", "grad_dtype", "batch", "iterations", "input_loading", "input_prefetch", "parallelism"),
+    "model": ("dtype", "grad_dtype", "batch", "iterations", "input_loading", "input_prefetch", "parallelism", "fold"),
     "astra_text": ("iterations", "mp"),
     "chakra": ("iterations", "comm_groups"),
 }
@@ -382,7 +452,31 @@ def _resolve(cfg: TrainConfig, p: str) -> str:
     return str(q if q.is_absolute() else Path(cfg.base_dir) / q)
 
 
-def graph_of(cfg: TrainConfig, n_npus: int) -> WorkloadGraph:
+def strategy_of(cfg: TrainConfig):
+    """The config's `workload.parallelism.Strategy` (zoo models and transformers by shape).
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        A validated config with `workload.model`.
+
+    Returns
+    -------
+    Strategy
+    """
+    from .workload.strategy import Strategy
+
+    w, p = cfg.workload, cfg.workload.parallelism
+    with errors_in(cfg.source, "workload"):
+        return Strategy(mp=p.mp, pp=p.pp, dp=p.dp, batch=w.batch, microbatches=p.microbatches, schedule=p.schedule,
+                        zero=p.zero, dp_bucket=p.dp_bucket, placement=tuple(p.placement), iterations=w.iterations,
+                        grad_dtype=w.grad_dtype, weight_streaming=p.weight_streaming, input_loading=w.input_loading,
+                        stage_layout=p.stage_layout, pp_send=p.pp_send, input_prefetch=w.input_prefetch,
+                        recompute=p.recompute, sequence_parallel=p.sequence_parallel, virtual_stages=p.virtual_stages,
+                        stage_split=p.stage_split, optimizer=p.optimizer)
+
+
+def graph_of(cfg: TrainConfig, n_npus: int, fold: bool = False) -> WorkloadGraph:
     """The config's workload graph: a zoo model under its strategy, a text workload, or Chakra traces.
 
     Parameters
@@ -391,6 +485,8 @@ def graph_of(cfg: TrainConfig, n_npus: int) -> WorkloadGraph:
         A validated config.
     n_npus : int
         NPUs of the network.
+    fold : bool
+        A model's graph folded to one NPU per stage (`engine.fold`; the caller checks the network).
 
     Returns
     -------
@@ -403,20 +499,15 @@ def graph_of(cfg: TrainConfig, n_npus: int) -> WorkloadGraph:
         check_limit("iterations", w.iterations, "iterations", "iterations", w.iterations)
     if w.model is not None:
         from .workload.estimate import training_tasks
-        from .workload.models import get_model
-        from .workload.parallelism import Strategy, build_training
+        from .workload.parallelism import build_training
 
-        p = w.parallelism
+        st = strategy_of(cfg)
         with errors_in(where, "workload"):
-            st = Strategy(mp=p.mp, pp=p.pp, dp=p.dp, batch=w.batch, microbatches=p.microbatches, schedule=p.schedule,
-                          zero=p.zero, dp_bucket=p.dp_bucket, placement=tuple(p.placement), iterations=w.iterations,
-                          grad_dtype=w.grad_dtype, weight_streaming=p.weight_streaming, input_loading=w.input_loading,
-                          stage_layout=p.stage_layout, pp_send=p.pp_send, input_prefetch=w.input_prefetch)
-            model = get_model(w.model, w.dtype)
+            model = w.build_model()
             if st.npus == n_npus:  # otherwise build_training says why
-                check_limit("tasks", training_tasks(model, st), "tasks", "workload",
-                            f"{w.model} {st.name}, {w.iterations} iteration(s)")
-            return build_training(model, st, n_npus)
+                check_limit("tasks", training_tasks(model, st, fold), "tasks", "workload",
+                            f"{model.name} {st.name}, {w.iterations} iteration(s)")
+            return build_training(model, st, n_npus, fold=fold)
     if w.astra_text is not None:
         from .workload.astra_text import read_astra_text
         from .workload.estimate import text_tasks
@@ -442,6 +533,57 @@ def graph_of(cfg: TrainConfig, n_npus: int) -> WorkloadGraph:
     return traces_to_graph(traces, w.iterations, groups)
 
 
+def memory_of(cfg: TrainConfig, system: System):
+    """Peak memory per pipeline stage of a transformer config (`workload.memory`), checked against
+    the NPU's memory as `system.npu.memory_check` says.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        A validated config.
+    system : System
+        Its system (the NPU's `memory_capacity`).
+
+    Returns
+    -------
+    (tuple of StageMemory, list of str) or (None, [])
+        Per stage (bytes) and the warnings; None for models without transformer blocks by shape
+        and other workloads. ConfigError naming `system.npu.memory` when a stage does not fit
+        and the check is `error`.
+    """
+    w = cfg.workload
+    if w.model is None:
+        return None, []
+    model = w.build_model()
+    if model.heads is None or model.ffn is None or not model.blocks():
+        return None, []
+    from .workload.memory import check_memory, stage_memory
+    from .workload.models import DTYPES
+    from .workload.parallelism import _stages
+    from .workload.plan import layer_stages
+
+    st = strategy_of(cfg)
+    with errors_in(cfg.source, "workload"):
+        if st.stage_layout != "contiguous" or st.weight_streaming or st.npus < 1:
+            return None, []
+        split = layer_stages(model, st.pp) if st.stage_split == "layers" else _stages(model, st.pp)
+        blocks = [sum(model.layers[i].kind == "transformer_block" for i in r) for r in split]
+        if min(blocks) < 1:
+            return None, []
+        stages = stage_memory(layers=len(model.blocks()), hidden=model.hidden, heads=model.heads, seq=model.seq,
+                              vocab=model.vocab, ffn=model.ffn, dtype_bytes=model.dtype_bytes, tp=st.mp, pp=st.pp,
+                              dp=st.dp, microbatch=st.microbatch, microbatches=st.microbatches, schedule=st.schedule,
+                              virtual_stages=st.virtual_stages, recompute=st.recompute,
+                              sequence_parallel=st.sequence_parallel, zero=st.zero, stage_blocks=blocks,
+                              grad_bytes=DTYPES[st.grad_dtype] if st.grad_dtype else 4)
+    cap = system.npu.memory_capacity
+    if cap == float("inf"):
+        return stages, []
+    with errors_in(cfg.source, "system.npu"):
+        warnings = check_memory(stages, cap, cfg.system.npu.memory_check, field="memory")
+    return stages, warnings
+
+
 @dataclass(frozen=True, eq=False)
 class TrainRun:
     """What `run_train` returns.
@@ -456,12 +598,18 @@ class TrainRun:
         Task times and the breakdown (s).
     pricer : CommPricer
         What priced its communication, with the system's endpoint policy (`engine.usage`).
+    memory : tuple of StageMemory, optional
+        Peak memory per pipeline stage (`workload.memory`), for transformers by shape.
+    notes : tuple of str
+        What the run says besides its figures: memory warnings, whether it was folded.
     """
 
     config: TrainConfig
     topology: Topology
     result: TrainResult
     pricer: CommPricer
+    memory: tuple | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def title(self) -> str:
@@ -501,16 +649,43 @@ def run_train(cfg: TrainConfig, progress: Progress | None = None) -> TrainRun:
     """
     report(progress, 0, 0, "building the topology")
     topo = topology_of(cfg)
-    report(progress, 0, 0, f"building the workload graph ({topo.n_npus} NPUs)")
-    graph = graph_of(cfg, topo.n_npus)
     system = system_of(cfg)
+    memory, notes = memory_of(cfg, system)
+    with errors_in(cfg.source, "network.algorithms"):
+        pricer = pricer_of(cfg, topo).for_system(system.endpoint, system.npu)
+    fold = _fold_wanted(cfg, pricer, topo.n_npus)
+    report(progress, 0, 0, f"building the workload graph ({topo.n_npus} NPUs{', folded' if fold else ''})")
+    graph = graph_of(cfg, topo.n_npus, fold=fold)
+    if fold:
+        from .engine.fold import asymmetry
+
+        sc = system.scheduling
+        with errors_in(cfg.source, "network.algorithms"):
+            why = asymmetry(graph, pricer, sc.chunks, sc.chunks_in_flight)
+        if why:
+            notes = [*notes, f"not folded: {why}"]
+            graph = graph_of(cfg, topo.n_npus)
+        else:
+            notes = [*notes, f"folded: {graph.copies} NPUs per stage simulated as one (exact, engine.fold)"]
     report(progress, 0, len(graph), "simulating")
     tasks = None if progress is None else (lambda done, total: progress(done, total, "simulating"))
     with errors_in(cfg.source, "network.algorithms"):  # an algorithm that cannot serve a group of the workload
-        pricer = pricer_of(cfg, topo).for_system(system.endpoint, system.npu)
-        return TrainRun(cfg, topo, simulate(graph, system, pricer, progress=tasks), pricer)
+        return TrainRun(cfg, topo, simulate(graph, system, pricer, progress=tasks), pricer, memory, tuple(notes))
+
+
+def _fold_wanted(cfg: TrainConfig, pricer: CommPricer, n_npus: int) -> bool:
+    """Whether to try a folded graph: a model under `fold: auto`, an analytical network model and
+    a strategy symmetric over its MP ranks and DP replicas (`parallelism.foldable`)."""
+    w = cfg.workload
+    if w.model is None or w.fold != "auto" or pricer.model.shares_links:
+        return False
+    from .workload.parallelism import foldable
+
+    st = strategy_of(cfg)
+    return st.npus == n_npus and not foldable(w.build_model(), st)
 
 
 __all__ = ["EndpointSection", "NetworkSection", "NpuSection", "OutputSection", "ParallelismSection", "SchedulingSection",
-           "SystemSection", "TrainConfig", "TrainRun", "WorkloadSection", "graph_of", "load_train_config",
-           "parse_endpoint", "pricer_of", "run_train", "system_of", "topology_of"]
+           "SystemSection", "ShapeSection", "TrainConfig", "TrainRun", "WorkloadSection", "graph_of",
+           "load_train_config", "memory_of", "parse_endpoint", "pricer_of", "run_train", "strategy_of", "system_of",
+           "topology_of"]

@@ -26,7 +26,7 @@ Category = Literal["MP", "PP", "DP", "IO", "other"]
 CATEGORIES: tuple[str, ...] = get_args(Category)
 
 # what a compute task belongs to (reports)
-Phase = Literal["fwd", "bwd", "bwd_ig", "bwd_wg", "update", "comm"]
+Phase = Literal["fwd", "bwd", "bwd_ig", "bwd_wg", "update", "comm", "recompute"]
 PHASES: tuple[str, ...] = get_args(Phase)
 
 

@@ -108,8 +108,8 @@ def train(
     from ..outputs import check_output_dir
     from ..report.trace import trace_file_name
     from ..engine.usage import endpoint_usage
-    from ..report.train import (breakdown_table, endpoint_line, iteration_line, summary_json, throughput_line,
-                                write_outputs)
+    from ..report.train import (breakdown_table, endpoint_line, iteration_line, memory_line, memory_summary,
+                                summary_json, throughput_line, write_outputs)
     from ..config import validate
     from ..sections import EndpointSection, parse_endpoint
     from ..train import load_train_config, run_train
@@ -147,11 +147,12 @@ def train(
     with progress_bar("train", quiet) as progress:
         run = run_train(cfg, progress=progress)
         res = run.result
-        if ranks is not None and (max(ranks) >= res.graph.n_npus):
-            raise ConfigError(npus_field, npus_text, f"accepted: NPUs 0..{res.graph.n_npus - 1}")
+        if ranks is not None and (max(ranks) >= res.graph.real_npus):
+            raise ConfigError(npus_field, npus_text, f"accepted: NPUs 0..{res.graph.real_npus - 1}")
         progress(0, 0, "endpoint usage")
         usage = endpoint_usage(res, run.pricer)
-        config_echo = {"config": cfg.model_dump(mode="json", exclude={"base_dir"}), "endpoint": usage.summary()}
+        config_echo = {"config": cfg.model_dump(mode="json", exclude={"base_dir"}), "endpoint": usage.summary(),
+                       "memory": memory_summary(run), "notes": list(run.notes)}
         progress(0, 0, f"writing {out_dir}")
         files = write_outputs(res, out_dir, run.title, trace=cfg.output.trace and not no_trace, trace_npus=ranks,
                               trace_format=cfg.output.trace_format, plot=cfg.output.plot and not no_plot,
@@ -172,6 +173,10 @@ def train(
         con.print(f"each iteration: {its}", highlight=False, markup=False)
     con.print(throughput_line(res), highlight=False, markup=False)
     con.print(endpoint_line(usage, cfg.system.endpoint.policy), highlight=False, markup=False)
+    if run.memory is not None:
+        con.print(memory_line(run), highlight=False, markup=False)
+    for note in run.notes:
+        con.print(note, highlight=False, markup=False)
     con.print(breakdown_table(res, "time per iteration: compute, exposed communication, idle (mean over NPUs)"))
     for k, v in files.items():
         con.print(f"wrote {k}: {os.path.relpath(v)}", highlight=False, markup=False)

@@ -32,7 +32,7 @@ from ..network.dataflow import schedule_flows
 from ..network.flow import Flows, Holds
 from ..network.flow_model import endpoint_topology, with_injection
 from ..system.model import System
-from ..system.resources import roofline_shares
+from ..system.resources import task_times_of
 from ..vocab import CATEGORIES, COLLECTIVES, TaskKind
 from ..workload.graph import WorkloadGraph
 from .pricing import CommPricer, io_flows
@@ -81,9 +81,8 @@ class _FlowGraph:
         self.g, self.system, self.pricer, self.topo = g, system, pricer, pricer.topo
         n = len(g)
         self.prio_of_cat = [system.scheduling.rank(c) for c in CATEGORIES]
-        self.dur = system.npu.task_times(g.duration, g.flops, g.mem_bytes)
+        self.dur, self.share_c, self.share_m = task_times_of(system.npu, g)
         self.interferes = pricer.endpoint.interferes
-        self.share_c, self.share_m = roofline_shares(system.npu, g.duration, g.flops, g.mem_bytes)
         self.hold_ids: dict = {}  # (npu, Held) -> hold id
         self.empty = g.moves_nothing()
         self.cols: dict[str, list] = {k: [] for k in ("src", "dst", "size", "prio", "kind", "lat", "rate", "gate", "ga", "gc")}

@@ -25,7 +25,7 @@ from functools import cached_property
 import numpy as np
 
 from ..system.model import System
-from ..vocab import CATEGORIES, TaskKind
+from ..vocab import CATEGORIES, PHASES, TaskKind
 from ..workload.graph import WorkloadGraph
 
 BREAKDOWN = ("compute",) + CATEGORIES + ("idle",)
@@ -279,16 +279,28 @@ class TrainResult:
         the forward for matmul/conv layers) FLOPs for the whole global batch, a multiply-add
         counted as 2 (`workload.models`); for a transformer that is 3 x (2 x block params x seq +
         4 x seq^2 x h) per block and sequence plus 3 x 2 x seq x h x vocab for the head, about
-        6 x params x tokens. No recomputation is simulated, so these are also the hardware FLOPs.
-        Unknown (None) when a compute task has a fixed duration and no FLOPs (ASTRA-sim text
-        workloads, traces without `num_ops`).
+        6 x params x tokens. Recomputed forwards (phase "recompute") are hardware FLOPs, not model
+        FLOPs (`hardware_flop_per_iteration` counts them). A folded graph's FLOPs count every NPU
+        it stands for. Unknown (None) when a compute task has a fixed duration and no FLOPs
+        (ASTRA-sim text workloads, traces without `num_ops`).
         """
+        return self._flops(with_recompute=False)
+
+    @property
+    def hardware_flop_per_iteration(self) -> float | None:
+        """FLOPs the NPUs execute per iteration: the model FLOPs plus recomputed forwards (None as
+        for `model_flop_per_iteration`)."""
+        return self._flops(with_recompute=True)
+
+    def _flops(self, with_recompute: bool) -> float | None:
         g = self.graph
         comp = g.kind == TaskKind.COMPUTE
         fixed_blind = comp & ~np.isnan(g.duration) & (g.duration > 0) & (g.flops <= 0)
         if g.n_iterations == 0 or fixed_blind.any():
             return None
-        return float(g.flops[comp].sum()) / g.n_iterations
+        if not with_recompute:
+            comp &= g.phase != PHASES.index("recompute")
+        return float(g.flops[comp].sum()) * g.copies / g.n_iterations
 
     def throughput(self, period: Period) -> dict:
         """Model FLOP/s per NPU and model FLOPs utilization over a period.
@@ -310,7 +322,7 @@ class TrainResult:
         f = self.model_flop_per_iteration
         if f is None or period.time_s <= 0:
             return {"achieved_per_npu_tflop_per_s": None, "mfu": None}
-        per_npu = f / (period.time_s * self.graph.n_npus)
+        per_npu = f / (period.time_s * self.graph.real_npus)
         return {"achieved_per_npu_tflop_per_s": per_npu / 1e12, "mfu": per_npu / self.system.npu.peak_flops}
 
     def summary(self) -> dict:
@@ -330,7 +342,8 @@ class TrainResult:
         first, steady, last = self.first_iteration(), self.steady_state(), self.last_iteration()
         head = steady or last
         return {
-            "npus": g.n_npus,
+            "npus": g.real_npus,
+            "simulated_npus": g.n_npus,  # fewer than npus when identical replicas were folded (engine.fold)
             "tasks": len(g),
             "iterations": g.n_iterations,
             "events": self.events,
@@ -343,6 +356,7 @@ class TrainResult:
             "total_s": self.makespan,
             **self._period_figures(head),
             "model_flop_per_iteration": self.model_flop_per_iteration,
+            "hardware_flop_per_iteration": self.hardware_flop_per_iteration,
             "npu_peak_flop_per_s": self.system.npu.peak_flops,
             **self.throughput(head),
             "first_iteration": self._period_block(first),

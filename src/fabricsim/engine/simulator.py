@@ -44,7 +44,7 @@ import numpy as np
 from ..network.flow import successors
 from ..roofline import stretch_one
 from ..system.model import System
-from ..system.resources import Held, roofline_shares
+from ..system.resources import Held, task_times_of
 from ..vocab import CATEGORIES, COLLECTIVES, IODirection, TaskKind
 from ..workload.graph import WorkloadGraph
 from .pricing import CommPricer
@@ -101,6 +101,8 @@ def simulate(graph: WorkloadGraph, system: System, pricer: CommPricer,
     if pricer.model.shares_links:
         from .flow_engine import simulate_on_flows
 
+        if graph.fold is not None:
+            raise ValueError("a folded workload graph runs on the analytical models only (links are shared on flows)")
         return simulate_on_flows(graph, system, pricer, progress)
     return _Run(graph, system, pricer, progress).run()
 
@@ -115,11 +117,14 @@ class _Run:
         sched = system.scheduling
         self.kind, self.npu, self.peer = g.kind.tolist(), g.npu.tolist(), g.peer.tolist()
         self.cat, self.size, self.coll, self.grp = g.category.tolist(), g.size.tolist(), g.coll.tolist(), g.group.tolist()
-        self.groups = g.groups
-        self.base = system.npu.task_times(g.duration, g.flops, g.mem_bytes).tolist()
+        self.groups = g.groups  # members: their streams and compute
+        # what the network model prices: the real groups and NPUs (a folded graph's stand for more, `engine.fold`)
+        self.pgroups = g.groups if g.price_groups is None else g.price_groups
+        self.real = list(range(g.n_npus)) if g.fold is None else g.fold[:, 0].tolist()
+        # time of each task, and its compute and memory time over it: its stretch under a hold
+        base, a, c = task_times_of(system.npu, g)
+        self.base = base.tolist()
         self.interferes = pricer.endpoint.interferes
-        # compute and memory time of each task over its roofline time: its stretch under a hold
-        a, c = roofline_shares(system.npu, g.duration, g.flops, g.mem_bytes)
         self.share_c, self.share_m = a.tolist(), c.tolist()
         self.empty = g.moves_nothing().tolist()
         self.succ_ptr, self.succ_idx = (a.tolist() for a in successors(g.dep_ptr, g.dep_idx))
@@ -334,14 +339,14 @@ class _Run:
         demand only where the endpoint interferes)."""
         pr, want = self.pricer, self.interferes
         if self.kind[t] == P2P:
-            src, dst, size = self.npu[t], self.peer[t], self.size[t]
+            src, dst, size = self.real[self.npu[t]], self.real[self.peer[t]], self.size[t]
             return 1, pr.p2p(src, dst, size), pr.p2p_demand(src, dst) if want else None, size
         if self.kind[t] == IO:
             shards = self.coll[t]
             return 1, pr.io(self.peer[t], self.groups[self.grp[t]], shards, self.size[t]), \
                 pr.io_demand(shards) if want else None, self.size[t]
         k = min(self.in_flight, self.pieces_left[t])
-        coll, group, size = COLLECTIVES[self.coll[t]], self.groups[self.grp[t]], self.size[t] * k / self.chunks
+        coll, group, size = COLLECTIVES[self.coll[t]], self.pgroups[self.grp[t]], self.size[t] * k / self.chunks
         ph = pr.phase_times(coll, group, size)
         if self.wave_end[t] == now:  # pipelined behind its previous wave: its slowest phase, and its
             dur = max(float(ph.max()), pr.endpoint_floor(coll, group, size))  # endpoint carries all phases

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..system.resources import transfer_demand
+from ..system.resources import task_times_of, transfer_demand
 from ..vocab import COLLECTIVES, TaskKind
 from .pricing import CommPricer
 from .result import Period, TrainResult
@@ -156,7 +156,7 @@ def endpoint_usage(result: TrainResult, pricer: CommPricer, period: Period | Non
         if k == TaskKind.IO:
             d = pricer.io_demand(c)
         else:
-            d = pricer.demand(COLLECTIVES[c], tuple(members))
+            d = pricer.demand(COLLECTIVES[c], g.price_group(grp))  # a folded group is priced as its real one
             sent[members] += d.sent * size
         memory[members] += ep.memory_per_byte(d) * size
     # time with communication in flight: the union of each NPU's pieces inside the period
@@ -176,7 +176,7 @@ def endpoint_usage(result: TrainResult, pricer: CommPricer, period: Period | Non
         npus[starts[i]: starts[i] + count[i]] = g.groups[g.group[pt[i]]]
     comm_time = _union_per_npu(npus, a[owner], b[owner], n)
     comp = np.flatnonzero((g.iteration >= period.first) & (g.iteration <= period.last) & (kind == TaskKind.COMPUTE))
-    base = result.system.npu.task_times(g.duration[comp], g.flops[comp], g.mem_bytes[comp])
+    base = task_times_of(result.system.npu, g, comp)[0]
     compute_time = np.bincount(g.npu[comp], weights=result.end[comp] - result.start[comp], minlength=n)
     compute_base = np.bincount(g.npu[comp], weights=base, minlength=n)
     topo = pricer.topo

@@ -95,7 +95,13 @@ def trace_events(res: TrainResult, npus: Sequence[int] | None = None) -> dict:
         {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}; event times in us.
     """
     g = res.graph
-    if npus is None:
+    real = None
+    if g.fold is not None:  # real NPUs -> the folded NPU that stands for each (engine.fold)
+        real = list(range(min(g.real_npus, DEFAULT_TRACE_NPUS))) if npus is None else sorted(set(int(r) for r in npus))
+        local = np.empty(g.fold.size, dtype=np.int64)
+        local[g.fold.ravel()] = np.repeat(np.arange(g.n_npus), g.copies)
+        npus = sorted(set(local[np.asarray(real, dtype=np.int64)].tolist()))
+    elif npus is None:
         npus = range(min(g.n_npus, DEFAULT_TRACE_NPUS))
     keep = np.zeros(g.n_npus, dtype=bool)
     keep[np.asarray(list(npus), dtype=np.int64)] = True
@@ -119,7 +125,7 @@ def trace_events(res: TrainResult, npus: Sequence[int] | None = None) -> dict:
         a, b = ns(t0), ns(t1)
         if g.kind[t] == COLLECTIVE:
             what = COLLECTIVES[g.coll[t]]
-            args = {"task": t, "collective": what, "bytes": float(g.size[t]), "group_size": len(g.groups[g.group[t]])}
+            args = {"task": t, "collective": what, "bytes": float(g.size[t]), "group_size": len(g.price_group(g.group[t]))}
         elif g.kind[t] == IO:
             what = "io load" if g.peer[t] == IO_LOAD else "io store"
             args = {"task": t, "io": what, "bytes": float(g.size[t]), "shards": int(g.coll[t]),
@@ -162,12 +168,41 @@ def trace_events(res: TrainResult, npus: Sequence[int] | None = None) -> dict:
                    "ts": ev_x[i]["ts"]})
         ev.append({"name": g.name(t), "cat": "p2p", "ph": "f", "bp": "e", "id": t, "pid": ev_x[j]["pid"],
                    "tid": ev_x[j]["tid"], "ts": ev_x[j]["ts"]})
+    if real is not None:
+        ev = _unfold(ev, g, real)
     head = res.headline()
     return {"traceEvents": ev, "displayTimeUnit": "ns",
             "otherData": {"generator": "fabricsim", "model": str(g.meta.get("model", "")),
                           "strategy": str(g.meta.get("strategy", "")), "iteration_time_s": head.time_s,
                           "iteration_time_basis": head.label, "total_s": res.makespan,
-                          "npus_in_trace": int(keep.sum()), "npus": g.n_npus}}
+                          "npus_in_trace": int(keep.sum()), "npus": g.real_npus}}
+
+
+def _unfold(ev: list[dict], g, real: list[int]) -> list[dict]:
+    """The events of a folded run (on one NPU per class) as the real NPUs `real` saw them: each
+    ran its class's events at the same times (`engine.fold`); transfers go to the peer in the same
+    column of `g.fold`, and arrows get one id per copy."""
+    col = {int(r): j for row in g.fold.tolist() for j, r in enumerate(row)}
+    local = {int(r): i for i, row in enumerate(g.fold.tolist()) for r in row}
+    by_pid: dict[int, list[int]] = {}
+    for r in real:
+        by_pid.setdefault(local[r], []).append(r)
+    meta, rest = [], []
+    for e in ev:
+        for r in by_pid.get(e["pid"], ()):
+            j = col[r]
+            e2 = dict(e, pid=r)
+            if e["ph"] == "M" and e["name"] == "process_name":
+                e2["args"] = {"name": f"NPU {r} (stage {int(g.stage[e['pid']])})"}
+            elif e["ph"] == "M" and e["name"] == "process_sort_index":
+                e2["args"] = {"sort_index": r}
+            elif e["ph"] in "sf":
+                e2["id"] = e["id"] * g.copies + j
+            elif "src" in e.get("args", {}):
+                e2["args"] = dict(e["args"], src=int(g.fold[e["args"]["src"], j]), dst=int(g.fold[e["args"]["dst"], j]))
+            (meta if e["ph"] == "M" else rest).append(e2)
+    meta.sort(key=lambda e: e["pid"])
+    return meta + rest
 
 
 def _assign_tracks(rows: np.ndarray) -> tuple[np.ndarray, dict[int, list[tuple[int, str]]]]:

@@ -10,6 +10,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
+
 from rich.table import Table
 
 from ..engine.result import BREAKDOWN, Period, TrainResult
@@ -66,10 +68,13 @@ def write_breakdown_csv(res: TrainResult, path: str | Path) -> Path:
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["iteration", "npu", "stage"] + [f"{k}_s" for k in BREAKDOWN] + ["iteration_s"])
+        g = res.graph
+        # a folded graph's NPU stands for several real ones, which ran alike (engine.fold): one row each
+        local = np.arange(g.n_npus) if g.fold is None else np.argsort(g.fold.ravel(), kind="stable") // g.copies
         for it in range(sp.per_npu.shape[0]):
             length = repr(float(sp.edges[it + 1] - sp.edges[it]))
-            for p in range(res.graph.n_npus):
-                w.writerow([it + 1, p, int(res.graph.stage[p])] + [repr(float(x)) for x in sp.per_npu[it, p]] + [length])
+            for r, p in enumerate(local.tolist()):
+                w.writerow([it + 1, r, int(g.stage[p])] + [repr(float(x)) for x in sp.per_npu[it, p]] + [length])
     return path
 
 
@@ -119,6 +124,50 @@ def throughput_line(res: TrainResult, period: Period | None = None) -> str:
     tp = res.throughput(period)
     return (f"model FLOPs: {format_flops(f).removesuffix('/s')} per iteration; {tp['achieved_per_npu_tflop_per_s']:.4g} TFLOP/s per NPU; "
             f"MFU {tp['mfu']:.1%} of {peak} peak per NPU; {period.label}")
+
+
+def memory_summary(run) -> dict | None:
+    """Peak memory per pipeline stage of a run, JSON-ready (None where not modelled).
+
+    Parameters
+    ----------
+    run : TrainRun
+        The run (`run.memory`: `workload.memory.StageMemory` per stage).
+
+    Returns
+    -------
+    dict or None
+        `capacity_bytes` (None: not checked), `peak_bytes` (the largest stage) and `stages`: per
+        stage its `weights`, `gradients`, `optimizer`, `activations`, `total` (bytes) and
+        `in_flight` (microbatches, or chunks with virtual stages).
+    """
+    if run.memory is None:
+        return None
+    cap = run.result.system.npu.memory_capacity
+    return {"capacity_bytes": None if cap == float("inf") else cap, "peak_bytes": max(m.total for m in run.memory),
+            "stages": [{"stage": m.stage, "weights": m.weights, "gradients": m.gradients, "optimizer": m.optimizer,
+                        "activations": m.activations, "in_flight": m.in_flight, "total": m.total} for m in run.memory]}
+
+
+def memory_line(run) -> str:
+    """One line: the peak memory per stage, its largest and the NPU's memory.
+
+    Parameters
+    ----------
+    run : TrainRun
+        The run.
+
+    Returns
+    -------
+    str
+    """
+    s = memory_summary(run)
+    worst = max(run.memory, key=lambda m: m.total)
+    cap = s["capacity_bytes"]
+    of = f" of {format_size(cap)}" if cap else " (no memory capacity given: not checked)"
+    return (f"memory: peak {format_size(worst.total)}{of} on stage {worst.stage} (weights {format_size(worst.weights)}, "
+            f"gradients {format_size(worst.gradients)}, optimizer {format_size(worst.optimizer)}, activations "
+            f"{format_size(worst.activations)} for {worst.in_flight} in flight); per stage in summary.json")
 
 
 def endpoint_line(usage, policy: str) -> str:

@@ -1,5 +1,8 @@
 """The NPU: a roofline. A task of F FLOPs touching M bytes of memory takes
 max(F / (peak * efficiency), M / memory_bandwidth); fixed-duration tasks (traces) keep theirs.
+With a compute model (`compute`, a `system.compute.GpuCompute`: A100, H100), a task whose kernels
+are known by shape (`WorkloadGraph.works`) takes the sum of its kernels' times instead: matmuls
+with tile and wave quantization, memory-bound kernels from their bytes (`system.resources.task_times_of`).
 
 `unit_bandwidth` is what its compute units can move through memory when they run communication
 kernels (loads plus stores, all units together): an NPU-driven collective given a share u of the
@@ -29,6 +32,10 @@ class NPU:
     unit_bandwidth : float
         Memory bytes/s all its compute units together can move running communication kernels
         (loads + stores), > 0 (inf: the units never limit communication).
+    compute : GpuCompute, optional
+        Prices tasks by their kernels (module doc); None: the roofline for every task.
+    memory_capacity : float
+        Bytes of device memory (inf: not checked), for the memory model (`workload.memory`).
 
     Examples
     --------
@@ -41,6 +48,8 @@ class NPU:
     memory_bandwidth: float = 3e12  # bytes/s
     efficiency: float = 1.0  # fraction of peak reached by compute-bound kernels
     unit_bandwidth: float = float("inf")  # memory bytes/s the units move running communication
+    compute: object = None  # system.compute.GpuCompute: kernels by shape; None: the roofline
+    memory_capacity: float = float("inf")  # bytes of device memory; inf: not checked
 
     def __post_init__(self):
         if not self.peak_flops > 0:
@@ -51,6 +60,8 @@ class NPU:
             raise ConfigError("npu.efficiency", self.efficiency, "accepted: a fraction in (0, 1]")
         if not self.unit_bandwidth > 0:
             raise ConfigError("npu.unit_bandwidth", self.unit_bandwidth, "accepted: a bandwidth > 0, e.g. 4TB/s")
+        if not self.memory_capacity > 0:
+            raise ConfigError("npu.memory", self.memory_capacity, "accepted: a size > 0, e.g. 80GB")
 
     def compute_time(self, flops, mem_bytes):
         """Roofline time: max(F / (peak x efficiency), M / memory bandwidth).

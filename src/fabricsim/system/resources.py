@@ -269,6 +269,46 @@ def roofline_shares(npu: NPU, duration, flops, mem_bytes) -> tuple[np.ndarray, n
     return a, c
 
 
+def task_times_of(npu: NPU, g, idx=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per compute task of a workload graph: its time on `npu` and its compute and memory shares.
+
+    Without a compute model, or for a task with no kernels (`g.work` -1) or a fixed duration: the
+    roofline (`NPU.task_times`, `roofline_shares`). With one (`NPU.compute`), a task with kernels
+    takes the sum of their times (`GpuCompute.kernels_time`); its shares are the fractions of that
+    time spent in matmuls and in memory-bound kernels (under a hold it is slowed as one roofline
+    kernel with those shares: an approximation, the kernels run one after another).
+
+    Parameters
+    ----------
+    npu : NPU
+        The NPU.
+    g : WorkloadGraph
+        The graph.
+    idx : int array, optional
+        The tasks (default: all).
+
+    Returns
+    -------
+    (float array, float array, float array)
+        Seconds, compute share, memory share per task.
+    """
+    sel = slice(None) if idx is None else idx
+    duration, flops, mem = g.duration[sel], g.flops[sel], g.mem_bytes[sel]
+    t = npu.task_times(duration, flops, mem)
+    a, c = roofline_shares(npu, duration, flops, mem)
+    if npu.compute is None or not len(g.works):
+        return t, a, c
+    work = g.work[sel]
+    priced = np.array([npu.compute.kernels_time(w) for w in g.works], dtype=float).reshape(-1, 3)
+    use = (work >= 0) & np.isnan(duration)
+    if use.any():
+        tot, gemm, memory = (priced[work[use], i] for i in range(3))
+        safe = np.where(tot > 0, tot, 1.0)
+        t, a, c = t.copy(), a.copy(), c.copy()
+        t[use], a[use], c[use] = tot, gemm / safe, memory / safe
+    return t, a, c
+
+
 def slowed_task_times(npu: NPU, duration, flops, mem_bytes, held: Held) -> np.ndarray:
     """Per task: its time while communication holds `held` of the NPU (the roofline with the
     resources left; a fixed `duration` stretches by 1 / (1 - units)).

@@ -12,10 +12,10 @@ from .models import Model
 from .parallelism import Strategy, _plan_layers
 
 
-def training_tasks(model: Model, st: Strategy) -> int:
-    """Tasks of `build_training(model, st)`: exact for compute, MP all-reduces, stage-boundary
-    transfers and input loads; an upper bound for data-parallel syncs (one per layer with
-    gradients: exact without buckets) and weight streaming.
+def training_tasks(model: Model, st: Strategy, fold: bool = False) -> int:
+    """Tasks of `build_training(model, st, fold=fold)`: exact for compute, MP collectives,
+    stage-boundary transfers, input loads and optimizer steps; an upper bound for data-parallel
+    syncs (one per layer with gradients: exact without buckets) and weight streaming.
 
     Parameters
     ----------
@@ -23,6 +23,8 @@ def training_tasks(model: Model, st: Strategy) -> int:
         A zoo model.
     st : Strategy
         The strategy (all its iterations).
+    fold : bool
+        Count the folded graph (one NPU per stage, `engine.fold`).
 
     Returns
     -------
@@ -31,7 +33,7 @@ def training_tasks(model: Model, st: Strategy) -> int:
         this model (tensor parallelism of a layer kind it is not modelled for).
     """
     n_layers = len(model.layers)
-    if "alltoall" in model.notes:  # DLRM (`parallelism._build_dlrm`): embeddings sharded, MLPs data parallel
+    if "alltoall" in model.notes:  # DLRM (`dlrm.build_dlrm`): embeddings sharded, MLPs data parallel
         n, layers = st.dp, model.layers
         embs = [x for x in layers if x.kind == "embedding"]
         first = layers.index(embs[0]) if embs else 0
@@ -41,22 +43,32 @@ def training_tasks(model: Model, st: Strategy) -> int:
                          + sum(n + (n > 1) + n * (x.bwd_input_flops > 0) for x in mlp)  # wg, all-reduce, ig
                          + n * (len(top) - len([x for x in top if x.kind != "interaction"])))  # interaction ig
         return st.iterations * per_iteration
+    mp, dp = (1, 1) if fold else (st.mp, st.dp)
     per_microbatch = with_grads = 0
     for li, plan in enumerate(_plan_layers(model, st)):
-        computes = ars = 0
+        computes = colls = 0
         for part in plan.parts:
-            computes += 1 + (1 if part.ig_flops < 0 else 1 + (part.ig_flops > 0 and li != 0))
-            ars += (part.fwd_ar > 0) + (part.bwd_ar > 0) if st.mp > 1 else 0
-        per_microbatch += st.mp * st.dp * computes + st.dp * ars
+            full = st.recompute == "full" and part.block
+            computes += 1 + (1 if part.ig_flops < 0 else 1 + (part.ig_flops > 0 and li != 0)) + (part.rc_flops > 0) + full
+            if st.mp > 1:
+                colls += len(part.fwd_pre) + len(part.fwd_post) + len(part.bwd_pre) + len(part.bwd_post)
+                colls += (len(part.fwd_pre) + len(part.fwd_post)) * full
+        per_microbatch += mp * dp * computes + dp * colls
         with_grads += plan.grad_bytes > 0
-    boundaries = (n_layers - 1 if st.pp > 1 else 0) if st.stage_layout == "interleaved" else st.pp - 1
-    senders = st.dp if (st.pp_send == "multicast" and st.mp > 1) else st.mp * st.dp
-    per_microbatch += 2 * boundaries * senders
+    if st.stage_layout == "interleaved":
+        boundaries = n_layers - 1 if st.pp > 1 else 0
+    else:
+        boundaries = st.pp * st.virtual_stages - 1
+    senders = dp if (st.pp_send == "multicast" and st.mp > 1) else mp * dp
+    gathers = dp if (st.pp_send == "scatter-gather" and st.mp > 1 and not st.sequence_parallel) else 0
+    per_microbatch += 2 * boundaries * (senders + gathers)
     # DP syncs: one per layer with gradients and MP rank (fewer when buckets gather layers)
-    syncs = 0 if (st.dp == 1 or st.weight_streaming) else with_grads * st.mp * (2 if st.zero == 2 else 1)
+    syncs = 0 if (st.dp == 1 or st.weight_streaming) else with_grads * mp * (2 if st.zero == 2 else 1)
     streams = 3 * n_layers if st.weight_streaming else 0
+    steps = mp * dp * st.pp if st.optimizer != "none" else 0
     loads = (st.iterations - st.input_prefetch) if (st.input_loading and model.input_bytes) else 0
-    return st.iterations * (st.microbatches * per_microbatch + syncs + streams) + loads
+    return st.iterations * (st.microbatches * per_microbatch + syncs + streams + steps) + loads
+
 
 def text_tasks(layers: int, npus: int, iterations: int) -> int:
     """Compute tasks of an ASTRA-sim text workload's graph (its collectives come on top).

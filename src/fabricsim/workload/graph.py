@@ -93,6 +93,17 @@ class WorkloadGraph:
         Pipeline stage of each NPU.
     meta : dict
         Model, strategy and other facts, for reports.
+    work : int32 array, optional
+        Index into `works` of a compute task's kernels (-1: none; the roofline on FLOPs and bytes).
+    works : tuple of tuple
+        Kernel lists (`system.compute.Gemm`/`Memory`), interned; an NPU with a compute model
+        prices a task by its kernels (`system.npu.NPU.task_times`).
+    price_groups : tuple of tuple of int, optional
+        Folded graphs: the real NPU group each entry of `groups` stands for, which the network
+        model prices (None: the groups themselves).
+    fold : int64 array, optional
+        Folded graphs (`engine.fold`): row i lists the real NPUs local NPU i stands for, all
+        simulated alike; the first is the one whose transfers are priced. None: not folded.
     """
 
     n_npus: int
@@ -115,6 +126,52 @@ class WorkloadGraph:
     labels: tuple[str, ...]
     stage: np.ndarray = field(default=None)
     meta: dict = field(default_factory=dict)
+    work: np.ndarray = field(default=None)
+    works: tuple = ()
+    price_groups: tuple | None = None
+    fold: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.work is None:
+            object.__setattr__(self, "work", np.full(len(self.kind), -1, dtype=np.int32))
+
+    @property
+    def copies(self) -> int:
+        """Real NPUs each NPU of the graph stands for (1 unless folded)."""
+        return 1 if self.fold is None else int(self.fold.shape[1])
+
+    @property
+    def real_npus(self) -> int:
+        """NPUs of the job: `n_npus` x `copies`."""
+        return self.n_npus * self.copies
+
+    def price_group(self, i: int) -> tuple[int, ...]:
+        """The real NPU group that group `i` stands for (itself unless folded).
+
+        Parameters
+        ----------
+        i : int
+            Index into `groups`.
+
+        Returns
+        -------
+        tuple of int
+        """
+        return self.groups[i] if self.price_groups is None else self.price_groups[i]
+
+    def real_npu(self, p: int) -> int:
+        """The real NPU whose transfers NPU `p` of the graph is priced as (itself unless folded).
+
+        Parameters
+        ----------
+        p : int
+            NPU of the graph.
+
+        Returns
+        -------
+        int
+        """
+        return int(p) if self.fold is None else int(self.fold[p, 0])
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -174,7 +231,8 @@ class WorkloadGraph:
     def moves_nothing(self) -> np.ndarray:
         """Communication tasks with nothing to move: no bytes, a collective of one member, a p2p
         transfer to itself. Engines finish them the moment they are ready."""
-        gsize = np.array([len(m) for m in self.groups], dtype=np.int64)
+        gsize = np.array([len(m) for m in (self.groups if self.price_groups is None else self.price_groups)],
+                         dtype=np.int64)
         one = np.zeros(len(self), dtype=bool)
         coll = self.kind == COLLECTIVE
         one[coll] = gsize[self.group[coll]] < 2
@@ -215,8 +273,11 @@ class GraphBuilder:
             "kind", "npu", "peer", "duration", "flops", "mem_bytes", "coll", "size", "group", "category",
             "phase", "iteration", "label")}
         self._deps: list[tuple[int, ...]] = []
-        self._groups: dict[tuple[int, ...], int] = {}
+        self._groups: dict[tuple, int] = {}  # (members, priced members or None) -> index
         self._labels: dict[str, int] = {}
+        self._works: dict[tuple, int] = {}
+        self._work: list[int] = []
+        self.fold: np.ndarray | None = None  # set by a folding emitter: row i = real NPUs of NPU i
         self.iteration = 0
         self.stage = np.zeros(self.n_npus, dtype=np.int64)
         self.meta: dict = {}
@@ -230,19 +291,21 @@ class GraphBuilder:
             i = self._labels[name] = len(self._labels)
         return i
 
-    def group_id(self, members) -> int:
+    def group_id(self, members, price=None) -> int:
         """Index of a group in `groups`, added if new.
 
         Parameters
         ----------
         members : iterable of int
             NPU ids, in order (the order is part of the group).
+        price : iterable of int, optional
+            Folded graphs: the real NPUs the group stands for (`WorkloadGraph.price_groups`).
 
         Returns
         -------
         int
         """
-        g = tuple(int(m) for m in members)
+        g = (tuple(int(m) for m in members), None if price is None else tuple(int(m) for m in price))
         i = self._groups.get(g)
         if i is None:
             i = self._groups[g] = len(self._groups)
@@ -252,11 +315,12 @@ class GraphBuilder:
         tid = len(self._deps)
         for k, col in self._cols.items():
             col.append(cols[k])
+        self._work.append(cols.get("work", -1))
         self._deps.append(tuple(int(d) for d in deps if d is not None))
         return tid
 
     def compute(self, npu: int, name: str, *, flops: float = 0.0, mem_bytes: float = 0.0,
-                duration: float | None = None, phase: str = "fwd", deps=()) -> int:
+                duration: float | None = None, phase: str = "fwd", deps=(), work=None) -> int:
         """Add a compute task on one NPU: a roofline task, or one of fixed duration.
 
         Parameters
@@ -272,21 +336,29 @@ class GraphBuilder:
         duration : float, optional
             Fixed time, s (None: the roofline on `flops` and `mem_bytes`).
         phase : str
-            One of `PHASES` (fwd, bwd, bwd_ig, bwd_wg, update, comm).
+            One of `PHASES` (fwd, bwd, bwd_ig, bwd_wg, update, comm, recompute).
         deps : iterable of int
             Ids of the tasks it waits for, all earlier (None entries are skipped).
+        work : tuple, optional
+            Its kernels (`system.compute.Gemm`/`Memory`), priced by an NPU with a compute model.
 
         Returns
         -------
         int
             The task's id.
         """
-        return self._add(deps, kind=COMPUTE, npu=int(npu), peer=-1,
+        w = -1
+        if work is not None:
+            w = self._works.get(work)
+            if w is None:
+                w = self._works[work] = len(self._works)
+        return self._add(deps, work=w, kind=COMPUTE, npu=int(npu), peer=-1,
                          duration=np.nan if duration is None else float(duration), flops=float(flops),
                          mem_bytes=float(mem_bytes), coll=-1, size=0.0, group=-1, category=-1,
                          phase=PHASES.index(phase), iteration=self.iteration, label=self._label(name))
 
-    def collective(self, collective: str, size: float, members, category: str, name: str, deps=()) -> int:
+    def collective(self, collective: str, size: float, members, category: str, name: str, deps=(),
+                   price=None) -> int:
         """Add a collective: one task shared by every member of its group.
 
         Parameters
@@ -303,6 +375,8 @@ class GraphBuilder:
             Task label.
         deps : iterable of int
             Ids of the tasks it waits for, all earlier (None entries are skipped).
+        price : iterable of int, optional
+            Folded graphs: the real group it stands for, which the network model prices.
 
         Returns
         -------
@@ -310,7 +384,7 @@ class GraphBuilder:
             The task's id.
         """
         return self._add(deps, kind=COLLECTIVE, npu=-1, peer=-1, duration=np.nan, flops=0.0, mem_bytes=0.0,
-                         coll=COLLECTIVES.index(collective), size=float(size), group=self.group_id(members),
+                         coll=COLLECTIVES.index(collective), size=float(size), group=self.group_id(members, price),
                          category=category_index(category), phase=PHASES.index("comm"),
                          iteration=self.iteration, label=self._label(name))
 
@@ -387,7 +461,12 @@ class GraphBuilder:
         n = len(self._deps)
         if len(dep_idx) and (dep_idx.min() < 0 or np.any(dep_idx >= np.repeat(np.arange(n), counts))):
             raise ValueError("workload graph: a task depends on itself or on a later task")
-        groups = tuple(sorted(self._groups, key=self._groups.get))
+        keys = sorted(self._groups, key=self._groups.get)
+        groups = tuple(k[0] for k in keys)
+        price_groups = tuple(k[1] if k[1] is not None else k[0] for k in keys) if self.fold is not None else None
         labels = tuple(sorted(self._labels, key=self._labels.get))
+        works = tuple(sorted(self._works, key=self._works.get))
         return WorkloadGraph(self.n_npus, dep_ptr=dep_ptr, dep_idx=dep_idx, groups=groups, labels=labels,
-                             stage=self.stage.copy(), meta=dict(self.meta), **arrs)
+                             stage=self.stage.copy(), meta=dict(self.meta), work=np.asarray(self._work, dtype=np.int32),
+                             works=works, price_groups=price_groups,
+                             fold=None if self.fold is None else np.asarray(self.fold, dtype=np.int64), **arrs)

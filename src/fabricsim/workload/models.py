@@ -136,6 +136,9 @@ class Model:
         Transformer hidden size.
     input_bytes : int
         Bytes of ONE sample's input as loaded from storage (0: not modelled).
+    heads, ffn, vocab : int, optional
+        Transformer attention heads, MLP inner size and vocabulary (None for other models): with
+        them the blocks' kernels are known by shape (`workload.kernels`).
     """
 
     name: str
@@ -145,6 +148,9 @@ class Model:
     notes: str = ""
     hidden: int | None = field(default=None)
     input_bytes: int = 0  # bytes of ONE sample's input as loaded from storage (images, token ids)
+    heads: int | None = None  # transformer shape, for kernels by shape
+    ffn: int | None = None
+    vocab: int | None = None
 
     def __post_init__(self):
         dtype_bytes(self.dtype)
@@ -390,7 +396,7 @@ def transformer(
     out.append(Layer("head", "lm_head", 2 * h, f_head, f_head, f_head, seq * vocab, vocab * h + 2 * h))
     note = f"L={layers} h={h} heads={heads} seq={seq} vocab={vocab} ffn={ffn}; tied embeddings"
     return Model(name, tuple(out), dtype, seq=seq, notes=(note + "; " + notes) if notes else note, hidden=h,
-                 input_bytes=4 * seq)  # int32 token ids
+                 input_bytes=4 * seq, heads=heads, ffn=ffn, vocab=vocab)  # int32 token ids
 
 
 def gpt3_175b(dtype: str = "fp16") -> Model:

@@ -55,220 +55,17 @@ the output activation; backward reads twice the weights and three activations' w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..errors import ConfigError
 from .graph import IO_LOAD, IO_STORE, GraphBuilder, WorkloadGraph
-from .models import DTYPES, Layer, Model
+from .models import DTYPES, Model
+from .plan import layer_stages, optimizer_bytes, plan_layers
 
-SCHEDULES = ("gpipe", "1f1b")
-STAGE_LAYOUTS = ("contiguous", "interleaved")
-PP_SENDS = ("p2p", "multicast")
-AXES = ("mp", "pp", "dp")
+from .strategy import AXES, PP_SENDS, RECOMPUTES, SCHEDULES, STAGE_LAYOUTS, STAGE_SPLITS, Strategy
 
 
-def _pos(field: str, v) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ConfigError(field, v, "accepted: an integer >= 1")
-    return int(v)
-
-
-@dataclass(frozen=True)
-class Strategy:
-    """A parallelization MP(x)-DP(y)-PP(z) and how it runs (module doc).
-
-    Parameters
-    ----------
-    mp, pp, dp : int
-        Model (tensor), pipeline and data parallel degrees, >= 1; NPUs = mp x pp x dp.
-    batch : int
-        Global minibatch, samples (sequences); a multiple of dp x microbatches.
-    microbatches : int
-        Microbatches per minibatch on each pipeline.
-    schedule : str
-        Pipeline schedule of contiguous stages: gpipe or 1f1b (the interleaved layout is
-        breadth-first by construction and ignores it).
-    zero : int
-        0 (data-parallel all-reduce) or 2 (ZeRO-2: reduce-scatter, then all-gather).
-    dp_bucket : float
-        Data-parallel bucket size, bytes; 0 = one collective per layer.
-    placement : tuple of str
-        Order of mp, pp, dp in the rank numbering, fastest-varying first.
-    iterations : int
-        Training iterations.
-    grad_dtype : str, optional
-        Element type of gradients (default: the model's dtype).
-    weight_streaming : bool
-        Weights stream in from the I/O controllers for forward and backward, gradients out.
-    input_loading : bool
-        Each iteration's inputs come in through the I/O controllers.
-    stage_layout : str
-        "contiguous" (balanced contiguous stages) or "interleaved" (layer i on stage i mod pp,
-        breadth-first: FRED's weight-streaming pipeline, `workload.pipeline`).
-    pp_send : str
-        Stage-boundary transfers: "p2p" (each NPU to its peer) or "multicast" (MP rank 0
-        broadcasts to the next stage's MP group; the same as p2p when mp = 1).
-    input_prefetch : bool
-        With `input_loading`: iteration 0's input is already on the wafer and each iteration
-        prefetches the next one's (module doc).
-
-    Examples
-    --------
-    >>> st = Strategy(mp=2, pp=2, dp=2, batch=8, microbatches=2)
-    >>> st.name, st.npus, st.microbatch
-    ('MP(2)-DP(2)-PP(2)', 8, 2)
-    >>> st.rank(mp_i=1, pp_i=0, dp_i=0), st.rank(0, 1, 0), st.rank(0, 0, 1)   # mp fastest
-    (1, 2, 4)
-    """
-
-    mp: int = 1
-    pp: int = 1
-    dp: int = 1
-    batch: int = 1  # global minibatch, samples (sequences)
-    microbatches: int = 1
-    schedule: str = "1f1b"
-    zero: int = 0
-    dp_bucket: float = 0.0  # bytes; 0 = one collective per layer
-    placement: tuple[str, ...] = AXES  # fastest-varying first
-    iterations: int = 1
-    grad_dtype: str | None = None  # default: the model's dtype
-    weight_streaming: bool = False  # weights stream in from I/O for forward and backward, gradients out
-    input_loading: bool = False  # each iteration's inputs come in through the I/O controllers
-    stage_layout: str = "contiguous"  # or "interleaved": layer i on stage i mod pp (workload.pipeline)
-    pp_send: str = "p2p"  # or "multicast": MP rank 0 broadcasts a boundary transfer to the next stage's MP group
-    input_prefetch: bool = False  # iteration 0's input already loaded; each iteration prefetches the next
-
-    def __post_init__(self):
-        for f in ("mp", "pp", "dp", "batch", "microbatches", "iterations"):
-            _pos(f"parallelism.{f}" if f in AXES else f"workload.{f}", getattr(self, f))
-        if self.schedule not in SCHEDULES:
-            raise ConfigError("parallelism.schedule", self.schedule, f"accepted: {', '.join(SCHEDULES)}")
-        if self.stage_layout not in STAGE_LAYOUTS:
-            raise ConfigError("parallelism.stage_layout", self.stage_layout, f"accepted: {', '.join(STAGE_LAYOUTS)}")
-        if self.pp_send not in PP_SENDS:
-            raise ConfigError("parallelism.pp_send", self.pp_send, f"accepted: {', '.join(PP_SENDS)}")
-        if not isinstance(self.input_prefetch, (bool, np.bool_)):
-            raise ConfigError("workload.input_prefetch", self.input_prefetch, "accepted: true or false")
-        if self.zero not in (0, 2):
-            raise ConfigError("parallelism.zero", self.zero, "accepted: 0 (plain all-reduce) or 2 (ZeRO stage 2)")
-        if not self.dp_bucket >= 0:
-            raise ConfigError("parallelism.dp_bucket", self.dp_bucket, "accepted: a size >= 0 (0 = per layer)")
-        pl = tuple(self.placement)
-        if sorted(pl) != sorted(AXES):
-            raise ConfigError("parallelism.placement", ",".join(pl), "accepted: an order of mp, pp, dp (fastest first), e.g. mp,pp,dp")
-        object.__setattr__(self, "placement", pl)
-        if self.grad_dtype is not None and self.grad_dtype not in DTYPES:
-            raise ConfigError("parallelism.grad_dtype", self.grad_dtype, "accepted: " + ", ".join(DTYPES))
-        if self.batch % (self.dp * self.microbatches):
-            raise ConfigError("workload.batch", self.batch,
-                              f"accepted: a multiple of dp x microbatches = {self.dp * self.microbatches}")
-
-    @property
-    def npus(self) -> int:
-        """NPUs the strategy needs: mp x pp x dp."""
-        return self.mp * self.pp * self.dp
-
-    @property
-    def microbatch(self) -> int:
-        """Samples per microbatch: batch / (dp x microbatches)."""
-        return self.batch // (self.dp * self.microbatches)
-
-    @property
-    def name(self) -> str:
-        """`MP(x)-DP(y)-PP(z)`."""
-        return f"MP({self.mp})-DP({self.dp})-PP({self.pp})"
-
-    def rank(self, mp_i: int, pp_i: int, dp_i: int) -> int:
-        """NPU id of one worker, from the rank numbering `placement` sets.
-
-        Parameters
-        ----------
-        mp_i : int
-            Index in the model-parallel group, 0..mp-1.
-        pp_i : int
-            Pipeline stage, 0..pp-1.
-        dp_i : int
-            Data-parallel replica, 0..dp-1.
-
-        Returns
-        -------
-        int
-        """
-        idx = {"mp": mp_i, "pp": pp_i, "dp": dp_i}
-        size = {"mp": self.mp, "pp": self.pp, "dp": self.dp}
-        r, stride = 0, 1
-        for ax in self.placement:
-            r += idx[ax] * stride
-            stride *= size[ax]
-        return r
-
-    def ranks(self) -> np.ndarray:
-        """ranks()[mp_i, pp_i, dp_i] = NPU id."""
-        out = np.empty((self.mp, self.pp, self.dp), dtype=np.int64)
-        for a in range(self.mp):
-            for b in range(self.pp):
-                for c in range(self.dp):
-                    out[a, b, c] = self.rank(a, b, c)
-        return out
-
-
-@dataclass(frozen=True)
-class _Part:
-    """One compute unit of a layer, per NPU per microbatch."""
-
-    name: str
-    fwd_flops: float
-    fwd_mem: float
-    bwd_flops: float  # combined input+weight gradient (block parts) or weight gradient
-    bwd_mem: float
-    ig_flops: float  # input gradient run separately after the weight gradient (-1: combined)
-    ig_mem: float
-    fwd_ar: float  # bytes of the MP all-reduce after the forward part (0: none)
-    bwd_ar: float  # bytes of the MP all-reduce after the backward part
-
-
-@dataclass(frozen=True)
-class _LayerPlan:
-    name: str
-    parts: tuple[_Part, ...]
-    grad_bytes: float  # per NPU
-    act_bytes: float  # output activation of one microbatch (full)
-
-
-def _plan_layers(model: Model, st: Strategy) -> list[_LayerPlan]:
-    mb, mp, B = st.microbatch, st.mp, model.dtype_bytes
-    gB = DTYPES[st.grad_dtype] if st.grad_dtype else B
-    plans = []
-    for layer in model.layers:
-        act = layer.activation_elems * mb * B
-        if layer.kind == "transformer_block":
-            h, s = model.hidden, model.seq
-            attn = min(2.0 * s * 4 * h * h + 4.0 * s * s * h, layer.fwd_flops)
-            fr = (attn / layer.fwd_flops, 1 - attn / layer.fwd_flops) if layer.fwd_flops else (0.5, 0.5)
-            ar = act if mp > 1 else 0.0
-            parts = tuple(
-                _Part(f"{layer.name}.{nm}", layer.fwd_flops * f * mb / mp,
-                      (layer.weight_elems * f / mp + 2 * layer.activation_elems * mb) * B,
-                      layer.bwd_flops * f * mb / mp, (2 * layer.weight_elems * f / mp + 3 * layer.activation_elems * mb) * B,
-                      -1.0, 0.0, ar, ar)
-                for nm, f in zip(("attn", "mlp"), fr))
-            plans.append(_LayerPlan(layer.name, parts, layer.params / mp * gB, act))
-            continue
-        shard = mp if layer.kind in ("embedding", "lm_head") and model.hidden is not None else 1
-        if mp > 1 and shard == 1:
-            raise ConfigError("parallelism.mp", mp, f"accepted: 1 for layer kind {layer.kind!r} of {model.name} "
-                                                    "(tensor parallelism is modelled for transformer models)")
-        fwd_ar = act if (mp > 1 and layer.kind == "embedding") else 0.0
-        bwd_ar = model.seq * model.hidden * mb * B if (mp > 1 and layer.kind == "lm_head") else 0.0
-        w = layer.weight_elems / shard
-        plans.append(_LayerPlan(layer.name, (_Part(
-            layer.name, layer.fwd_flops * mb / shard, (w + 2 * layer.activation_elems * mb) * B,
-            layer.bwd_weight_flops * mb / shard, (2 * w + 2 * layer.activation_elems * mb) * B,
-            layer.bwd_input_flops * mb / shard, (w + 2 * layer.activation_elems * mb) * B,
-            fwd_ar, float(bwd_ar)),), layer.params / shard * gB, act))
-    return plans
+_plan_layers = plan_layers  # the name `workload.estimate` and older callers use
 
 
 def _stages(model: Model, pp: int) -> list[range]:
@@ -300,23 +97,27 @@ def _program(schedule: str, s: int, pp: int, m: int) -> list[tuple[str, int]]:
     return prog + [("B", i) for i in range(m - warm, m)]
 
 
-def build_training(model: Model, st: Strategy, n_npus: int | None = None) -> WorkloadGraph:
+def build_training(model: Model, st: Strategy, n_npus: int | None = None, fold: bool = False) -> WorkloadGraph:
     """The workload graph of `st.iterations` iterations of `model` under `st` (module doc).
 
     Parameters
     ----------
     model : Model
-        A zoo model (`workload.models.get_model`).
+        A zoo model (`workload.models.get_model`) or a transformer by shape.
     st : Strategy
         The parallelization and how it runs.
     n_npus : int, optional
         The network's NPUs; when given, mp x dp x pp must equal it (ConfigError otherwise).
+    fold : bool
+        Emit one NPU per pipeline stage standing for its mp x dp copies (`engine.fold`): every
+        collective and transfer keeps its real group for pricing (`WorkloadGraph.fold`).
+        ConfigError where the strategy is not symmetric over them (`foldable` says why).
 
     Returns
     -------
     WorkloadGraph
-        Compute tasks (FLOPs, memory bytes), collectives, p2p and io transfers (bytes), with
-        dependencies; `meta` names the model, the strategy, the microbatch and the stages.
+        Compute tasks (FLOPs, memory bytes, kernels), collectives, p2p and io transfers (bytes),
+        with dependencies; `meta` names the model, the strategy, the microbatch and the stages.
 
     Examples
     --------
@@ -332,29 +133,80 @@ def build_training(model: Model, st: Strategy, n_npus: int | None = None) -> Wor
     if n_npus is not None and n_npus != st.npus:
         raise ConfigError("parallelism", st.name,
                           f"accepted: mp x dp x pp equal to the {n_npus} NPUs of the network (this is {st.npus})")
+    if fold:
+        why = foldable(model, st)
+        if why:
+            raise ConfigError("fold", "on", f"not symmetric: {why}")
     if "alltoall" in model.notes:
-        return _build_dlrm(model, st)
+        from .dlrm import build_dlrm
+
+        return build_dlrm(model, st)
     if st.stage_layout == "interleaved":
         from .pipeline import InterleavedEmitter
 
         return InterleavedEmitter(model, st).run()
-    return _Emitter(model, st).run()
+    if st.virtual_stages > 1:
+        from .megatron import VirtualStageEmitter
+
+        return VirtualStageEmitter(model, st, fold).run()
+    return _Emitter(model, st, fold).run()
+
+
+def foldable(model: Model, st: Strategy) -> str:
+    """Why the graph of `model` under `st` cannot be folded to one NPU per stage ('' if it can):
+    every MP rank and DP replica must run the same tasks, with nothing that singles one out.
+
+    Parameters
+    ----------
+    model : Model
+        The model.
+    st : Strategy
+        The strategy.
+
+    Returns
+    -------
+    str
+        The reason, or ''.
+    """
+    if "alltoall" in model.notes:
+        return "DLRM's embedding all-to-all"
+    if st.stage_layout == "interleaved":
+        return "FRED's interleaved layout"
+    if st.weight_streaming or st.input_loading:
+        return "I/O controllers serve the NPUs in turn"
+    if st.pp_send == "multicast" and st.mp > 1:
+        return "multicast sends come from MP rank 0"
+    if st.mp * st.dp == 1:
+        return "nothing to fold (mp = dp = 1)"
+    return ""
 
 
 class _Emitter:
-    """Emits the graph of contiguous stages (GPipe or 1F1B); `workload.pipeline` subclasses it for
-    the interleaved layout. The per-layer steps (`_fwd_layer`, `_bwd_layer`, `_grads_done`),
-    stage-boundary transfers (`_send`) and input loading (`_input`) are shared."""
+    """Emits the graph of contiguous stages (GPipe or 1F1B); `workload.pipeline` and
+    `workload.megatron` subclass it for FRED's interleaved layout and for virtual stages. The
+    per-layer steps (`_fwd_layer`, `_bwd_layer`, `_grads_done`), stage-boundary transfers (`_send`),
+    input loading (`_input`) and the optimizer step are shared.
 
-    def __init__(self, model: Model, st: Strategy):
-        self.model, self.st = model, st
-        self.b = GraphBuilder(st.npus)
-        self.plans = _plan_layers(model, st)
+    Folded (`fold`), the graph has one NPU per stage (local NPU s = stage s) standing for its mp x dp
+    copies; every collective carries its real group (`price`) for the network model."""
+
+    def __init__(self, model: Model, st: Strategy, fold: bool = False):
+        self.model, self.st, self.folded = model, st, fold
+        self.plans = plan_layers(model, st)
         self.stages = self._stage_layers()
-        self.R = st.ranks()
-        self.coord = {int(self.R[a, c, d]): (a, c, d) for a in range(st.mp) for c in range(st.pp) for d in range(st.dp)}
-        self.last = [None] * st.npus  # last compute task per NPU (program order)
+        self.RR = st.ranks()  # real NPU ids [mp, pp, dp]
+        self.R = np.arange(st.pp, dtype=np.int64).reshape(1, st.pp, 1) if fold else self.RR
+        self.mp_n, _, self.dp_n = self.R.shape
+        n = self.R.size
+        self.b = GraphBuilder(n)
+        if fold:
+            self.b.fold = self.RR.transpose(1, 2, 0).reshape(st.pp, st.dp * st.mp)  # stage -> its real NPUs
+            self.b.meta["fold_shape"] = (st.mp, st.dp)
+        self.coord = {int(self.R[a, c, d]): (a, c, d) for a in range(self.mp_n) for c in range(st.pp)
+                      for d in range(self.dp_n)}
+        self.last = [None] * n  # last compute task per NPU (program order)
         self.dp_wait: dict[tuple[int, int], int] = {}  # (layer, npu) -> collective the next forward waits for
+        self.dp_done: dict[int, list] = {}  # stage -> its DP collectives of this iteration (the optimizer waits)
         self.act_in: dict = {}  # (key, npu) -> transfer the receiving forward waits for
         self.grad_in: dict = {}  # (key, npu) -> transfer the receiving backward waits for
         self.io_last: dict = {}  # (stage, 0 in / 1 out) -> its last weight-streaming io task
@@ -365,15 +217,24 @@ class _Emitter:
             self.b.stage[self.R[:, s, :].ravel()] = s
         self.b.meta.update(model=model.name, strategy=st.name, microbatch=st.microbatch)
         self._describe()
-        for k, default in (("pp_send", "p2p"), ("input_prefetch", False)):
+        for k, default in (("pp_send", "p2p"), ("input_prefetch", False), ("recompute", "none"),
+                           ("sequence_parallel", False), ("virtual_stages", 1), ("optimizer", "none")):
             if getattr(st, k) != default:
                 self.b.meta[k] = getattr(st, k)
 
     def _stage_layers(self) -> list:
+        if self.st.stage_split == "layers":
+            return layer_stages(self.model, self.st.pp)
         return _stages(self.model, self.st.pp)
 
     def _describe(self) -> None:
         self.b.meta.update(stage_layers=[(r.start, r.stop) for r in self.stages], schedule=self.st.schedule)
+
+    def _price_mp(self, g) -> tuple | None:
+        """The real MP group a local MP group stands for (None: not folded, the group itself)."""
+        if not self.folded:
+            return None
+        return tuple(int(x) for x in self.RR[:, self.coord[g[0]][1], 0])
 
     def _input(self, it: int) -> None:
         """Input loading at the start of iteration `it` (module doc): sets `input_load`."""
@@ -417,13 +278,14 @@ class _Emitter:
                         moved = True
                 if not moved:  # pragma: no cover - the programs above never deadlock
                     raise RuntimeError("pipeline program deadlocked")
+            self._optimizer_step()
         return self.b.build()
 
     def _mp_groups(self, s: int):
-        return [tuple(self.R[:, s, d].tolist()) for d in range(self.st.dp)]
+        return [tuple(self.R[:, s, d].tolist()) for d in range(self.dp_n)]
 
-    def _comp(self, npu, name, flops, mem, phase, extra=()):
-        t = self.b.compute(npu, name, flops=flops, mem_bytes=mem, phase=phase, deps=(self.last[npu], *extra))
+    def _comp(self, npu, name, flops, mem, phase, extra=(), work=None):
+        t = self.b.compute(npu, name, flops=flops, mem_bytes=mem, phase=phase, deps=(self.last[npu], *extra), work=work)
         self.last[npu] = t
         return t
 
@@ -434,7 +296,7 @@ class _Emitter:
             entry = {p: self.act_in.pop((m, p)) for g in groups for p in g}
         else:
             entry = {p: self.input_load for g in groups for p in g}
-        tail: dict = {}  # npu -> task the next part waits for (an MP all-reduce)
+        tail: dict = {}  # npu -> task the next part waits for (an MP collective)
         for li in self.stages[s]:
             tail = self._fwd_layer(s, li, m, groups, tail, entry)
             entry = {}
@@ -442,21 +304,30 @@ class _Emitter:
             self._send(groups, s, s + 1, self.plans[self.stages[s][-1]].act_bytes, m, self.act_in, tail,
                        f"F{m} activation {s}->{s + 1}")
 
-    def _fwd_layer(self, s: int, li: int, m: int, groups, tail: dict, entry: dict) -> dict:
+    def _part(self, groups, pre, post, name, phase, tail: dict, extra: dict, compute) -> dict:
+        """One part on every NPU of `groups`: the collectives `pre` (after `tail` and `extra`), the
+        compute (`compute(p, deps)`), the collectives `post`; returns the tail after it."""
+        if pre:
+            tail = self._tp_comm(groups, pre, f"{name} MP", {p: [tail.get(p), *extra.get(p, ())] for g in groups for p in g})
+            extra = {}
+        for g in groups:
+            for p in g:
+                compute(p, [tail.get(p), *extra.get(p, ())])
+        return self._tp_comm(groups, post, f"{name} MP", {})
+
+    def _fwd_layer(self, s: int, li: int, m: int, groups, tail: dict, entry: dict, phase: str = "fwd") -> dict:
         """Forward of layer `li`, microbatch `m`, on stage `s`'s NPUs: its weights streamed in first
-        (m = 0), each part after `tail` (the previous part's MP all-reduce), the first part also
-        after `entry` (activation in, input load); returns the tail after the layer."""
+        (m = 0), each part after `tail` (the previous part's MP collective), the first part also
+        after `entry` (activation in, input load); returns the tail after the layer. `phase`
+        "recompute": the same forward run again before the backward (full recompute)."""
         st = self.st
-        load = self._stream(s, li, "load") if (st.weight_streaming and m == 0) else None
+        load = self._stream(s, li, "load") if (st.weight_streaming and m == 0 and phase == "fwd") else None
+        tag = "F" if phase == "fwd" else "R"
         for j, part in enumerate(self.plans[li].parts):
-            for g in groups:
-                for p in g:
-                    extra = [tail.get(p), load]
-                    if j == 0:
-                        extra.append(entry.get(p))
-                    extra.append(self.dp_wait.get((li, p)))
-                    self._comp(p, f"F{m} {part.name}", part.fwd_flops, part.fwd_mem, "fwd", extra)
-            tail = self._mp_allreduce(groups, part.fwd_ar, f"F{m} {part.name} MP all-reduce")
+            extra = {p: [load, entry.get(p) if j == 0 else None, self.dp_wait.get((li, p))] for g in groups for p in g}
+            tail = self._part(groups, part.fwd_pre, part.fwd_post, f"{tag}{m} {part.name}", phase, tail, extra,
+                              lambda p, deps, part=part: self._comp(p, f"{tag}{m} {part.name}", part.fwd_flops,
+                                                                    part.fwd_mem, phase, deps, part.fwd_work))
         return tail
 
     def _stream(self, s: int, li: int, what: str) -> int:
@@ -477,19 +348,26 @@ class _Emitter:
             self.io_last[(s, 1)] = t
         return t
 
-    def _mp_allreduce(self, groups, size: float, name: str) -> dict:
-        """Megatron's all-reduce over each MP group after a part; {npu: task} for the next part to wait on."""
+    def _tp_comm(self, groups, comms, name: str, extra: dict) -> dict:
+        """Megatron's collectives over each MP group (one after another), each member after its
+        last compute and `extra[p]`; {npu: last collective} for what follows to wait on."""
         tail: dict = {}
-        if size > 0 and self.st.mp > 1:
-            for g in groups:
-                c = self.b.collective("all-reduce", size, g, "MP", name, deps=[self.last[p] for p in g])
-                tail.update({p: c for p in g})
+        if not comms or self.st.mp == 1:
+            return tail
+        for g in groups:
+            deps = [self.last[p] for p in g] + [d for p in g for d in extra.get(p, ()) if d is not None]
+            for c in comms:
+                t = self.b.collective(c.coll, c.size, g, "MP", f"{name} {c.coll}", deps=deps, price=self._price_mp(g))
+                deps = [t]
+            tail.update({p: t for p in g})
         return tail
 
     def _send(self, groups, s: int, to: int, size: float, key, inbox: dict, tail: dict, name: str) -> None:
         """A stage-boundary transfer from stage `s` to stage `to`; inbox[(key, npu)] = the task each
-        receiver waits for. p2p: each NPU sends to its peer (same MP and DP index). multicast
-        (mp > 1): per DP replica one broadcast from MP rank 0 to the receiving MP group."""
+        receiver waits for. p2p: each NPU sends to its peer (same MP and DP index); with sequence
+        parallelism each holds 1/mp of the activation and sends that. multicast (mp > 1): per DP
+        replica one broadcast from MP rank 0 to the receiving MP group. scatter-gather (mp > 1):
+        each NPU sends 1/mp of it to its peer, and the receiving MP group all-gathers it."""
         st = self.st
         if st.pp_send == "multicast" and st.mp > 1:
             for d in range(st.dp):
@@ -498,11 +376,22 @@ class _Emitter:
                 c = self.b.collective("broadcast", size, (src, *dst), "PP", name, deps=(self.last[src], tail.get(src)))
                 inbox.update({(key, q): c for q in dst})
             return
+        split = st.mp > 1 and (st.sequence_parallel or st.pp_send == "scatter-gather")
+        sent: dict = {}
         for g in groups:
             for p in g:
                 mi, _, di = self.coord[p]
                 q = int(self.R[mi, to, di])
-                inbox[(key, q)] = self.b.p2p(p, q, size, "PP", name, deps=(self.last[p], tail.get(p)))
+                sent[q] = self.b.p2p(p, q, size / st.mp if split else size, "PP", name,
+                                     deps=(self.last[p], tail.get(p)))
+        if st.pp_send == "scatter-gather" and st.mp > 1 and not st.sequence_parallel:
+            for d in range(self.dp_n):
+                g = tuple(int(q) for q in self.R[:, to, d])
+                c = self.b.collective("all-gather", size, g, "PP", f"{name} all-gather", deps=[sent[q] for q in g],
+                                      price=self._price_mp(g))
+                inbox.update({(key, q): c for q in g})
+            return
+        inbox.update({(key, q): t for q, t in sent.items()})
 
     def backward(self, s: int, m: int, final: bool, first_b: bool = False):
         st = self.st
@@ -521,23 +410,33 @@ class _Emitter:
 
     def _bwd_layer(self, s: int, li: int, m: int, groups, tail: dict, entry: dict, load: bool):
         """Backward of layer `li`, microbatch `m`, on stage `s`'s NPUs, parts in reverse: its weights
-        streamed in first if `load`, each part after `tail`, the first also after `entry` (gradient
-        in). Returns (tail after the layer, {npu: its last weight-gradient task})."""
+        streamed in first if `load`; with full recompute of a transformer block its forward first
+        (after `entry`, the gradient in, as Megatron recomputes when the gradient arrives); each
+        part after `tail`, the first also after `entry`; a selective recompute before the part's
+        backward. Returns (tail after the layer, {npu: its last weight-gradient task})."""
+        plan = self.plans[li]
+        if self.st.recompute == "full" and plan.parts[0].block:
+            tail = self._fwd_layer(s, li, m, groups, tail, entry, phase="recompute")
+            entry = {}
         load_t = self._stream(s, li, "load") if load else None
         wg_tasks: dict = {}
-        for j, part in enumerate(self.plans[li].parts[::-1]):
-            for g in groups:
-                for p in g:
-                    extra = [tail.get(p), load_t]
-                    if j == 0:
-                        extra.append(entry.get(p))
-                    if part.ig_flops < 0:  # block part: one backward task
-                        wg_tasks[p] = self._comp(p, f"B{m} {part.name}", part.bwd_flops, part.bwd_mem, "bwd", extra)
-                    else:
-                        wg_tasks[p] = self._comp(p, f"B{m} {part.name} wg", part.bwd_flops, part.bwd_mem, "bwd_wg", extra)
-                        if part.ig_flops > 0 and li != 0:  # the first layer needs no input gradient
-                            self._comp(p, f"B{m} {part.name} ig", part.ig_flops, part.ig_mem, "bwd_ig")
-            tail = self._mp_allreduce(groups, part.bwd_ar, f"B{m} {part.name} MP all-reduce")
+
+        def compute(p, deps, part):
+            if part.rc_flops > 0:
+                self._comp(p, f"R{m} {part.name} core", part.rc_flops, part.rc_mem, "recompute", deps, part.rc_work)
+                deps = ()
+            if part.ig_flops < 0:  # block part: one backward task
+                wg_tasks[p] = self._comp(p, f"B{m} {part.name}", part.bwd_flops, part.bwd_mem, "bwd", deps, part.bwd_work)
+            else:
+                wg_tasks[p] = self._comp(p, f"B{m} {part.name} wg", part.bwd_flops, part.bwd_mem, "bwd_wg", deps,
+                                         part.bwd_work)
+                if part.ig_flops > 0 and li != 0:  # the first layer needs no input gradient
+                    self._comp(p, f"B{m} {part.name} ig", part.ig_flops, part.ig_mem, "bwd_ig", (), part.ig_work)
+
+        for j, part in enumerate(plan.parts[::-1]):
+            extra = {p: [load_t, entry.get(p) if j == 0 else None] for g in groups for p in g}
+            tail = self._part(groups, part.bwd_pre, part.bwd_post, f"B{m} {part.name}", "bwd", tail, extra,
+                              lambda p, deps, part=part: compute(p, deps, part))
         return tail, wg_tasks
 
     def _grads_done(self, s: int, li: int, wg_tasks: dict, m: int, flush: bool) -> None:
@@ -562,80 +461,34 @@ class _Emitter:
     def _dp_sync(self, s: int, layers: list[int], nbytes: float, wg_tasks: dict, m: int):
         b, st = self.b, self.st
         name = self.plans[layers[0]].name if len(layers) == 1 else f"{self.plans[layers[-1]].name}..{self.plans[layers[0]].name}"
-        for mi in range(st.mp):
+        for mi in range(self.mp_n):
             g = tuple(self.R[mi, s, :].tolist())
+            price = tuple(int(x) for x in self.RR[0, s, :]) if self.folded else None
             deps = [wg_tasks[p] for p in g]
             if st.zero == 2:
-                rs = b.collective("reduce-scatter", nbytes, g, "DP", f"{name} DP reduce-scatter", deps=deps)
-                c = b.collective("all-gather", nbytes, g, "DP", f"{name} DP all-gather", deps=[rs])
+                rs = b.collective("reduce-scatter", nbytes, g, "DP", f"{name} DP reduce-scatter", deps=deps, price=price)
+                c = b.collective("all-gather", nbytes, g, "DP", f"{name} DP all-gather", deps=[rs], price=price)
             else:
-                c = b.collective("all-reduce", nbytes, g, "DP", f"{name} DP all-reduce", deps=deps)
+                c = b.collective("all-reduce", nbytes, g, "DP", f"{name} DP all-reduce", deps=deps, price=price)
+            self.dp_done.setdefault(s, []).append(c)
             for li in layers:
                 for p in g:
                     self.dp_wait[(li, p)] = c
 
+    def _optimizer_step(self) -> None:
+        """The optimizer step of this iteration on every NPU (`Strategy.optimizer`): after its last
+        backward and its stage's DP collectives; the next iteration's compute follows it."""
+        if self.st.optimizer == "none":
+            return
+        from ..system.compute import Memory
 
-def _build_dlrm(model: Model, st: Strategy) -> WorkloadGraph:
-    if st.mp != 1 or st.pp != 1 or st.microbatches != 1:
-        raise ConfigError("parallelism", st.name, "accepted for DLRM: MP(1)-DP(n)-PP(1) with 1 microbatch "
-                                                  "(embeddings are sharded over all NPUs, MLPs data parallel)")
-    n, B = st.dp, model.dtype_bytes
-    b = GraphBuilder(n)
-    b.meta.update(model=model.name, strategy=st.name, microbatch=st.microbatch)
-    local = st.microbatch
-    embs = [layer for layer in model.layers if layer.kind == "embedding"]
-    first_emb = model.layers.index(embs[0])
-    bottom = list(model.layers[:first_emb])
-    top = [layer for layer in model.layers[first_emb + len(embs):]]
-    dim = embs[0].activation_elems
-    world = tuple(range(n))
-    # table-wise sharding: NPU i holds tables i, i+n, ...; the all-to-all moves every pooled vector
-    a2a = st.batch * len(embs) * dim * B / n
-    last = [None] * n
-    ar_wait: dict = {}
+        for s, layers in enumerate(self.stages):
+            params = sum(self.plans[li].params for li in layers)
+            nbytes = optimizer_bytes(params)
+            done = self.dp_done.pop(s, [])
+            for p in self.R[:, s, :].ravel().tolist():
+                self._comp(p, "optimizer step", 0.0, nbytes, "update", done, (Memory(nbytes, "adam"),))
 
-    def comp(p, name, layer: Layer, which, extra=()):
-        flops = {"fwd": layer.fwd_flops, "bwd_wg": layer.bwd_weight_flops, "bwd_ig": layer.bwd_input_flops}[which] * local
-        mem = (layer.weight_elems * (2 if which == "bwd_wg" else 1) + 2 * layer.activation_elems * local) * B
-        t = b.compute(p, name, flops=flops, mem_bytes=mem, phase=which, deps=(last[p], *extra))
-        last[p] = t
-        return t
 
-    def mlp_bwd(layers):
-        for layer in layers[::-1]:
-            wg = [comp(p, f"{layer.name} wg", layer, "bwd_wg") for p in range(n)]
-            if n > 1:
-                c = b.collective("all-reduce", layer.params * B, world, "DP", f"{layer.name} DP all-reduce", deps=wg)
-                ar_wait[layer.name] = c
-            if layer.bwd_input_flops > 0:
-                for p in range(n):
-                    comp(p, f"{layer.name} ig", layer, "bwd_ig")
-
-    for it in range(st.iterations):
-        b.iteration = it
-        look = []
-        for p in range(n):
-            rows = len(range(p, len(embs), n)) * st.batch * dim * B
-            t = b.compute(p, "embedding lookup", flops=0.0, mem_bytes=2 * rows, phase="fwd", deps=(last[p],))
-            last[p] = t
-            look.append(t)
-        fa = b.collective("all-to-all", a2a, world, "MP", "embedding all-to-all", deps=look) if n > 1 else None
-        for layer in bottom + top:
-            for p in range(n):
-                extra = [ar_wait.get(layer.name)]
-                if layer is top[0]:  # the interaction needs the exchanged embeddings
-                    extra.append(fa)
-                comp(p, f"{layer.name}", layer, "fwd", extra)
-        mlp_bwd([x for x in top if x.kind != "interaction"])
-        inter = [x for x in top if x.kind == "interaction"]
-        for layer in inter:
-            for p in range(n):
-                comp(p, f"{layer.name} ig", layer, "bwd_ig")
-        ba = b.collective("all-to-all", a2a, world, "MP", "embedding gradient all-to-all",
-                          deps=[last[p] for p in range(n)]) if n > 1 else None
-        mlp_bwd(bottom)
-        for p in range(n):
-            rows = len(range(p, len(embs), n)) * st.batch * dim * B
-            t = b.compute(p, "embedding update", flops=0.0, mem_bytes=2 * rows, phase="update", deps=(last[p], ba))
-            last[p] = t
-    return b.build()
+__all__ = ["AXES", "PP_SENDS", "RECOMPUTES", "SCHEDULES", "STAGE_LAYOUTS", "STAGE_SPLITS", "Strategy", "build_training",
+           "foldable", "plan_layers"]

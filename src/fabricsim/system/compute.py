@@ -1,0 +1,455 @@
+"""A GPU compute model that prices a transformer's kernels from their shapes.
+
+A GEMM runs as cuBLAS runs it (NVIDIA, "Matrix Multiplication Background User's Guide",
+https://docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication/index.html):
+the output is cut into tm x tn tiles, one thread block each, stepping through all of K. Tile
+quantization: a partial tile at the edge does a full tile's work (m costs ceil(m / tm) tiles).
+Wave quantization: the SMs run the tiles in waves of `sms` (one 256x128 tile per SM on the A100,
+the guide's example), and a partial last wave takes a full wave's time. A tile does 2 tm tn k
+FLOPs on one SM at its share of peak x ceiling, the ceiling being the measured fraction of peak a
+full wave of the best tile reaches (never fitted here). A tile size takes max(its compute, the
+GEMM's compulsory bytes at the achievable bandwidth); cuBLAS' heuristics pick the fastest tile, so
+the GEMM takes the minimum over the tiles, plus one launch. Limitation: every tile size runs at the
+same per-SM rate, while the guide notes smaller tiles reuse less data and run slower, so shapes
+where small tiles win are priced optimistically.
+
+A memory-bound kernel (layer norm, softmax, GeLU, dropout, residual add, the optimizer step)
+takes its bytes over the achievable bandwidth, plus one launch. The single-efficiency roofline
+(`system.npu.NPU`) stays as the simpler option.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+
+from ..errors import ConfigError
+
+# The output tile shapes cuBLAS chooses among, largest (most data reuse, most efficient) first, as
+# the Matrix Multiplication Background User's Guide lists them.
+CUBLAS_TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64))
+
+# The figures each preset cites a source for (one `sources` entry per figure, "figure: ...").
+FIGURES = ("peak_flops", "memory_bandwidth", "memory_capacity", "sms", "tiles", "gemm_ceiling",
+           "memory_efficiency", "kernel_overhead", "l2_bandwidth")
+
+
+def _count(field: str, value) -> int:
+    """`value` as a positive integer, else ConfigError naming `field`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ConfigError(field, value, "accepted: an integer >= 1")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """`count` independent (batched) GEMMs, each an (m x k) by (k x n) product.
+
+    Parameters
+    ----------
+    m, n, k : int
+        Each output is m x n, reduced over k; each >= 1.
+    count : int
+        Independent GEMMs of this shape run as one batched kernel, >= 1.
+
+    Examples
+    --------
+    >>> g = Gemm(2048, 4608, 12288)
+    >>> g.flops == 2 * 2048 * 4608 * 12288, g.bytes(2) == (2048 * 12288 + 12288 * 4608 + 2048 * 4608) * 2
+    (True, True)
+    """
+
+    m: int
+    n: int
+    k: int
+    count: int = 1
+
+    def __post_init__(self):
+        for name in ("m", "n", "k", "count"):
+            object.__setattr__(self, name, _count(f"gemm.{name}", getattr(self, name)))
+
+    @property
+    def flops(self) -> int:
+        """FLOPs: 2 m n k per GEMM (a multiply and an add per term), times `count`."""
+        return 2 * self.m * self.n * self.k * self.count
+
+    def bytes(self, dtype_bytes: float = 2) -> float:
+        """Compulsory memory traffic: read both operands and write the output once.
+
+        Parameters
+        ----------
+        dtype_bytes : float
+            Bytes per element (2 for fp16/bf16).
+
+        Returns
+        -------
+        float
+            (m k + k n + m n) x count x dtype_bytes, bytes.
+        """
+        return (self.m * self.k + self.k * self.n + self.m * self.n) * self.count * dtype_bytes
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A memory-bound kernel that reads and writes `nbytes` bytes in total.
+
+    Parameters
+    ----------
+    nbytes : float
+        Bytes read plus bytes written, >= 0.
+    name : str
+        What it is (layer norm, softmax, ...), for reports.
+    """
+
+    nbytes: float
+    name: str = ""
+
+    def __post_init__(self):
+        _real("memory.nbytes", self.nbytes, lambda v: 0 <= v < math.inf, "accepted: a finite byte count >= 0")
+
+
+Kernel = Gemm | Memory
+
+
+def _real(field: str, value, ok, accepted: str) -> None:
+    """ConfigError naming `field` unless `value` is a real number (not a bool) with ok(value)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not ok(value):
+        raise ConfigError(field, value, accepted)
+
+
+@dataclass(frozen=True)
+class GpuCompute:
+    """One GPU as the shape-aware compute model of the module doc.
+
+    Parameters
+    ----------
+    name : str
+        The part, e.g. ``A100-SXM4-80GB``.
+    peak_flops : float
+        Dense fp16/bf16 tensor-core peak, FLOP/s.
+    memory_bandwidth : float
+        HBM bandwidth from the datasheet, bytes/s.
+    memory_capacity : float
+        HBM capacity, bytes.
+    sms : int
+        Streaming multiprocessors: tiles in one wave.
+    tiles : tuple of (int, int)
+        Output tile shapes (tm, tn) cuBLAS chooses among.
+    gemm_ceiling : float
+        Fraction of peak a full wave of the best tile sustains, in (0, 1].
+    memory_efficiency : float
+        Fraction of `memory_bandwidth` memory-bound kernels reach, in (0, 1].
+    kernel_overhead : float
+        Seconds added per kernel launch, >= 0.
+    sources : tuple of str
+        One citation per figure (``"figure: value, source"``).
+    l2_bandwidth : float
+        L2 cache bandwidth, bytes/s (inf: not limiting). A tile's main loop reads (tm + tn) k
+        operand elements from L2 for 2 tm tn k FLOPs, so an SM's share l2_bandwidth / sms feeds at
+        most 2 tm tn / ((tm + tn) dtype bytes) FLOP per byte: small tiles reuse less and run slower
+        (the guide's point that larger tiles are more efficient).
+
+    Examples
+    --------
+    >>> gpu = GpuCompute("toy", peak_flops=100e12, memory_bandwidth=1e12, memory_capacity=1e9, sms=4,
+    ...                  tiles=((128, 128),), gemm_ceiling=0.5, memory_efficiency=1.0, kernel_overhead=0.0)
+    >>> t4, t5 = gpu.gemm_time(Gemm(256, 256, 4096)), gpu.gemm_time(Gemm(256, 384, 4096))  # 4 tiles, 6 tiles
+    >>> round(t5 / t4, 6)   # 6 tiles on 4 SMs: two waves
+    2.0
+    """
+
+    name: str
+    peak_flops: float
+    memory_bandwidth: float
+    memory_capacity: float
+    sms: int
+    tiles: tuple
+    gemm_ceiling: float
+    memory_efficiency: float
+    kernel_overhead: float
+    sources: tuple = ()
+    l2_bandwidth: float = math.inf
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError("npu.name", self.name, "accepted: a non-empty name")
+        for field, example in (("peak_flops", "312e12"), ("memory_bandwidth", "2.039e12"), ("memory_capacity", "80e9")):
+            _real(f"npu.{field}", getattr(self, field), lambda v: 0 < v < math.inf, f"accepted: a number > 0, e.g. {example}")
+        _count("npu.sms", self.sms)
+        try:
+            tiles = tuple((_count("npu.tiles", tm), _count("npu.tiles", tn)) for tm, tn in self.tiles)
+        except (TypeError, ValueError):
+            raise ConfigError("npu.tiles", self.tiles, "accepted: (tm, tn) pairs of integers >= 1") from None
+        if not tiles:
+            raise ConfigError("npu.tiles", self.tiles, "accepted: at least one (tm, tn) tile shape")
+        object.__setattr__(self, "tiles", tiles)
+        for field in ("gemm_ceiling", "memory_efficiency"):
+            _real(f"npu.{field}", getattr(self, field), lambda v: 0 < v <= 1, "accepted: a fraction in (0, 1]")
+        _real("npu.kernel_overhead", self.kernel_overhead, lambda v: 0 <= v < math.inf, "accepted: seconds >= 0, e.g. 1e-6")
+        if isinstance(self.sources, str) or not all(isinstance(s, str) for s in self.sources):
+            raise ConfigError("npu.sources", self.sources, "accepted: a tuple of citation strings")
+        object.__setattr__(self, "sources", tuple(self.sources))
+
+    def gemm_time(self, g: Gemm, dtype_bytes: float = 2) -> float:
+        """Seconds of one (batched) GEMM: tile and wave quantization, memory bound, one launch.
+
+        Parameters
+        ----------
+        g : Gemm
+            The GEMM.
+        dtype_bytes : float
+            Bytes per element of its operands (2 for fp16/bf16).
+
+        Returns
+        -------
+        float
+            min over tiles (tm, tn) of max(waves x 2 tm tn k / per-SM rate, compulsory bytes /
+            (bandwidth x memory efficiency)), plus `kernel_overhead`; waves = ceil(ceil(m / tm)
+            ceil(n / tn) count / sms); per-SM rate = min(peak x ceiling, l2_bandwidth x 2 tm tn /
+            ((tm + tn) dtype bytes)) / sms.
+        """
+        per_sm = self.peak_flops * self.gemm_ceiling / self.sms  # FLOP/s of one SM at the ceiling
+        memory = g.bytes(dtype_bytes) / (self.memory_bandwidth * self.memory_efficiency)
+        best = math.inf
+        for tm, tn in self.tiles:
+            # integer ceilings: a partial tile does a full tile's work, a partial wave takes a full wave's time
+            tiles = -(-g.m // tm) * -(-g.n // tn) * g.count
+            waves = -(-tiles // self.sms)
+            rate = min(per_sm, self.l2_bandwidth / self.sms * 2.0 * tm * tn / ((tm + tn) * dtype_bytes))
+            best = min(best, max(waves * 2.0 * tm * tn * g.k / rate, memory))
+        return best + self.kernel_overhead
+
+    def memory_time(self, k: Memory) -> float:
+        """Seconds of a memory-bound kernel.
+
+        Parameters
+        ----------
+        k : Memory
+            The kernel.
+
+        Returns
+        -------
+        float
+            nbytes / (memory_bandwidth x memory_efficiency) + kernel_overhead.
+        """
+        return k.nbytes / (self.memory_bandwidth * self.memory_efficiency) + self.kernel_overhead
+
+    def kernel_time(self, k: Kernel, dtype_bytes: float = 2) -> float:
+        """Seconds of one kernel: `gemm_time` of a `Gemm`, `memory_time` of a `Memory`.
+
+        Parameters
+        ----------
+        k : Gemm or Memory
+            The kernel.
+        dtype_bytes : float
+            Bytes per GEMM operand element.
+
+        Returns
+        -------
+        float
+            Seconds, launch included.
+        """
+        if isinstance(k, Gemm):
+            return self.gemm_time(k, dtype_bytes)
+        if isinstance(k, Memory):
+            return self.memory_time(k)
+        raise ConfigError("kernel", k, "accepted: a Gemm or a Memory kernel")
+
+    def kernels_time(self, kernels: Iterable[Kernel], dtype_bytes: float = 2) -> tuple[float, float, float]:
+        """Seconds of running kernels one after another on one stream.
+
+        Parameters
+        ----------
+        kernels : iterable of Gemm or Memory
+            The kernels.
+        dtype_bytes : float
+            Bytes per GEMM operand element.
+
+        Returns
+        -------
+        tuple of float
+            (total, seconds in GEMMs, seconds in memory-bound kernels), launches included.
+        """
+        times = [(isinstance(k, Gemm), self.kernel_time(k, dtype_bytes)) for k in kernels]
+        gemm = sum(t for is_gemm, t in times if is_gemm)
+        memory = sum(t for is_gemm, t in times if not is_gemm)
+        return gemm + memory, gemm, memory
+
+    def efficiency(self, g: Gemm, dtype_bytes: float = 2) -> float:
+        """Achieved fraction of peak of one GEMM, flops / `gemm_time` / peak_flops (reports, tests).
+
+        Parameters
+        ----------
+        g : Gemm
+            The GEMM.
+        dtype_bytes : float
+            Bytes per operand element.
+
+        Returns
+        -------
+        float
+            In (0, gemm_ceiling].
+        """
+        return g.flops / self.gemm_time(g, dtype_bytes) / self.peak_flops
+
+
+def adam_step_bytes(params: float, param_bytes: float = 2, grad_bytes: float = 4, master_bytes: float = 4,
+                    state_bytes: float = 8) -> float:
+    """Bytes the mixed-precision Adam step reads and writes, as Megatron-LM runs it.
+
+    Megatron-LM keeps fp32 main gradients, fp32 master weights and two fp32 moments. The step reads
+    the gradient (4), reads and writes the master weight (2 x 4), reads and writes both moments
+    (2 x 8, state_bytes being the two 4-byte moments) and writes the fp16/bf16 weight (2):
+    4 + 8 + 16 + 2 = 30 bytes per parameter with the defaults. Gradient-norm clipping (another
+    read of the gradients) and zeroing the gradient buffers are left out.
+
+    Parameters
+    ----------
+    params : float
+        Parameters this GPU updates (its shard), >= 0.
+    param_bytes, grad_bytes, master_bytes, state_bytes : float
+        Bytes per parameter of the model weight, main gradient, master weight and both moments.
+
+    Returns
+    -------
+    float
+        params x (grad + 2 master + 2 state + param), bytes.
+
+    Examples
+    --------
+    >>> adam_step_bytes(1e9) / 1e9
+    30.0
+    """
+    _real("params", params, lambda v: 0 <= v < math.inf, "accepted: a finite parameter count >= 0")
+    return params * (grad_bytes + 2 * master_bytes + 2 * state_bytes + param_bytes)
+
+
+def adam_step(params: float, param_bytes: float = 2, grad_bytes: float = 4, master_bytes: float = 4,
+              state_bytes: float = 8) -> Memory:
+    """The optimizer step as one memory-bound kernel (fused multi-tensor Adam).
+
+    Parameters
+    ----------
+    params : float
+        Parameters this GPU updates.
+    param_bytes, grad_bytes, master_bytes, state_bytes : float
+        As `adam_step_bytes`.
+
+    Returns
+    -------
+    Memory
+        A kernel of `adam_step_bytes` bytes named ``adam``.
+    """
+    return Memory(adam_step_bytes(params, param_bytes, grad_bytes, master_bytes, state_bytes), "adam")
+
+
+# Sources shared by the presets.
+_GUIDE = ("NVIDIA, Matrix Multiplication Background User's Guide, https://docs.nvidia.com/deeplearning/"
+          "performance/dl-performance-matrix-multiplication/index.html")
+_MAMF = ("S. Bekman, ml-engineering, 'Maximum Achievable Matmul FLOPS comparison table' (BF16, mean of 100 "
+         "iterations, best shape), https://github.com/stas00/ml-engineering/blob/master/compute/accelerator/README.md")
+_AZURE = "Microsoft Azure, AI-benchmarking-guide, https://github.com/Azure/AI-benchmarking-guide, Azure_Results/"
+_A100_DS = ("NVIDIA A100 Tensor Core GPU datasheet, https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/"
+            "a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf")
+_A100_WP = ("NVIDIA A100 Tensor Core GPU Architecture whitepaper, https://images.nvidia.com/aem-dam/en-zz/"
+            "Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf")
+_H100_WP = "NVIDIA H100 Tensor Core GPU Architecture whitepaper, https://resources.nvidia.com/en-us-hopper-architecture/nvidia-h100-tensor-c"
+_H100_DS = "NVIDIA H100 datasheet, https://www.nvidia.com/en-us/data-center/h100/"
+_TILES = f"tiles: 256x128, 128x256, 128x128, 256x64, 64x256, 128x64, 64x128, 64x64, {_GUIDE}"
+# Back-to-back launches of a 2.9 us kernel in one stream took 3.8 us each: ~0.9 us per launch that
+# the GPU does not hide. Not re-read in this session (the stored copy here holds only its title).
+_LAUNCH = ("kernel_overhead: 0.9 us = 3.8 us per back-to-back launch of a 2.9 us kernel in one stream, A. Gray, "
+           "'Getting Started with CUDA Graphs', NVIDIA Technical Blog 2019, https://developer.nvidia.com/blog/cuda-graphs/")
+
+A100_SXM4_80GB = GpuCompute(
+    name="A100-SXM4-80GB",
+    peak_flops=312e12,            # dense fp16/bf16 tensor core (624 with sparsity)
+    memory_bandwidth=2.039e12,    # HBM2e
+    memory_capacity=80e9,         # datasheet GB; the part holds 80 GiB, so this is conservative
+    sms=108,
+    tiles=CUBLAS_TILES,
+    gemm_ceiling=271.2 / 312,     # best measured bf16 matmul, 0.869 (Azure's 8192^3 fp16 cuBLASLt: 253.7, 0.813)
+    memory_efficiency=1.70e12 / 2.039e12,  # STREAM Triad 1.70 TB/s, 0.834 (BabelStream on EPCC Tursa: 1.725, 0.846)
+    kernel_overhead=0.9e-6,
+    l2_bandwidth=5120 * 1.41e9,   # 5,120 bytes/clk at the 1,410 MHz boost clock: 7.22 TB/s
+    sources=(
+        f"peak_flops: 312 TFLOP/s dense FP16/BF16 Tensor Core, {_A100_DS}",
+        f"memory_bandwidth: 2,039 GB/s HBM2e (A100 80GB SXM), {_A100_DS}",
+        f"memory_capacity: 80 GB HBM2e, {_A100_DS}",
+        f"sms: 108 SMs in the A100 product, {_A100_WP}",
+        _TILES,
+        f"gemm_ceiling: 271.2 of 312 TFLOP/s (86.9%), NVIDIA A100 SXM, torch 2.6.0+cu126, {_MAMF}",
+        f"memory_efficiency: STREAM Triad 1.70 TB/s on A100-SXM4-80GB (ND A100 v4), {_AZURE}ND_A100_v4_results.md",
+        _LAUNCH,
+        f"l2_bandwidth: 5,120 bytes/clk (A100) at 1,410 MHz boost, {_A100_WP} (L2 cache read bandwidth, "
+        "2.3x V100's 2,048 bytes/clk)",
+    ),
+)
+
+A100_SXM4_40GB = replace(
+    A100_SXM4_80GB,
+    name="A100-SXM4-40GB",
+    memory_bandwidth=1.555e12,    # HBM2; same GA100 compute and clocks as the 80 GB part
+    memory_capacity=40e9,
+    memory_efficiency=1377.5e9 / 1.555e12,  # BabelStream 5.0 Triad 1,377.5 GB/s on ALCF Polaris, 0.886
+    sources=tuple(
+        {"memory_bandwidth": f"memory_bandwidth: 1,555 GB/s HBM2 (A100 40GB SXM), {_A100_DS}",
+         "memory_capacity": f"memory_capacity: 40 GB HBM2, {_A100_DS}",
+         "memory_efficiency": "memory_efficiency: BabelStream 5.0 CUDA Triad 1,377,517 MB/s on A100-SXM4-40GB "
+                              "(ALCF Polaris), https://github.com/argonne-lcf/ALCFBeginnersGuide, polaris/02_profiling.md",
+         }.get(src.split(":")[0], src) for src in A100_SXM4_80GB.sources),
+)
+
+H100_SXM5_80GB = GpuCompute(
+    name="H100-SXM5-80GB",
+    peak_flops=989.4e12,          # dense bf16 (the datasheet's 1,979 TFLOP/s is with sparsity)
+    memory_bandwidth=3.35e12,     # HBM3
+    memory_capacity=80e9,
+    sms=132,
+    tiles=CUBLAS_TILES,           # the guide's list; Hopper's kernels differ, the wave rule is the same
+    gemm_ceiling=794.5 / 989,     # best measured bf16 matmul, 0.803
+    memory_efficiency=2.97e12 / 3.35e12,   # STREAM Triad 2.97 TB/s, 0.887
+    kernel_overhead=0.9e-6,
+    l2_bandwidth=5120 / 108 * 132 * 1.98e9,  # ASSUMPTION: A100's L2 bytes/clk per SM, 132 SMs, 1,980 MHz boost
+    sources=(
+        f"peak_flops: 989.4 TFLOP/s dense BF16 Tensor Core (1,978.9 with sparsity), H100 SXM5, {_H100_WP}",
+        f"memory_bandwidth: 3.35 TB/s HBM3, H100 SXM, {_H100_DS}",
+        f"memory_capacity: 80 GB HBM3, H100 SXM, {_H100_DS}",
+        f"sms: 132 SMs in H100 SXM5, {_H100_WP}",
+        _TILES,
+        f"gemm_ceiling: 794.5 of 989 TFLOP/s (80.3%), NVIDIA H100 SXM, torch 2.7.0+cu126, {_MAMF}",
+        f"memory_efficiency: STREAM Triad 2.97 TB/s on H100 80GB HBM3 (ND H100 v5), {_AZURE}ND_H100_v5_results.md "
+        "(kept in its forks, e.g. github.com/samuel-bohman/AI-benchmarking-guide)",
+        _LAUNCH,
+        "l2_bandwidth: ASSUMPTION 12.4 TB/s = A100's 5,120 bytes/clk over 108 SMs, x 132 SMs x 1,980 MHz boost "
+        f"(the H100 whitepaper gives no bytes/clk figure), {_H100_WP}",
+    ),
+)
+
+GPUS = MappingProxyType({"a100": A100_SXM4_80GB, "a100-40gb": A100_SXM4_40GB, "h100": H100_SXM5_80GB})
+
+
+def get_gpu(name: str) -> GpuCompute:
+    """The preset GPU of this name (case-insensitive).
+
+    Parameters
+    ----------
+    name : str
+        One of `GPUS`' names: ``a100``, ``a100-40gb``, ``h100``.
+
+    Returns
+    -------
+    GpuCompute
+
+    Examples
+    --------
+    >>> get_gpu("A100").sms
+    108
+    """
+    key = name.strip().lower() if isinstance(name, str) else None
+    if key not in GPUS:
+        raise ConfigError("npu.gpu", name, f"accepted: one of {', '.join(GPUS)}")
+    return GPUS[key]

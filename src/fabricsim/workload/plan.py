@@ -1,0 +1,254 @@
+"""What one NPU runs per microbatch for each layer: its parts, their FLOPs, bytes and kernels, and
+the tensor-parallel communication around them (Megatron-LM, Shoeybi et al. 2019; sequence
+parallelism and recomputation, Korthikanti et al. 2022).
+
+A transformer block is two parts, attention and MLP. Per microbatch of b sequences, with
+tensor-parallel degree t > 1 and S = b x seq x hidden x dtype bytes (one full activation):
+- without sequence parallelism each part's forward ends with an all-reduce of S over the MP group
+  and so does each part's backward (Megatron's f and g operators: 2 + 2 per block);
+- with sequence parallelism each part starts with an all-gather of S and ends with a
+  reduce-scatter of S, forward and backward (4 all-gathers + 4 reduce-scatters per block). A ring
+  all-reduce of S sends 2 (t-1)/t S per rank, an all-gather plus a reduce-scatter (t-1)/t S each:
+  the same bytes, split in two. LayerNorm, dropout and residual work on seq/t tokens.
+- The vocabulary-parallel embedding ends with an all-reduce of its output (sequence parallel: a
+  reduce-scatter; its backward then starts with an all-gather); the head all-reduces the gradient
+  of its input (sequence parallel: all-gathers its input forward, reduce-scatters backward).
+- Recompute "selective": before the attention part's backward, its attention core (score and
+  context matmuls, softmax, dropout: 4 x seq^2 x hidden x b / t FLOPs) runs again. "full": before a
+  block's backward, its whole forward runs again, with its tensor-parallel communication. These
+  tasks have phase "recompute": hardware FLOPs, not model FLOPs.
+
+Each part carries FLOPs and memory bytes (the roofline's inputs, as before) and, when the model's
+shape is known (heads, ffn, vocab), its kernels by shape (`workload.kernels`), which an NPU with a
+compute model (`system.compute`) prices instead of the roofline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+from .models import DTYPES, Model
+from .strategy import Strategy
+
+
+@dataclass(frozen=True)
+class Comm:
+    """One collective over the MP group around a part: `coll` of `size` bytes (nccl-tests' size)."""
+
+    coll: str
+    size: float
+
+
+@dataclass(frozen=True)
+class Part:
+    """One compute unit of a layer, per NPU per microbatch (module doc). FLOPs, bytes; kernels
+    (tuples of `system.compute.Gemm`/`Memory`) or None where the shape is unknown."""
+
+    name: str
+    fwd_flops: float
+    fwd_mem: float
+    bwd_flops: float  # combined input+weight gradient (block parts) or weight gradient
+    bwd_mem: float
+    ig_flops: float  # input gradient run separately after the weight gradient (-1: combined)
+    ig_mem: float
+    fwd_pre: tuple[Comm, ...] = ()  # before the forward compute (sequence parallel all-gather)
+    fwd_post: tuple[Comm, ...] = ()  # after it (all-reduce, or reduce-scatter)
+    bwd_pre: tuple[Comm, ...] = ()
+    bwd_post: tuple[Comm, ...] = ()
+    fwd_work: tuple | None = None
+    bwd_work: tuple | None = None
+    ig_work: tuple | None = None
+    rc_flops: float = 0.0  # selective recompute before the backward (0: none)
+    rc_mem: float = 0.0
+    rc_work: tuple | None = None
+    block: bool = False  # a transformer block part (full recompute re-runs its forward)
+
+
+@dataclass(frozen=True)
+class LayerPlan:
+    """A layer's parts, its gradient bytes per NPU and its output activation of one microbatch."""
+
+    name: str
+    parts: tuple[Part, ...]
+    grad_bytes: float  # per NPU
+    act_bytes: float  # output activation of one microbatch (full)
+    params: float  # parameters per NPU (the optimizer step)
+
+
+def _split_backward(work: tuple) -> tuple[tuple, tuple]:
+    """(weight-gradient kernels, input-gradient kernels) of a forward kernel list: each GEMM (m, n,
+    k) gives a weight gradient (k, n, m) and an input gradient (m, k, n); memory kernels cost twice
+    their forward bytes, counted with the input gradient."""
+    from ..system.compute import Gemm, Memory
+
+    wg, ig = [], []
+    for k in reversed(work):
+        if isinstance(k, Gemm):
+            wg.append(Gemm(k.k, k.n, k.m, k.count))
+            ig.append(Gemm(k.m, k.k, k.n, k.count))
+        else:
+            ig.append(Memory(2 * k.nbytes, k.name))
+    return tuple(wg), tuple(ig)
+
+
+def _tp_comms(st: Strategy, size: float) -> tuple[tuple[Comm, ...], tuple[Comm, ...]]:
+    """(before, after) a block part, forward or backward: nothing at t = 1; an all-reduce after;
+    or, sequence parallel, an all-gather before and a reduce-scatter after."""
+    if st.mp == 1 or size <= 0:
+        return (), ()
+    if st.sequence_parallel:
+        return (Comm("all-gather", size),), (Comm("reduce-scatter", size),)
+    return (), (Comm("all-reduce", size),)
+
+
+def plan_layers(model: Model, st: Strategy) -> list[LayerPlan]:
+    """Every layer's plan under `st` (module doc).
+
+    Parameters
+    ----------
+    model : Model
+        A zoo model or a transformer by shape.
+    st : Strategy
+        The parallelization (mp, microbatch, recompute, sequence parallelism).
+
+    Returns
+    -------
+    list of LayerPlan
+        In layer order; ConfigError for tensor parallelism of a layer kind it is not modelled for,
+        or recompute / sequence parallelism of a model without transformer blocks.
+    """
+    mb, mp, B = st.microbatch, st.mp, model.dtype_bytes
+    gB = DTYPES[st.grad_dtype] if st.grad_dtype else B
+    # kernels by shape need t to divide the heads and ffn (Megatron-LM's rule); other splits keep
+    # the roofline on FLOPs (the FLOP-level model, as before shapes were known)
+    shaped = (model.heads is not None and model.ffn is not None and model.vocab is not None
+              and model.heads % mp == 0 and model.ffn % mp == 0)
+    if (st.recompute != "none" or st.sequence_parallel) and not model.blocks():
+        field = "parallelism.recompute" if st.recompute != "none" else "parallelism.sequence_parallel"
+        raise ConfigError(field, st.recompute if st.recompute != "none" else True,
+                          f"applies to transformer models ({model.name} has no transformer blocks)")
+    if shaped:
+        from . import kernels as K
+    plans = []
+    for layer in model.layers:
+        act = layer.activation_elems * mb * B
+        if layer.kind == "transformer_block":
+            plans.append(_plan_block(model, st, layer, act, gB, K if shaped else None))
+            continue
+        shard = mp if layer.kind in ("embedding", "lm_head") and model.hidden is not None else 1
+        if mp > 1 and shard == 1:
+            raise ConfigError("parallelism.mp", mp, f"accepted: 1 for layer kind {layer.kind!r} of {model.name} "
+                                                    "(tensor parallelism is modelled for transformer models)")
+        S = model.seq * model.hidden * mb * B if model.hidden else 0.0
+        pre_f = post_f = pre_b = post_b = ()
+        if mp > 1 and layer.kind == "embedding":
+            post_f = (Comm("reduce-scatter" if st.sequence_parallel else "all-reduce", act),)
+            pre_b = (Comm("all-gather", act),) if st.sequence_parallel else ()
+        if mp > 1 and layer.kind == "lm_head":
+            pre_f = (Comm("all-gather", S),) if st.sequence_parallel else ()
+            post_b = (Comm("reduce-scatter" if st.sequence_parallel else "all-reduce", S),)
+        fwd_work = wg_work = ig_work = None
+        if shaped and layer.kind == "embedding":
+            fwd_work = K.embedding_forward(mb, model.seq, model.hidden, mp, st.sequence_parallel, B)
+            wg_work = _split_backward(fwd_work)[1]  # the gradient rows added into the table
+        elif shaped and layer.kind == "lm_head":
+            # Megatron-LM pads the vocabulary to a multiple of 128 x t (make_vocab_size_divisible_by)
+            padded = -(-model.vocab // (128 * mp)) * 128 * mp
+            fwd_work = K.head_forward(mb, model.seq, model.hidden, padded, mp, B, sp=st.sequence_parallel)
+            wg_work, ig_work = _split_backward(fwd_work)
+        w = layer.weight_elems / shard
+        plans.append(LayerPlan(layer.name, (Part(
+            layer.name, layer.fwd_flops * mb / shard, (w + 2 * layer.activation_elems * mb) * B,
+            layer.bwd_weight_flops * mb / shard, (2 * w + 2 * layer.activation_elems * mb) * B,
+            layer.bwd_input_flops * mb / shard, (w + 2 * layer.activation_elems * mb) * B,
+            pre_f, post_f, pre_b, post_b, fwd_work, wg_work, ig_work),),
+            layer.params / shard * gB, act, layer.params / shard))
+    return plans
+
+
+def _plan_block(model: Model, st: Strategy, layer, act: float, gB: int, K) -> LayerPlan:
+    """A transformer block's attention and MLP parts (module doc)."""
+    mb, mp, B = st.microbatch, st.mp, model.dtype_bytes
+    h, s = model.hidden, model.seq
+    attn = min(2.0 * s * 4 * h * h + 4.0 * s * s * h, layer.fwd_flops)
+    fr = (attn / layer.fwd_flops, 1 - attn / layer.fwd_flops) if layer.fwd_flops else (0.5, 0.5)
+    pre, post = _tp_comms(st, act)
+    works: dict = {}
+    if K is not None:
+        sp = st.sequence_parallel
+        a_f = K.attention_forward(mb, s, h, model.heads, mp, sp, B)
+        m_f = K.mlp_forward(mb, s, h, model.ffn, mp, sp, B)
+        works = {"attn": (a_f, K.backward(a_f)), "mlp": (m_f, K.backward(m_f))}
+    parts = []
+    for nm, f in zip(("attn", "mlp"), fr):
+        rc_flops = rc_mem = 0.0
+        rc_work = None
+        if st.recompute == "selective" and nm == "attn":
+            heads = model.heads or 1
+            rc_flops = 4.0 * s * s * h * mb / mp  # score and context matmuls
+            rc_mem = 4.0 * mb * heads / mp * s * s * B  # scores written, softmax read + written, dropout written
+            rc_work = K.selective_recompute(mb, s, h, model.heads, mp, B) if K is not None else None
+        fw, bw = works.get(nm, (None, None))
+        parts.append(Part(
+            f"{layer.name}.{nm}", layer.fwd_flops * f * mb / mp,
+            (layer.weight_elems * f / mp + 2 * layer.activation_elems * mb) * B,
+            layer.bwd_flops * f * mb / mp, (2 * layer.weight_elems * f / mp + 3 * layer.activation_elems * mb) * B,
+            -1.0, 0.0, pre, post, pre, post, fw, bw, None, rc_flops, rc_mem, rc_work, block=True))
+    return LayerPlan(layer.name, tuple(parts), layer.params / mp * gB, act, layer.params / mp)
+
+
+def layer_stages(model: Model, pp: int, chunks: int = 1) -> list[range]:
+    """Megatron-LM's split: the transformer blocks in pp x chunks equal contiguous runs, the layers
+    before the first block (the embedding) with the first run, those after the last (the head)
+    with the last.
+
+    Parameters
+    ----------
+    model : Model
+        A model with transformer blocks.
+    pp : int
+        Pipeline stages.
+    chunks : int
+        Model chunks per stage (virtual stages); chunk c runs on stage c mod pp.
+
+    Returns
+    -------
+    list of range
+        Layer ranges of the pp x chunks chunks in model order; ConfigError when the blocks do not
+        split evenly.
+    """
+    kinds = [layer.kind for layer in model.layers]
+    blocks = [i for i, k in enumerate(kinds) if k == "transformer_block"]
+    n = pp * chunks
+    if not blocks or len(blocks) % n:
+        what = "pp" if chunks == 1 else "pp x virtual_stages"
+        raise ConfigError("parallelism.stage_split", "layers",
+                          f"accepted when the {len(blocks)} transformer blocks of {model.name} split evenly over "
+                          f"{what} = {n}; or stage_split: flops")
+    per = len(blocks) // n
+    cuts = [blocks[0] + per * c for c in range(n)] + [len(kinds)]
+    cuts[0] = 0
+    return [range(a, b) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def optimizer_bytes(params: float) -> float:
+    """Memory bytes of one mixed-precision Adam step over `params` parameters
+    (`system.compute.adam_step_bytes`).
+
+    Parameters
+    ----------
+    params : float
+        Parameters this NPU updates.
+
+    Returns
+    -------
+    float
+        Bytes read and written.
+    """
+    from ..system.compute import adam_step_bytes
+
+    return float(adam_step_bytes(params))
+
+
+__all__ = ["Comm", "LayerPlan", "Part", "layer_stages", "optimizer_bytes", "plan_layers"]

@@ -1,0 +1,213 @@
+"""The parallelization of a training job: `Strategy`, MP(x)-DP(y)-PP(z) and how it runs.
+
+What each field means for the workload graph is in `workload.parallelism` (the emitter) and
+`workload.megatron` (recompute, sequence parallelism, virtual pipeline stages, the optimizer step);
+this module only holds and checks the choices, each error naming the config field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError
+from .models import DTYPES
+
+SCHEDULES = ("gpipe", "1f1b")
+STAGE_LAYOUTS = ("contiguous", "interleaved")
+PP_SENDS = ("p2p", "multicast", "scatter-gather")
+RECOMPUTES = ("none", "selective", "full")
+STAGE_SPLITS = ("flops", "layers")
+OPTIMIZERS = ("none", "adam")
+AXES = ("mp", "pp", "dp")
+
+
+def _pos(field: str, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ConfigError(field, v, "accepted: an integer >= 1")
+    return int(v)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A parallelization MP(x)-DP(y)-PP(z) and how it runs (module doc).
+
+    Parameters
+    ----------
+    mp, pp, dp : int
+        Model (tensor), pipeline and data parallel degrees, >= 1; NPUs = mp x pp x dp.
+    batch : int
+        Global minibatch, samples (sequences); a multiple of dp x microbatches.
+    microbatches : int
+        Microbatches per minibatch on each pipeline.
+    schedule : str
+        Pipeline schedule of contiguous stages: gpipe or 1f1b (the interleaved layout is
+        breadth-first by construction and ignores it).
+    zero : int
+        0 (data-parallel all-reduce) or 2 (ZeRO-2: reduce-scatter, then all-gather).
+    dp_bucket : float
+        Data-parallel bucket size, bytes; 0 = one collective per layer.
+    placement : tuple of str
+        Order of mp, pp, dp in the rank numbering, fastest-varying first.
+    iterations : int
+        Training iterations.
+    grad_dtype : str, optional
+        Element type of gradients (default: the model's dtype).
+    weight_streaming : bool
+        Weights stream in from the I/O controllers for forward and backward, gradients out.
+    input_loading : bool
+        Each iteration's inputs come in through the I/O controllers.
+    stage_layout : str
+        "contiguous" (balanced contiguous stages) or "interleaved" (layer i on stage i mod pp,
+        breadth-first: FRED's weight-streaming pipeline, `workload.pipeline`).
+    pp_send : str
+        Stage-boundary transfers: "p2p" (each NPU to its peer) or "multicast" (MP rank 0
+        broadcasts to the next stage's MP group; the same as p2p when mp = 1).
+    input_prefetch : bool
+        With `input_loading`: iteration 0's input is already on the wafer and each iteration
+        prefetches the next one's (module doc).
+    recompute : str
+        Activation recomputation of transformer blocks (Megatron-LM, Korthikanti et al. 2022):
+        "none", "selective" (the attention core is recomputed before its backward) or "full"
+        (each block's forward, with its tensor-parallel communication, before its backward).
+    sequence_parallel : bool
+        Megatron's sequence parallelism (mp > 1): each block part is framed by an all-gather
+        before and a reduce-scatter after instead of one all-reduce; LayerNorm, dropout and
+        residual work on seq/mp tokens; stage-boundary transfers carry 1/mp of the activation.
+    virtual_stages : int
+        Model chunks per pipeline stage (Megatron's interleaved 1F1B): chunk c of pp x v equal
+        chunks of blocks runs on stage c mod pp. Needs schedule 1f1b, stage_split "layers" and
+        microbatches a multiple of pp.
+    stage_split : str
+        "flops" (contiguous stages balanced by forward FLOPs) or "layers" (Megatron-LM: equal
+        transformer blocks per stage, the embedding with the first, the head with the last).
+    optimizer : str
+        "none" or "adam": a memory-bound optimizer step per NPU after its stage's gradients are
+        reduced (mixed-precision Adam, `system.compute.adam_step_bytes`).
+
+    Examples
+    --------
+    >>> st = Strategy(mp=2, pp=2, dp=2, batch=8, microbatches=2)
+    >>> st.name, st.npus, st.microbatch
+    ('MP(2)-DP(2)-PP(2)', 8, 2)
+    >>> st.rank(mp_i=1, pp_i=0, dp_i=0), st.rank(0, 1, 0), st.rank(0, 0, 1)   # mp fastest
+    (1, 2, 4)
+    """
+
+    mp: int = 1
+    pp: int = 1
+    dp: int = 1
+    batch: int = 1  # global minibatch, samples (sequences)
+    microbatches: int = 1
+    schedule: str = "1f1b"
+    zero: int = 0
+    dp_bucket: float = 0.0  # bytes; 0 = one collective per layer
+    placement: tuple[str, ...] = AXES  # fastest-varying first
+    iterations: int = 1
+    grad_dtype: str | None = None  # default: the model's dtype
+    weight_streaming: bool = False  # weights stream in from I/O for forward and backward, gradients out
+    input_loading: bool = False  # each iteration's inputs come in through the I/O controllers
+    stage_layout: str = "contiguous"  # or "interleaved": layer i on stage i mod pp (workload.pipeline)
+    pp_send: str = "p2p"  # or "multicast": MP rank 0 broadcasts a boundary transfer to the next stage's MP group
+    input_prefetch: bool = False  # iteration 0's input already loaded; each iteration prefetches the next
+    recompute: str = "none"  # none, selective (attention core) or full (each block's forward)
+    sequence_parallel: bool = False  # Megatron SP: all-gather + reduce-scatter per part instead of all-reduce
+    virtual_stages: int = 1  # model chunks per stage (interleaved 1F1B)
+    stage_split: str = "flops"  # or "layers": equal blocks per stage (Megatron)
+    optimizer: str = "none"  # or "adam": a memory-bound optimizer step per iteration
+
+    def __post_init__(self):
+        for f in ("mp", "pp", "dp", "batch", "microbatches", "iterations"):
+            _pos(f"parallelism.{f}" if f in AXES else f"workload.{f}", getattr(self, f))
+        if self.schedule not in SCHEDULES:
+            raise ConfigError("parallelism.schedule", self.schedule, f"accepted: {', '.join(SCHEDULES)}")
+        if self.stage_layout not in STAGE_LAYOUTS:
+            raise ConfigError("parallelism.stage_layout", self.stage_layout, f"accepted: {', '.join(STAGE_LAYOUTS)}")
+        if self.pp_send not in PP_SENDS:
+            raise ConfigError("parallelism.pp_send", self.pp_send, f"accepted: {', '.join(PP_SENDS)}")
+        if not isinstance(self.input_prefetch, (bool, np.bool_)):
+            raise ConfigError("workload.input_prefetch", self.input_prefetch, "accepted: true or false")
+        if self.zero not in (0, 2):
+            raise ConfigError("parallelism.zero", self.zero, "accepted: 0 (plain all-reduce) or 2 (ZeRO stage 2)")
+        if not self.dp_bucket >= 0:
+            raise ConfigError("parallelism.dp_bucket", self.dp_bucket, "accepted: a size >= 0 (0 = per layer)")
+        pl = tuple(self.placement)
+        if sorted(pl) != sorted(AXES):
+            raise ConfigError("parallelism.placement", ",".join(pl), "accepted: an order of mp, pp, dp (fastest first), e.g. mp,pp,dp")
+        object.__setattr__(self, "placement", pl)
+        if self.grad_dtype is not None and self.grad_dtype not in DTYPES:
+            raise ConfigError("parallelism.grad_dtype", self.grad_dtype, "accepted: " + ", ".join(DTYPES))
+        for f, names in (("recompute", RECOMPUTES), ("stage_split", STAGE_SPLITS), ("optimizer", OPTIMIZERS)):
+            if getattr(self, f) not in names:
+                raise ConfigError(f"parallelism.{f}", getattr(self, f), f"accepted: {', '.join(names)}")
+        if not isinstance(self.sequence_parallel, (bool, np.bool_)):
+            raise ConfigError("parallelism.sequence_parallel", self.sequence_parallel, "accepted: true or false")
+        if self.sequence_parallel and self.mp == 1:
+            raise ConfigError("parallelism.sequence_parallel", True, "applies with mp > 1 (it splits the "
+                                                                     "tensor-parallel group's work along the sequence)")
+        if self.sequence_parallel and self.pp_send == "multicast":
+            raise ConfigError("parallelism.pp_send", "multicast", "accepted with sequence_parallel: p2p or "
+                                                                 "scatter-gather (each rank holds 1/mp of the activation)")
+        _pos("parallelism.virtual_stages", self.virtual_stages)
+        if self.virtual_stages > 1:
+            need = {"schedule": ("1f1b", self.schedule), "stage_layout": ("contiguous", self.stage_layout),
+                    "stage_split": ("layers", self.stage_split)}
+            for f, (want, got) in need.items():
+                if got != want:
+                    raise ConfigError(f"parallelism.{f}", got, f"accepted with virtual_stages > 1: {want}")
+            if self.pp < 2 or self.microbatches % self.pp:
+                raise ConfigError("parallelism.microbatches", self.microbatches,
+                                  f"accepted with virtual_stages > 1: pp >= 2 and a multiple of pp = {self.pp} "
+                                  "(Megatron's interleaved schedule)")
+        if self.batch % (self.dp * self.microbatches):
+            raise ConfigError("workload.batch", self.batch,
+                              f"accepted: a multiple of dp x microbatches = {self.dp * self.microbatches}")
+
+    @property
+    def npus(self) -> int:
+        """NPUs the strategy needs: mp x pp x dp."""
+        return self.mp * self.pp * self.dp
+
+    @property
+    def microbatch(self) -> int:
+        """Samples per microbatch: batch / (dp x microbatches)."""
+        return self.batch // (self.dp * self.microbatches)
+
+    @property
+    def name(self) -> str:
+        """`MP(x)-DP(y)-PP(z)`."""
+        return f"MP({self.mp})-DP({self.dp})-PP({self.pp})"
+
+    def rank(self, mp_i: int, pp_i: int, dp_i: int) -> int:
+        """NPU id of one worker, from the rank numbering `placement` sets.
+
+        Parameters
+        ----------
+        mp_i : int
+            Index in the model-parallel group, 0..mp-1.
+        pp_i : int
+            Pipeline stage, 0..pp-1.
+        dp_i : int
+            Data-parallel replica, 0..dp-1.
+
+        Returns
+        -------
+        int
+        """
+        idx = {"mp": mp_i, "pp": pp_i, "dp": dp_i}
+        size = {"mp": self.mp, "pp": self.pp, "dp": self.dp}
+        r, stride = 0, 1
+        for ax in self.placement:
+            r += idx[ax] * stride
+            stride *= size[ax]
+        return r
+
+    def ranks(self) -> np.ndarray:
+        """ranks()[mp_i, pp_i, dp_i] = NPU id."""
+        out = np.empty((self.mp, self.pp, self.dp), dtype=np.int64)
+        for a in range(self.mp):
+            for b in range(self.pp):
+                for c in range(self.dp):
+                    out[a, b, c] = self.rank(a, b, c)
+        return out
