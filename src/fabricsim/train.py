@@ -564,7 +564,8 @@ def memory_of(cfg: TrainConfig, system: System):
 
     st = strategy_of(cfg)
     with errors_in(cfg.source, "workload"):
-        if st.stage_layout != "contiguous" or st.weight_streaming or st.npus < 1:
+        # Korthikanti's forms need Megatron's layout: t dividing the heads and ffn, weights on the NPUs
+        if st.stage_layout != "contiguous" or st.weight_streaming or model.heads % st.mp or model.ffn % st.mp:
             return None, []
         split = layer_stages(model, st.pp) if st.stage_split == "layers" else _stages(model, st.pp)
         blocks = [sum(model.layers[i].kind == "transformer_block" for i in r) for r in split]

@@ -94,7 +94,7 @@ def layer_breakdown(res: TrainResult) -> tuple[list[str], np.ndarray, np.ndarray
     values = np.bincount(idx, weights=ts.seconds, minlength=n_it * n_l * n_c).reshape(n_it, n_l, n_c)
     comp = g.kind == TaskKind.COMPUTE
     pairs = np.unique(np.stack([layer[comp], g.npu[comp]]), axis=1) if comp.any() else np.zeros((2, 0), np.int64)
-    npus = np.bincount(pairs[0], minlength=n_l)
+    npus = np.bincount(pairs[0], minlength=n_l) * g.copies  # a folded NPU stands for its copies
     return list(order), values / max(g.n_npus, 1), npus
 
 
