@@ -179,6 +179,9 @@ def train_cases() -> list[Case]:
         _train(_sub(t, "parallelism: {dp: 4}", "parallelism: {dp: 4, recompute: full}"), "error", "recompute",
                "recompute of a model without transformer blocks"),
         _train(_sub(g, "seq: 128", "seq: 128.5"), "error", "seq", "coercion"),
+        _train(_sub(g, "iterations: 1,", "iterations: 1, fold: maybe,"), "error", "fold", "unknown fold"),
+        _train(_sub(g, "gpu: a100", "peak: 1PFLOP/s, memory_bandwidth: 1TB/s, compute: kernels"), "error", "compute",
+               "kernels without a gpu preset"),
     ]
     return ok + err
 

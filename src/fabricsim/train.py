@@ -555,17 +555,15 @@ def memory_of(cfg: TrainConfig, system: System):
     if w.model is None:
         return None, []
     model = w.build_model()
-    if model.heads is None or model.ffn is None or not model.blocks():
-        return None, []
     from .workload.memory import check_memory, stage_memory
     from .workload.models import DTYPES
     from .workload.parallelism import _stages
-    from .workload.plan import layer_stages
+    from .workload.plan import by_shape, layer_stages
 
     st = strategy_of(cfg)
     with errors_in(cfg.source, "workload"):
-        # Korthikanti's forms need Megatron's layout: t dividing the heads and ffn, weights on the NPUs
-        if st.stage_layout != "contiguous" or st.weight_streaming or model.heads % st.mp or model.ffn % st.mp:
+        # Korthikanti's forms need Megatron's layout (`plan.by_shape`) with the weights on the NPUs
+        if not by_shape(model, st.mp) or st.stage_layout != "contiguous" or st.weight_streaming:
             return None, []
         split = layer_stages(model, st.pp) if st.stage_split == "layers" else _stages(model, st.pp)
         blocks = [sum(model.layers[i].kind == "transformer_block" for i in r) for r in split]

@@ -98,8 +98,7 @@ def trace_events(res: TrainResult, npus: Sequence[int] | None = None) -> dict:
     real = None
     if g.fold is not None:  # real NPUs -> the folded NPU that stands for each (engine.fold)
         real = list(range(min(g.real_npus, DEFAULT_TRACE_NPUS))) if npus is None else sorted(set(int(r) for r in npus))
-        local = np.empty(g.fold.size, dtype=np.int64)
-        local[g.fold.ravel()] = np.repeat(np.arange(g.n_npus), g.copies)
+        local = g.fold_index()[0]
         npus = sorted(set(local[np.asarray(real, dtype=np.int64)].tolist()))
     elif npus is None:
         npus = range(min(g.n_npus, DEFAULT_TRACE_NPUS))
@@ -182,15 +181,14 @@ def _unfold(ev: list[dict], g, real: list[int]) -> list[dict]:
     """The events of a folded run (on one NPU per class) as the real NPUs `real` saw them: each
     ran its class's events at the same times (`engine.fold`); transfers go to the peer in the same
     column of `g.fold`, and arrows get one id per copy."""
-    col = {int(r): j for row in g.fold.tolist() for j, r in enumerate(row)}
-    local = {int(r): i for i, row in enumerate(g.fold.tolist()) for r in row}
+    local, col = g.fold_index()
     by_pid: dict[int, list[int]] = {}
     for r in real:
-        by_pid.setdefault(local[r], []).append(r)
+        by_pid.setdefault(int(local[r]), []).append(r)
     meta, rest = [], []
     for e in ev:
         for r in by_pid.get(e["pid"], ()):
-            j = col[r]
+            j = int(col[r])
             e2 = dict(e, pid=r)
             if e["ph"] == "M" and e["name"] == "process_name":
                 e2["args"] = {"name": f"NPU {r} (stage {int(g.stage[e['pid']])})"}

@@ -10,8 +10,6 @@ import dataclasses
 import json
 from pathlib import Path
 
-import numpy as np
-
 from rich.table import Table
 
 from ..engine.result import BREAKDOWN, Period, TrainResult
@@ -69,8 +67,7 @@ def write_breakdown_csv(res: TrainResult, path: str | Path) -> Path:
         w = csv.writer(fh)
         w.writerow(["iteration", "npu", "stage"] + [f"{k}_s" for k in BREAKDOWN] + ["iteration_s"])
         g = res.graph
-        # a folded graph's NPU stands for several real ones, which ran alike (engine.fold): one row each
-        local = np.arange(g.n_npus) if g.fold is None else np.argsort(g.fold.ravel(), kind="stable") // g.copies
+        local = g.fold_index()[0]  # a folded NPU stands for real ones that ran alike (engine.fold): one row each
         for it in range(sp.per_npu.shape[0]):
             length = repr(float(sp.edges[it + 1] - sp.edges[it]))
             for r, p in enumerate(local.tolist()):

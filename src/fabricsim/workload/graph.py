@@ -159,6 +159,22 @@ class WorkloadGraph:
         """
         return self.groups[i] if self.price_groups is None else self.price_groups[i]
 
+    def fold_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """For every real NPU: the NPU of the graph that stands for it, and its column in `fold`.
+
+        Returns
+        -------
+        (int64 array, int64 array)
+            Both of length `real_npus`, indexed by real NPU id (identity and zeros unless folded).
+        """
+        n = self.real_npus
+        if self.fold is None:
+            return np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        local, col = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        local[self.fold.ravel()] = np.repeat(np.arange(self.n_npus), self.copies)
+        col[self.fold.ravel()] = np.tile(np.arange(self.copies), self.n_npus)
+        return local, col
+
     def real_npu(self, p: int) -> int:
         """The real NPU whose transfers NPU `p` of the graph is priced as (itself unless folded).
 

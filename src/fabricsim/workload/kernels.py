@@ -153,13 +153,41 @@ def backward(kernels: Iterable) -> Kernels:
     """
     out = []
     for k in reversed(tuple(kernels)):
-        if isinstance(k, Gemm):
-            out += [Gemm(k.m, k.k, k.n, k.count), Gemm(k.k, k.n, k.m, k.count)]
-        elif isinstance(k, Memory):
-            out.append(Memory(2 * k.nbytes, f"{k.name} backward"))
-        else:
-            raise ConfigError("kernels", k, "accepted: Gemm and Memory kernels")
+        ig, wg = _backward_of(k)
+        out += [*ig, *wg]
     return tuple(out)
+
+
+def backward_split(kernels: Iterable) -> tuple[Kernels, Kernels]:
+    """The backward kernels of a forward list (`backward`'s rules), split for layers that run the
+    weight gradient and the input gradient as separate tasks.
+
+    Parameters
+    ----------
+    kernels : iterable of Gemm and Memory
+        A forward list.
+
+    Returns
+    -------
+    (tuple, tuple)
+        (weight-gradient GEMMs, input-gradient GEMMs and the memory-bound kernels), each in
+        reverse order.
+    """
+    wg, ig = [], []
+    for k in reversed(tuple(kernels)):
+        i, w = _backward_of(k)
+        ig += i
+        wg += w
+    return tuple(wg), tuple(ig)
+
+
+def _backward_of(k) -> tuple[tuple, tuple]:
+    """(input-gradient kernels, weight-gradient kernels) of one forward kernel (`backward`'s rules)."""
+    if isinstance(k, Gemm):
+        return (Gemm(k.m, k.k, k.n, k.count),), (Gemm(k.k, k.n, k.m, k.count),)
+    if isinstance(k, Memory):
+        return (Memory(2 * k.nbytes, f"{k.name} backward"),), ()
+    raise ConfigError("kernels", k, "accepted: Gemm and Memory kernels")
 
 
 def selective_recompute(b: int, s: int, h: int, a: int, t: int, dtype_bytes: float = 2) -> Kernels:

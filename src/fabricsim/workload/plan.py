@@ -76,22 +76,6 @@ class LayerPlan:
     params: float  # parameters per NPU (the optimizer step)
 
 
-def _split_backward(work: tuple) -> tuple[tuple, tuple]:
-    """(weight-gradient kernels, input-gradient kernels) of a forward kernel list: each GEMM (m, n,
-    k) gives a weight gradient (k, n, m) and an input gradient (m, k, n); memory kernels cost twice
-    their forward bytes, counted with the input gradient."""
-    from ..system.compute import Gemm, Memory
-
-    wg, ig = [], []
-    for k in reversed(work):
-        if isinstance(k, Gemm):
-            wg.append(Gemm(k.k, k.n, k.m, k.count))
-            ig.append(Gemm(k.m, k.k, k.n, k.count))
-        else:
-            ig.append(Memory(2 * k.nbytes, k.name))
-    return tuple(wg), tuple(ig)
-
-
 def _tp_comms(st: Strategy, size: float) -> tuple[tuple[Comm, ...], tuple[Comm, ...]]:
     """(before, after) a block part, forward or backward: nothing at t = 1; an all-reduce after;
     or, sequence parallel, an all-gather before and a reduce-scatter after."""
@@ -100,6 +84,27 @@ def _tp_comms(st: Strategy, size: float) -> tuple[tuple[Comm, ...], tuple[Comm, 
     if st.sequence_parallel:
         return (Comm("all-gather", size),), (Comm("reduce-scatter", size),)
     return (), (Comm("all-reduce", size),)
+
+
+def by_shape(model: Model, mp: int) -> bool:
+    """Whether `model` runs Megatron-LM's layout under tensor degree `mp`: a transformer whose shape is
+    known and whose heads and ffn `mp` divides. Then its kernels (`workload.kernels`) and its memory
+    (`workload.memory`) are modelled by shape; other splits keep the roofline on FLOPs, as before
+    shapes were known.
+
+    Parameters
+    ----------
+    model : Model
+        The model.
+    mp : int
+        Tensor-parallel degree.
+
+    Returns
+    -------
+    bool
+    """
+    return (model.heads is not None and model.ffn is not None and model.vocab is not None and bool(model.blocks())
+            and model.heads % mp == 0 and model.ffn % mp == 0)
 
 
 def plan_layers(model: Model, st: Strategy) -> list[LayerPlan]:
@@ -120,10 +125,7 @@ def plan_layers(model: Model, st: Strategy) -> list[LayerPlan]:
     """
     mb, mp, B = st.microbatch, st.mp, model.dtype_bytes
     gB = DTYPES[st.grad_dtype] if st.grad_dtype else B
-    # kernels by shape need t to divide the heads and ffn (Megatron-LM's rule); other splits keep
-    # the roofline on FLOPs (the FLOP-level model, as before shapes were known)
-    shaped = (model.heads is not None and model.ffn is not None and model.vocab is not None
-              and model.heads % mp == 0 and model.ffn % mp == 0)
+    shaped = by_shape(model, mp)
     if (st.recompute != "none" or st.sequence_parallel) and not model.blocks():
         field = "parallelism.recompute" if st.recompute != "none" else "parallelism.sequence_parallel"
         raise ConfigError(field, st.recompute if st.recompute != "none" else True,
@@ -151,12 +153,12 @@ def plan_layers(model: Model, st: Strategy) -> list[LayerPlan]:
         fwd_work = wg_work = ig_work = None
         if shaped and layer.kind == "embedding":
             fwd_work = K.embedding_forward(mb, model.seq, model.hidden, mp, st.sequence_parallel, B)
-            wg_work = _split_backward(fwd_work)[1]  # the gradient rows added into the table
+            wg_work = K.backward_split(fwd_work)[1]  # the gradient rows added into the table
         elif shaped and layer.kind == "lm_head":
             # Megatron-LM pads the vocabulary to a multiple of 128 x t (make_vocab_size_divisible_by)
             padded = -(-model.vocab // (128 * mp)) * 128 * mp
             fwd_work = K.head_forward(mb, model.seq, model.hidden, padded, mp, B, sp=st.sequence_parallel)
-            wg_work, ig_work = _split_backward(fwd_work)
+            wg_work, ig_work = K.backward_split(fwd_work)
         w = layer.weight_elems / shard
         plans.append(LayerPlan(layer.name, (Part(
             layer.name, layer.fwd_flops * mb / shard, (w + 2 * layer.activation_elems * mb) * B,
@@ -251,4 +253,4 @@ def optimizer_bytes(params: float) -> float:
     return float(adam_step_bytes(params))
 
 
-__all__ = ["Comm", "LayerPlan", "Part", "layer_stages", "optimizer_bytes", "plan_layers"]
+__all__ = ["Comm", "LayerPlan", "Part", "by_shape", "layer_stages", "optimizer_bytes", "plan_layers"]
