@@ -29,6 +29,9 @@ EXPECTED = {
     "bucket": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
     "hamiltonian_rings": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
     "circulant_rings": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
+    "nccl_ring": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
+    "nccl_tree": ({"all-reduce"}, set()),
+    "nvls": ({"all-reduce"}, set()),
     "swing": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
     "torus_recursive_doubling": ({"all-reduce", "reduce-scatter", "all-gather"}, {"all-reduce", "reduce-scatter", "all-gather"}),
 }

@@ -69,6 +69,10 @@ SMALL = [
     ("direct", {"n": 3, "links": [(0, 1), (1, 2), (2, 0)], "bidirectional": False}),
     ("direct", {"n": 3, "switches": 1, "links": [(0, 3), (1, 3), (2, 3)]}),
     ("circulant", {"n": 12, "jumps": (1, 5)}), ("circulant", {"n": 8, "jumps": (1, 4)}),
+    ("dgx", {"nodes": 2, "gpus": 4, "nics": 2, "nvlink": 3e11, "nic": 2.5e10}), ("dgx", {"nodes": 1, "nvlink": 3e11}),
+    ("dgx", {"nodes": 4, "gpus": 2, "nics": 2, "nvlink": 1e9, "nic": 1e9, "leaf": 2, "sharp": True, "sharp_rate": 1e9}),
+    ("dgx", {"nodes": 2, "gpus": 4, "nics": 1, "nvlink": 1e9, "nic": 1e9, "fabric": "switch"}),
+    ("dgx-a100", {"nodes": 2}), ("dgx-h100", {"nodes": 2, "nvls_rate": 1e11}), ("tpu-v4", {}), ("tpu-v4", {"dims": (2, 1, 3)}),
 ]
 
 

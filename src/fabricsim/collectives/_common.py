@@ -34,3 +34,82 @@ def require_root(root: int, p: int) -> int:
     if not 0 <= int(root) < p:
         raise ConfigError("root", root, f"accepted: a rank 0..{p - 1}")
     return int(root)
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ConfigError(name, value, "accepted: an integer >= 1")
+    return int(value)
+
+
+def cluster_group_reason(p: int, options: dict) -> str | None:
+    """Why `p` ranks cannot be split into nodes of `options["gpus_per_node"]` GPUs, or None.
+
+    Parameters
+    ----------
+    p : int
+        Ranks in the group.
+    options : dict
+        Typed options; `gpus_per_node` absent or None means one node of p GPUs.
+
+    Returns
+    -------
+    str or None
+        None when p is a multiple of gpus_per_node; else the "accepted: ..." text.
+    """
+    gpus = options.get("gpus_per_node")
+    if p < 2:
+        return "accepted: at least 2 ranks"
+    if gpus is not None and not isinstance(gpus, bool) and isinstance(gpus, (int, np.integer)) and gpus >= 1 and p % gpus:
+        return f"accepted: a multiple of gpus_per_node={int(gpus)} ranks (whole nodes)"
+    return None
+
+
+def cluster_layout(algorithm: str, collective: str, p: int, gpus_per_node, nics_per_node) -> tuple[int, int, int]:
+    """Checked node shape of an NCCL-style algorithm on p ranks (rank k*G + g is GPU g of node k).
+
+    Parameters
+    ----------
+    algorithm, collective : str
+        For error messages.
+    p : int
+        Ranks in the group, >= 2.
+    gpus_per_node : int or None
+        GPUs per node G (None: p, one node).
+    nics_per_node : int or None
+        NICs per node N, a divisor of G (None: 1); GPU g uses NIC g*N // G.
+
+    Returns
+    -------
+    (int, int, int)
+        (G, N, nodes); UnsupportedGroupSize when p is not a multiple of G, ConfigError naming
+        `gpus_per_node` or `nics_per_node` for a bad value.
+    """
+    G = p if gpus_per_node is None else _positive_int("gpus_per_node", gpus_per_node)
+    N = 1 if nics_per_node is None else _positive_int("nics_per_node", nics_per_node)
+    reason = cluster_group_reason(p, {"gpus_per_node": G})
+    if reason is not None:
+        raise UnsupportedGroupSize(algorithm, collective, p, reason)
+    if G % N:
+        small = [d for d in range(1, int(G**0.5) + 1) if G % d == 0]
+        divisors = sorted(set(small + [G // d for d in small]))
+        raise ConfigError("nics_per_node", N, f"accepted: a divisor of gpus_per_node={G} ({', '.join(map(str, divisors))})")
+    return G, N, p // G
+
+
+def channel_count(channels, default: int) -> int:
+    """Checked `channels` option of an NCCL-style algorithm.
+
+    Parameters
+    ----------
+    channels : int or None
+        What was given (None: `default`).
+    default : int
+        The algorithm's default for this node shape.
+
+    Returns
+    -------
+    int
+        The channel count; ConfigError naming `channels` unless an integer >= 1.
+    """
+    return default if channels is None else _positive_int("channels", channels)

@@ -24,11 +24,11 @@ from ._common import is_pow2
 from .schedule import Schedule
 
 OptionType = Literal["bool", "int", "ints", "choice", "shape", "choice-per-dim"]
-Helper = Literal["reducing-switch", "switch-tree"]
+Helper = Literal["reducing-switch", "switch-tree", "node-switches"]
 
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 # int options that size a schedule, and the resource limit (`fabricsim.limits`) each is under
-_LIMITED = {"chunks": "chunks"}
+_LIMITED = {"chunks": "chunks", "channels": "chunks"}
 _MAX_DIGITS = 30  # longer integers are refused unread (int() of 5000 digits raises)
 
 
@@ -196,9 +196,11 @@ class Algorithm:
     dims : bool
         Takes a `dims` option that defaults to the topology's shape (when the group is the whole
         network in rank order; else (p,)).
-    helper : {"reducing-switch", "switch-tree"} or None
+    helper : {"reducing-switch", "switch-tree", "node-switches"} or None
         Helper nodes its schedules use: one switch that reduces and multicasts, attached to every
-        rank; or each rank's reducing leaf switch and the root switch above the leaves.
+        rank; or each rank's reducing leaf switch and the root switch above the leaves; or each
+        node's reducing switch (NVSwitch) and, with several nodes, one reducing fabric switch per
+        rail reachable from the rail's GPUs (SHARP; `api.node_switches`).
     jumps : bool
         Takes a `steps` option that defaults to the ring steps a circulant topology's jumps give
         the group (`circulant_rings.ring_steps`).
@@ -209,6 +211,11 @@ class Algorithm:
         Its schedules stream through switches (reduce up, multicast down, pipelined): every
         network model prices them as one stream per flow, not as lock-step steps, unless the
         option `lockstep` asks for steps.
+    cluster : bool
+        Takes options `gpus_per_node` and `nics_per_node` that default to the group's shape on a
+        cluster of scale-up nodes (`Topology.node_gpus`, `node_nics`): the members per node and
+        the NICs they use when the group is node-major with the same count on every node it
+        touches, else one node of p ranks with one NIC (`api.cluster_shape`).
     aliases : mapping
         Other names, each with the options it presets (`bidirectional_ring` = ring with
         bidirectional=true).
@@ -228,6 +235,7 @@ class Algorithm:
     jumps: bool = False
     ring_order: bool = False
     streams: bool = False
+    cluster: bool = False
     aliases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     check: Callable[[str, int, dict], str | None] | None = None
 

@@ -4,8 +4,9 @@ This is where topology facts meet pure algorithms, through what each algorithm d
 (`collectives.algorithm.Algorithm`): the group (default: every NPU in rank order), visited in
 the topology's preferred ring order for ring algorithms; the dimensions of a multi-dimensional
 network for algorithms that take `dims` (when the group is the whole network in rank order); the
-switch that reduces in the network, or the tree of them, for in-network algorithms. The returned
-schedule is placed: its nodes are topology nodes.
+switch that reduces in the network, or the tree of them, for in-network algorithms; the GPUs and
+NICs per node of a cluster (`cluster_shape`) for NCCL's algorithms. The returned schedule is
+placed: its nodes are topology nodes.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from .sizing import estimate_blocks
 
 _MAX_RANK = 10**18
 
-__all__ = ["build_schedule", "normalize_collective", "parse_group", "reducing_switch", "resolve_group", "switch_tree"]
+__all__ = ["build_schedule", "cluster_shape", "node_switches", "normalize_collective", "parse_group", "reducing_switch", "resolve_group",
+           "switch_tree"]
 
 
 def parse_group(text: str | None, field: str = "group") -> list[int] | None:
@@ -191,6 +193,100 @@ def ring_ordered(topo: Topology, group: np.ndarray) -> np.ndarray:
     return group[np.argsort(pos[group], kind="stable")]
 
 
+def node_switches(topo: Topology, group: np.ndarray, gpus_per_node: int, nics_per_node: int) -> np.ndarray:
+    """For `nvls`: each node's reducing switch and, with several nodes, each rail's SHARP switch.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    group : int64 array
+        NPU ids, node-major: members k*G .. k*G + G - 1 of the group are node k's.
+    gpus_per_node, nics_per_node : int
+        G and N of the group (`cluster_shape`); member g of a node uses rail g*N // G.
+
+    Returns
+    -------
+    int64 array
+        The nodes' switches in node order (`reducing_switch` of each node's members), then for
+        each rail the lowest-id switch that reduces and multicasts and that every member on the
+        rail reaches (`Topology.route`); ConfigError when a node or a rail has none.
+    """
+    G, N = int(gpus_per_node), int(nics_per_node)
+    nodes = len(group) // G
+    out = [reducing_switch(topo, group[k * G:(k + 1) * G]) for k in range(nodes)]
+    if nodes == 1:
+        return np.array(out, dtype=np.int64)
+    able = np.flatnonzero(topo.can_reduce & topo.can_multicast)
+    fabric = [int(s) for s in able if s not in out]
+    rail = (np.arange(len(group)) % G) * N // G
+    for r in range(N):
+        members = group[rail == r]
+        for s in fabric:
+            try:
+                topo.route(members, np.full(len(members), s))
+                topo.route(np.full(len(members), s), members)
+            except ValueError:
+                continue
+            out.append(s)
+            break
+        else:
+            raise ConfigError("algorithm", "nvls",
+                              f"across nodes needs a fabric switch that reduces and multicasts (SHARP) above every "
+                              f"rail; rail {r} of {topo.name} has none (try dgx-h100:nodes=2,sharp)")
+    return np.array(out, dtype=np.int64)
+
+
+def cluster_shape(topo: Topology, group: np.ndarray) -> tuple[int, int]:
+    """GPUs per node and NICs per node of a group, as NCCL's algorithms see it (`Algorithm.cluster`).
+
+    On a cluster of scale-up nodes (`topo.node_gpus` = G > 0; NPU k*G + g is GPU g of node k, which
+    uses NIC g*node_nics // G), a group that is node-major in its given order (the members on one
+    node consecutive, in any order of nodes) with the same number m of members on every node it
+    touches is m GPUs per node; its NICs per node are the distinct NICs the m members of a node
+    use, when that count is the same on every node and divides m, else 1. Any other group, and
+    every group on a topology that is not a cluster, is one node of p GPUs with one NIC.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network (`node_gpus`, `node_nics`).
+    group : int64 array
+        NPU ids of the group, in group order (local rank i of a node is its i-th member there).
+
+    Returns
+    -------
+    (int, int)
+        (gpus_per_node, nics_per_node): the whole 4-GPU, 2-NIC nodes give (4, 2), one node's GPUs
+        (4, 2), GPU g of every node (a data-parallel group) (1, 1), a non-cluster topology (p, 1).
+
+    Examples
+    --------
+    >>> from dataclasses import replace
+    >>> from fabricsim.topology import parse_topology
+    >>> topo = replace(parse_topology("switch:16"), node_gpus=4, node_nics=2)
+    >>> cluster_shape(topo, np.arange(16)), cluster_shape(topo, np.array([1, 5, 9, 13]))
+    ((4, 2), (1, 1))
+    """
+    g = np.asarray(group, dtype=np.int64)
+    p = len(g)
+    G = int(getattr(topo, "node_gpus", 0) or 0)
+    if G <= 0 or p == 0:
+        return p, 1
+    node = g // G
+    starts = np.concatenate([[0], np.flatnonzero(node[1:] != node[:-1]) + 1])
+    lengths = np.diff(np.append(starts, p))
+    if len(np.unique(node[starts])) != len(starts) or np.any(lengths != lengths[0]):
+        return p, 1  # a node's members are not consecutive, or nodes hold different counts
+    m = int(lengths[0])
+    N = max(1, int(getattr(topo, "node_nics", 0) or 0))
+    nic = (g % G) * N // G
+    run = np.repeat(np.arange(len(starts)), m)
+    per_node = np.bincount(np.unique(run * N + nic) // N, minlength=len(starts))
+    n = int(per_node[0])
+    return (m, n) if np.all(per_node == n) and m % n == 0 else (m, 1)
+
+
 def build_schedule(
     topo: Topology,
     collective: str,
@@ -250,6 +346,14 @@ def build_schedule(
         from .circulant_rings import ring_steps
 
         opts["steps"] = ring_steps(topo.n_npus, topo.jumps, g)
+    if alg.cluster and (opts.get("gpus_per_node") is None or opts.get("nics_per_node") is None):
+        gpus, nics = cluster_shape(topo, g)
+        if opts.get("gpus_per_node") is None:
+            opts["gpus_per_node"] = gpus
+        elif opts["gpus_per_node"] != gpus:
+            nics = 1  # the user's node size is not the group's: its NICs are unknown
+        if opts.get("nics_per_node") is None:
+            opts["nics_per_node"] = nics
     reason = alg.supports(collective, p, opts)
     if reason is not None:
         if collective not in alg.collectives:
@@ -264,7 +368,7 @@ def build_schedule(
         tree = switch_tree(topo, g)
         opts["leaf_of"] = tree[0]
     given = choice.kwargs
-    culprit = ("chunks", given["chunks"]) if "chunks" in given else ("steps", given["steps"]) if "steps" in given else None
+    culprit = next(((k, given[k]) for k in ("chunks", "steps", "channels") if k in given), None)
     check_limit("blocks", estimate_blocks(alg.name, collective, p, opts),
                 f"schedule entries ({alg.name} {collective} on {p} ranks: transfers x blocks)",
                 *((_field(where or "algorithm", culprit[0]), _text(culprit[1])) if culprit else ("group size", p)))
@@ -283,6 +387,8 @@ def build_schedule(
             nodes = np.concatenate([g, np.unique(tree[0]), [] if tree[1] is None else [tree[1]]]).astype(np.int64)
         elif alg.helper == "reducing-switch":
             nodes = np.concatenate([g, [reducing_switch(topo, g)]])
+        elif alg.helper == "node-switches":
+            nodes = np.concatenate([g, node_switches(topo, g, opts["gpus_per_node"], opts["nics_per_node"])])
         else:
             raise ValueError(f"{alg.name}: schedule has helper nodes but declares no helper")
     return s.placed(nodes)

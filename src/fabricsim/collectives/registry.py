@@ -22,6 +22,9 @@ from . import (
     hierarchical,
     in_network,
     in_network_tree,
+    nvls,
+    nccl_ring,
+    nccl_tree,
     recursive_doubling,
     ring,
     swing,
@@ -63,11 +66,14 @@ register(double_binary_tree.ALGORITHM)
 register(hierarchical.ALGORITHM)
 register(in_network.ALGORITHM)
 register(in_network_tree.ALGORITHM)
+register(nvls.ALGORITHM)
 register(swing.ALGORITHM)
 register(swing.TORUS_RECURSIVE_DOUBLING)
 register(bucket.ALGORITHM)
 register(hamiltonian_rings.ALGORITHM)
 register(circulant_rings.ALGORITHM)
+register(nccl_ring.ALGORITHM)
+register(nccl_tree.ALGORITHM)
 
 
 def resolve_algorithm(name: str) -> tuple[Algorithm, dict[str, Any]]:

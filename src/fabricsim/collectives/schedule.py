@@ -112,6 +112,15 @@ class Step:
         """Number of blocks each transfer moves (int64[T])."""
         return np.diff(self.ptr)
 
+    @property
+    def first_block(self) -> np.ndarray:
+        """The first block id of each transfer at repetition 0 (-1 for a transfer without blocks)."""
+        if self.ranges:
+            return np.where(np.diff(self.ptr) > 0, self.blocks, -1)
+        if not len(self.blocks):
+            return np.full(self.n_transfers, -1, dtype=np.int64)
+        return np.where(np.diff(self.ptr) > 0, self.blocks[np.minimum(self.ptr[:-1], len(self.blocks) - 1)], -1)
+
     def explicit(self) -> "Step":
         """The same step with every block id listed (range form expanded)."""
         if not self.ranges:

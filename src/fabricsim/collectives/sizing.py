@@ -97,12 +97,34 @@ def _circulant_rings(c: str, p: int, o: dict) -> float:
     return 8.0 * len(set(o.get("steps") or (1,))) * p
 
 
+def _nccl_ring(c: str, p: int, o: dict) -> float:
+    channels = int(o.get("channels") or max(1, int(o.get("nics_per_node") or 1)))
+    return 4.0 * channels * p  # one compressed step of channels x p transfers per phase
+
+
+def _nccl_tree(c: str, p: int, o: dict) -> float:
+    """Every (edge, piece) is listed once up and once down, except in the steady middle of the
+    pipeline, which is one step: at most min(chunks, 4H + 2) listings of the channels x (p-1) edges
+    each way, H = G - 1 + the node tree's height."""
+    channels = int(o.get("channels") or max(2, 2 * int(o.get("nics_per_node") or 1)))
+    chunks = int(o.get("chunks") or 64)
+    gpus = int(o.get("gpus_per_node") or p)
+    height = gpus - 1 + (_log2(p // gpus) if p >= 2 * gpus else 0)
+    return 2.0 * channels * p * min(chunks, 4 * height + 2)
+
+
+def _nvls(c: str, p: int, o: dict) -> float:
+    gpus = int(o.get("gpus_per_node") or p)
+    return 2.0 * p * gpus + 6.0 * p  # steps 1 and 6 move G slices per rank, the others one
+
+
 _ESTIMATES: dict[str, Callable[[str, int, dict], float]] = {
     "ring": _ring, "direct": _direct, "recursive_doubling": _recursive_doubling,
     "halving_doubling": _halving_doubling, "double_binary_tree": _double_binary_tree,
     "hierarchical": _hierarchical, "in_network": _in_network, "in_network_tree": _in_network_tree,
     "swing": _swing, "torus_recursive_doubling": _swing, "bucket": _bucket,
     "hamiltonian_rings": _hamiltonian_rings, "circulant_rings": _circulant_rings,
+    "nccl_ring": _nccl_ring, "nccl_tree": _nccl_tree, "nvls": _nvls,
 }
 
 

@@ -113,15 +113,15 @@ def route_step(topo: Topology, schedule: Schedule, step: Step) -> RoutedStep:
     """
     nodes = schedule.topology_nodes()
     src, dst = nodes[step.src], nodes[step.dst]
-    ptr, links = topo.route(src, dst)
+    ptr, links, use = topo.route_reducing(src, dst, step.reduce, step.first_block)
     n_t = len(src)
     hops = np.diff(ptr)
     tid = np.repeat(np.arange(n_t), hops)
-    inc = sp.csr_matrix((np.ones(len(links)), (links, tid)), shape=(topo.n_links, n_t))
+    inc = sp.csr_matrix((use, (links, tid)), shape=(topo.n_links, n_t))
     lat = np.bincount(tid, weights=topo.link_lat[links], minlength=n_t)
     bw = np.full(n_t, np.inf)
     if len(links):
-        np.minimum.at(bw, tid, topo.link_bw[links])
+        np.minimum.at(bw, tid, topo.link_bw[links] / use)
     return RoutedStep(step.repeat, inc, schedule.transfer_fraction(step), lat, bw,
                       np.where(src < topo.n_npus, src, -1))
 
@@ -311,13 +311,14 @@ class AnalyticalCollective:
         self.routed = None
         self.phases = [np.arange(len(f))]
         links = f.route_links
-        inv_bw = 1.0 / topo.link_bw[links]
+        use = np.ones(len(links)) if f.route_weight is None else np.asarray(f.route_weight, float)
+        inv_bw = use / topo.link_bw[links]
         if self.injection is not None:  # links leaving an NPU carry what it injects
             inv_bw = np.where(topo.link_src[links] < topo.n_npus, np.maximum(inv_bw, 1.0 / self.injection), inv_bw)
         self._stream_per_byte = f.size * np.maximum.reduceat(inv_bw, f.route_ptr[:-1])  # s per byte of size
         self._stream_lat = f.latency
         ent = np.repeat(np.arange(len(f)), np.diff(f.route_ptr))
-        self._stream_link_frac = np.bincount(links, weights=f.size[ent], minlength=topo.n_links)
+        self._stream_link_frac = np.bincount(links, weights=f.size[ent] * use, minlength=topo.n_links)
 
     def _per_repetition(self, sizes: np.ndarray) -> np.ndarray:
         if self.routed is None:

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..collectives.schedule import Schedule
@@ -45,7 +47,19 @@ def schedule_flows(topo: Topology, schedule: Schedule, size: float, *, start: fl
     """
     if schedule.streaming and stream:
         return streaming_flows(topo, schedule, size, start=start, priority=priority)
-    return collective_flows(schedule, size, start=start, priority=priority)
+    flows = collective_flows(schedule, size, start=start, priority=priority)
+    if topo.reduce_link is not None and (topo.reduce_link >= 0).any():
+        # transfers reduced into a switch with a limited reduction unit cross it (explicit routes),
+        # each step's inputs into one switch sharing one output
+        nodes = schedule.topology_nodes()
+        parts = [topo.route_reducing(nodes[st.src], nodes[st.dst], st.reduce, st.first_block)
+                 for _, st in schedule.expanded() for st in [st.explicit()]]
+        if parts:
+            lens = np.concatenate([np.diff(p[0]) for p in parts])
+            flows = replace(flows, route_ptr=np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
+                            route_links=np.concatenate([p[1] for p in parts]),
+                            route_weight=np.concatenate([p[2] for p in parts]))
+    return flows
 
 
 def collective_flows(schedule: Schedule, size: float, *, start: float = 0.0, priority: int = 0,
@@ -149,8 +163,12 @@ def streaming_flows(topo: Topology, schedule: Schedule, size: float, *, start: f
     -------
     Flows
         With explicit link sets and latencies (the deepest input to the deepest output, s);
-        serial flows depend each on the one before.
+        serial flows depend each on the one before. A flow that is reduced at a switch with a
+        limited reduction throughput (`Topology.reduce_link`) also crosses that switch's reduction
+        unit, so it streams no faster than the switch reduces (NVLink SHARP's NVSwitch).
     """
+    if schedule.collective == "all-reduce":
+        return _one_stream(topo, schedule, size, start, priority)
     nodes = schedule.topology_nodes()
     p = schedule.p
     ranks, top = nodes[:p], int(nodes[-1])
@@ -172,7 +190,10 @@ def streaming_flows(topo: Topology, schedule: Schedule, size: float, *, start: f
         sets, each = [([j], [r for r in every if r != j]) for j in every], float(size) / p
     else:
         raise ValueError(f"streaming_flows: {c} is not an in-network collective")
-    links = [np.unique(np.concatenate([up[i] for i in u] + [down[i] for i in d])) for u, d in sets]
+    reduces = c in ("all-reduce", "reduce", "reduce-scatter")
+    links = [np.unique(np.concatenate([up[i] for i in u] + [down[i] for i in d]
+                                      + ([reduction_links(topo, np.concatenate([up[i] for i in u]))] if reduces else [])))
+             for u, d in sets]
     up_lat = np.array([topo.link_lat[x].sum() for x in up])
     dn_lat = np.array([topo.link_lat[x].sum() for x in down])
     lat = np.array([up_lat[u].max() + dn_lat[d].max() for u, d in sets])  # the deepest input to the deepest output
@@ -182,6 +203,55 @@ def streaming_flows(topo: Topology, schedule: Schedule, size: float, *, start: f
     return Flows(np.full(k, ranks[sets[0][0][0]]), np.full(k, top), np.full(k, each), np.full(k, float(start)),
                  None, np.full(k, int(priority)), dep_ptr.astype(np.int64), np.arange(k - 1, dtype=np.int64),
                  ptr.astype(np.int64), np.concatenate(links).astype(np.int64), lat)
+
+
+def _one_stream(topo: Topology, schedule: Schedule, size: float, start: float, priority: int) -> Flows:
+    """An all-reduce that streams as one flow: every stage of its schedule at once on successive
+    pieces. Each link carries what the schedule's transfers put on it (its weight: bytes per byte
+    of the collective; a reduction unit its switch's reduced output), so the busiest link sets the
+    rate; the latency is the sum over stages of each stage's longest path."""
+    nodes = schedule.topology_nodes()
+    n_l = topo.n_links
+    load = np.zeros(n_l)
+    lat = 0.0
+    for _, st in schedule.expanded():
+        st = st.explicit()
+        ptr, links, use = topo.route_reducing(nodes[st.src], nodes[st.dst], st.reduce, st.first_block)
+        frac = schedule.transfer_fraction(st)
+        tid = np.repeat(np.arange(st.n_transfers), np.diff(ptr))
+        load += np.bincount(links, weights=use * frac[tid], minlength=n_l)
+        lat += float(np.max(np.bincount(tid, weights=topo.link_lat[links], minlength=st.n_transfers), initial=0.0))
+    used = np.flatnonzero(load > 0)
+    weight = load[used]
+    one = np.allclose(weight, 1.0, rtol=0, atol=1e-12)
+    return Flows(nodes[:1], nodes[-1:], np.array([float(size)]), np.array([float(start)]), None,
+                 np.array([int(priority)]), np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                 np.array([0, len(used)], dtype=np.int64), used.astype(np.int64), np.array([lat]),
+                 None if one else weight)
+
+
+def reduction_links(topo: Topology, up_links: np.ndarray) -> np.ndarray:
+    """The reduction units a stream crosses: one per switch its up paths enter, where the switch
+    reduces at a limited rate (`Topology.reduce_link`).
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    up_links : int array
+        Link ids of the stream's up paths (towards its top switch).
+
+    Returns
+    -------
+    int64 array
+        Link ids of those switches' reduction units (self-loops whose bandwidth is the reduction
+        throughput, bytes of reduced output per second: a stream of S bytes puts S on each);
+        empty without units.
+    """
+    if topo.reduce_link is None or not len(up_links):
+        return np.zeros(0, dtype=np.int64)
+    unit = topo.reduce_link[np.unique(topo.link_dst[up_links])]
+    return unit[unit >= 0].astype(np.int64)
 
 
 def merge_flows(*parts: Flows, topo: Topology | None = None) -> Flows:
@@ -198,10 +268,10 @@ def merge_flows(*parts: Flows, topo: Topology | None = None) -> Flows:
     Returns
     -------
     Flows
-        The concatenation (route weights, gates and marks are not carried over).
+        The concatenation (gates and marks are not carried over; route weights are).
     """
     offs = np.cumsum([0] + [len(p) for p in parts])
-    routes = None
+    routes = weight = None
     if any(p.route_ptr is not None for p in parts):
         if topo is None:
             raise ValueError("merge_flows: parts with explicit link sets need topo= to route the others")
@@ -209,6 +279,9 @@ def merge_flows(*parts: Flows, topo: Topology | None = None) -> Flows:
         lens = np.concatenate([np.diff(r[0]) for r in got])
         routes = (np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
                   np.concatenate([r[1] for r in got]).astype(np.int64))
+        if any(p.route_weight is not None for p in parts):  # reduction units carry their inputs
+            weight = np.concatenate([p.route_weight if p.route_weight is not None and p.route_ptr is not None
+                                     else np.ones(len(r[1])) for p, r in zip(parts, got)])
     dep_ptrs, dep_idxs = [np.zeros(1, dtype=np.int64)], []
     base = 0
     for o, p in zip(offs[:-1], parts):
@@ -221,4 +294,4 @@ def merge_flows(*parts: Flows, topo: Topology | None = None) -> Flows:
         lat = np.concatenate([p.latency if p.latency is not None else np.full(len(p), np.nan) for p in parts])
     return Flows(cat("src"), cat("dst"), cat("size"), cat("start"), cat("cap"), cat("priority"),
                  np.concatenate(dep_ptrs), np.concatenate(dep_idxs) if dep_idxs else np.zeros(0, np.int64),
-                 *(routes or (None, None)), lat)
+                 *(routes or (None, None)), lat, weight)

@@ -84,6 +84,17 @@ class Topology:
         For circulant direct-connect topologies (TopoOpt): the ring jumps p wired as links
         i -> i + p (mod n_npus), in (0, n_npus); the `circulant_rings` all-reduce builds its rings
         from them. Empty otherwise.
+    node_gpus, node_nics : int
+        For clusters of scale-up nodes (`dgx`): accelerators per node (NPU k * node_gpus + g is GPU g
+        of node k) and NICs per node (GPU g uses NIC g * node_nics // node_gpus); 0: not a cluster.
+    link_class : int array [L] or None
+        Class of each link (an index into `link_classes`, -1: none), e.g. nvlink, pcie, nic, fabric.
+    link_classes : tuple of str
+        Names of the link classes.
+    reduce_link : int array [n_nodes] or None
+        For switches that reduce at a limited rate: the link id of the switch's reduction unit (a
+        self-loop whose bandwidth is the reduction throughput, bytes/s of reduced output); a stream
+        reduced at that switch crosses it. -1 (or None): unlimited.
     """
 
     name: str
@@ -105,6 +116,11 @@ class Topology:
     dim_kinds: tuple[str, ...] = ()
     leaf_of: np.ndarray | None = None
     jumps: tuple[int, ...] = ()
+    node_gpus: int = 0
+    node_nics: int = 0
+    link_class: np.ndarray | None = None
+    link_classes: tuple[str, ...] = ()
+    reduce_link: np.ndarray | None = None
 
     def __post_init__(self):
         n = self.n_nodes
@@ -126,7 +142,9 @@ class Topology:
         for name in ("can_reduce", "can_multicast"):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, np.zeros(n, dtype=bool))
-        for name in ("io_nodes", "io_attach", "ring_order", "switch_dim", "leaf_of"):
+        if self.link_class is not None and len(self.link_class) < L:  # links appended later (flow model): no class
+            object.__setattr__(self, "link_class", np.concatenate([self.link_class, np.full(L - len(self.link_class), -1)]))
+        for name in ("io_nodes", "io_attach", "ring_order", "switch_dim", "leaf_of", "link_class", "reduce_link"):
             a = getattr(self, name)
             if a is not None:
                 a = np.array(a, dtype=np.int64)
@@ -173,6 +191,52 @@ class Topology:
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         return self.router.route(self, src, dst)
+
+    def route_reducing(self, src, dst, reduce, output=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Paths as `route` gives them, where a transfer reduced into a switch with a limited
+        reduction throughput (`reduce_link`) also crosses that switch's reduction unit (last).
+
+        The unit's bandwidth is bytes of reduced output per second: the k transfers of one call
+        reduced into the same output of a switch share it, so each uses the unit at weight 1/k.
+
+        Parameters
+        ----------
+        src, dst : int sequences [T]
+            Nodes of each transfer (one step: transfers that are reduced together).
+        reduce : bool sequence [T]
+            Whether each transfer is reduced at its destination.
+        output : int sequence [T], optional
+            What each transfer reduces into (its first block id): transfers into one switch with the
+            same output share it (default: all of a switch's inputs share one).
+
+        Returns
+        -------
+        ptr : int64 array [T + 1]
+        links : int64 array
+            As `route`, with the unit's link appended to the paths of reducing transfers into a
+            switch that has one (no change on a topology without reduction units).
+        weight : float array
+            Per `links` entry: link use per byte of the transfer (1, and 1/k on a unit).
+        """
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        ptr, links = self.route(src, dst)
+        unit = np.full(len(dst), -1, dtype=np.int64)
+        if self.reduce_link is not None and len(dst):
+            unit = np.where(np.asarray(reduce, dtype=bool), self.reduce_link[dst], -1)
+        add = unit >= 0
+        if not add.any():
+            return ptr, links, np.ones(len(links))
+        key = dst[add] if output is None else dst[add] * (int(np.max(output)) + 2) + np.asarray(output)[add] + 1
+        _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+        inputs = counts[inv]
+        hops = np.diff(ptr)
+        tid = np.concatenate([np.repeat(np.arange(len(dst)), hops), np.flatnonzero(add)])
+        order = np.argsort(tid, kind="stable")  # the unit after the path's own links
+        new_ptr = np.zeros(len(dst) + 1, dtype=np.int64)
+        np.cumsum(hops + add, out=new_ptr[1:])
+        weight = np.concatenate([np.ones(len(links)), 1.0 / inputs])
+        return new_ptr, np.concatenate([links, unit[add]])[order], weight[order]
 
     def coords(self, ranks) -> np.ndarray:
         """Coordinates (..., D) of NPU ranks in `dims`, dimension 0 fastest.

@@ -14,6 +14,8 @@ limits before anything is allocated, parse the bandwidths and latencies, call th
     wafer:5x4,io=128GB/s                          fred:5x4,up=12TB/s,io=128GB/s,reduce   (FRED paper)
     direct (programmatic only): n NPUs and a list of links, fewest-hop routing
     circulant:12:1,5  rings i <-> i+p for each jump p (TopoOpt), fewest-hop routing
+    dgx:nodes=32,gpus=8,nics=8,nvlink=450GB/s,nic=400Gbps,fabric=rail-fat-tree   GPU nodes on a fabric
+    dgx-a100:nodes=32  dgx-h100:nodes=32  tpu-v4:4x4x4   presets (topology/presets.py)
 
 Bandwidth and latency are per link and direction, one value for all dimensions or one per
 dimension (stack, torus, mesh). Adding a family: a file in `builders/` ending with its `FAMILY`
@@ -32,6 +34,7 @@ from ..errors import ConfigError
 from ..units import parse_bandwidth, parse_time
 from .builders import (
     circulant,
+    dgx,
     direct,
     fat_tree,
     fred,
@@ -43,6 +46,7 @@ from .builders import (
     torus,
     wafer,
 )
+from . import presets
 from .defaults import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
 from .family import LinkValues, Params, TopologyFamily, check_link_value, check_size
 from .graph import Topology
@@ -71,6 +75,10 @@ _register(wafer.FAMILY)
 _register(fred.FAMILY)
 _register(direct.FAMILY)
 _register(circulant.FAMILY)
+_register(dgx.FAMILY)
+_register(presets.DGX_A100_FAMILY)
+_register(presets.DGX_H100_FAMILY)
+_register(presets.TPU_V4_FAMILY)
 
 
 # ---- the one build path --------------------------------------------------------------------------

@@ -1,0 +1,245 @@
+"""NCCL's tree all-reduce as NCCL runs it on a cluster of scale-up nodes (DGX/HGX).
+
+The group is `nodes` nodes of G GPUs (rank n*G + g is GPU g of node n) with N NICs per node
+(GPU g on rail g*N // G, q = G/N GPUs per rail). NCCL runs `channels` = c trees at once (default
+2N, at least 2), channel k carrying 1/c of the buffer. Channel k's tree over all p ranks:
+
+- its *head* GPU h_k = r_k*q + (k // N) mod q on rail r_k = k mod N (`head_gpu`), the same
+  local GPU in every node;
+- inside every node a chain h_k, h_k+1, ..., h_k+G-1 (mod G): every GPU's parent is the one
+  before it, so data is reduced up the chain into the head and broadcast back down it;
+- between nodes a binary tree over the nodes' heads: tree 1 of the double binary tree
+  (`double_binary_tree.in_order_tree` over the nodes) or its complement (tree 2,
+  `second_tree_map`); channel k uses tree (k + (k // N if N is even else 0)) mod 2, so channels
+  2m and 2m+1 always use different trees (each such pair is a whole double binary tree) and
+  every rail carries both trees over 2N channels. A head's parent is the head of its node's parent node, so every cross-node transfer
+  is head to head on rail r_k (no proxy hop).
+
+On one node (G = p) each tree is a chain (NCCL's tree inside a node); with G = 1 (one GPU per
+node, e.g. a data-parallel group) it is the double binary tree over the nodes.
+
+Schedule: each channel's buffer share is split into `chunks` pipelined pieces: channel k owns
+blocks [k*chunks, (k+1)*chunks). As in `double_binary_tree`, in lock-step step t a non-root
+rank of height h (leaves 0) sends piece t-h up to its parent (reduce), and a rank at depth d
+copies piece t-H-d to its children, H = G - 1 + the node tree's height being the height of every
+channel's tree. All channels run in the same steps: 2H + chunks - 1 steps; the steady middle of
+the pipeline, where every edge is busy, is one repeated `Step`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+from ._common import channel_count, cluster_group_reason, cluster_layout, require_collective, require_group
+from .algorithm import Algorithm, Option
+from .double_binary_tree import _compress, _depth_height, in_order_tree, second_tree_map
+from .nccl_ring import CLUSTER_OPTIONS
+from .schedule import Schedule
+
+TREE_CHUNKS = 64
+"""Default pipeline pieces per channel: NCCL streams a large buffer through the tree in many small
+chunks; in lock-step the pipeline's fill and drain cost (2H - 1) of the 2H + chunks - 1 steps, about
+a quarter at H = 12 (8 GPUs, 32 nodes), against 3/4 with 8 pieces."""
+
+COLLECTIVES = ("all-reduce",)
+
+
+def head_gpu(k: int, gpus_per_node: int, nics_per_node: int) -> int:
+    """Local GPU that heads channel k's chain in every node (module doc).
+
+    Parameters
+    ----------
+    k : int
+        Channel, >= 0.
+    gpus_per_node : int
+        G, GPUs per node.
+    nics_per_node : int
+        N, a divisor of G.
+
+    Returns
+    -------
+    int
+        A GPU on rail k mod N, the channels sharing a rail spread over its G/N GPUs.
+
+    Examples
+    --------
+    >>> [head_gpu(k, 8, 4) for k in range(8)]
+    [0, 2, 4, 6, 1, 3, 5, 7]
+    """
+    q = gpus_per_node // nics_per_node
+    return (k % nics_per_node) * q + (k // nics_per_node) % q
+
+
+def tree_of_channel(k: int, nics_per_node: int) -> int:
+    """Which tree of the double binary tree over the nodes channel k uses: 0 or 1 (module doc).
+
+    Parameters
+    ----------
+    k : int
+        Channel, >= 0.
+    nics_per_node : int
+        N.
+
+    Returns
+    -------
+    int
+        (k + k // N) mod 2 for even N, k mod 2 for odd N.
+
+    Examples
+    --------
+    >>> [tree_of_channel(k, 4) for k in range(8)], [tree_of_channel(k, 1) for k in range(4)]
+    ([0, 1, 0, 1, 1, 0, 1, 0], [0, 1, 0, 1])
+    """
+    return (k + (k // nics_per_node if nics_per_node % 2 == 0 else 0)) % 2
+
+
+def node_trees(nodes: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Both trees of the double binary tree over the nodes.
+
+    Parameters
+    ----------
+    nodes : int
+        Nodes, >= 1.
+
+    Returns
+    -------
+    list of two (parent, depth, height) int64 arrays [nodes]
+        Parent node (-1 at the root), depth (root 0) and height (leaves 0) in tree 1 and tree 2.
+    """
+    parent1 = in_order_tree(nodes)
+    depth1, height1 = _depth_height(parent1)
+    perm, _ = second_tree_map(nodes)
+    parent2 = np.full(nodes, -1, dtype=np.int64)
+    depth2 = np.empty(nodes, dtype=np.int64)
+    height2 = np.empty(nodes, dtype=np.int64)
+    has = parent1 >= 0
+    parent2[perm[has]] = perm[parent1[has]]
+    depth2[perm], height2[perm] = depth1, height1
+    return [(parent1, depth1, height1), (parent2, depth2, height2)]
+
+
+def channel_tree(k: int, p: int, gpus_per_node: int, nics_per_node: int, trees) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Parent, depth and height of every rank in channel k's tree.
+
+    Parameters
+    ----------
+    k : int
+        Channel.
+    p : int
+        Ranks, a multiple of G.
+    gpus_per_node, nics_per_node : int
+        G and N.
+    trees : list
+        `node_trees(p // G)`.
+
+    Returns
+    -------
+    (int64 array [p], int64 array [p], int64 array [p])
+        Parent rank (-1 at the root), depth and height of every rank.
+    """
+    G = gpus_per_node
+    h = head_gpu(k, G, nics_per_node)
+    npar, ndepth, nheight = trees[tree_of_channel(k, nics_per_node)]
+    rank = np.arange(p, dtype=np.int64)
+    node, pos = rank // G, (rank % G - h) % G  # pos: place in the node's chain, head 0
+    parent = np.where(pos > 0, node * G + (h + pos - 1) % G, np.where(npar[node] >= 0, npar[node] * G + h, -1))
+    depth = ndepth[node] + pos
+    height = np.where(pos > 0, G - 1 - pos, G - 1 + nheight[node])
+    return parent, depth, height
+
+
+def nccl_tree(
+    collective: str,
+    p: int,
+    *,
+    channels: int | None = None,
+    chunks: int | None = None,
+    gpus_per_node: int | None = None,
+    nics_per_node: int | None = None,
+    root: int = 0,
+) -> Schedule:
+    """Multi-channel tree all-reduce: chains inside the nodes, a double binary tree between them.
+
+    Parameters
+    ----------
+    collective : str
+        all-reduce.
+    p : int
+        Ranks in the group, >= 2, a multiple of `gpus_per_node`.
+    channels : int, optional
+        Trees run at once, each on 1/channels of the buffer (default 2 x nics_per_node, at
+        least 2: both trees of the double binary tree).
+    chunks : int, optional
+        Pipeline pieces per channel, >= 1 (default 8).
+    gpus_per_node : int, optional
+        GPUs per node G (default p: one node, every tree a chain).
+    nics_per_node : int, optional
+        NICs per node N, a divisor of G (default 1).
+    root : int
+        Accepted for a uniform signature and ignored.
+
+    Returns
+    -------
+    Schedule
+        Unplaced, channels*chunks blocks, 2H + chunks - 1 steps with H = G - 1 + the node tree's
+        height; `meta` has the channels, chunks, node shape, heads, trees and H.
+    """
+    require_collective("nccl_tree", collective, COLLECTIVES)
+    require_group("nccl_tree", collective, p)
+    p = int(p)
+    G, N, nodes = cluster_layout("nccl_tree", collective, p, gpus_per_node, nics_per_node)
+    c = channel_count(channels, max(2, 2 * N))
+    chunks = TREE_CHUNKS if chunks is None else chunks
+    if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
+        raise ConfigError("chunks", chunks, "accepted: an integer >= 1")
+    chunks = int(chunks)
+
+    trees = node_trees(nodes)
+    child, par, h_up, d_par, base = [], [], [], [], []
+    for k in range(c):
+        parent, depth, height = channel_tree(k, p, G, N, trees)
+        v = np.flatnonzero(parent >= 0)
+        child.append(v)
+        par.append(parent[v])
+        h_up.append(height[v])
+        d_par.append(depth[v] - 1)
+        base.append(np.full(len(v), k * chunks, dtype=np.int64))
+    e_child, e_parent, e_h, e_pd, e_base = (np.concatenate(a) for a in (child, par, h_up, d_par, base))
+    H = G - 1 + int(trees[0][2].max())
+    E = len(e_child)
+
+    # every (edge, piece) once up at step h + piece and once down at step H + depth(parent) + piece
+    piece = np.arange(chunks, dtype=np.int64)
+    edge = np.tile(np.repeat(np.arange(E, dtype=np.int64), chunks), 2)
+    pc = np.tile(piece, 2 * E)
+    down = np.repeat(np.array([False, True]), E * chunks)
+    t = np.where(down, H + e_pd[edge], e_h[edge]) + pc
+    order = np.lexsort((edge, down, t))
+    t, edge, pc, down = t[order], edge[order], pc[order], down[order]
+    src = np.where(down, e_parent[edge], e_child[edge])
+    dst = np.where(down, e_child[edge], e_parent[edge])
+    blk = e_base[edge] + pc
+    cut = np.flatnonzero(np.diff(t)) + 1
+    raw = [(s, d, b, ~dn) for s, d, b, dn in zip(np.split(src, cut), np.split(dst, cut), np.split(blk, cut),
+                                                 np.split(down, cut))]
+    steps = _compress(raw, c * chunks)
+    meta = {"channels": c, "chunks": chunks, "gpus_per_node": G, "nics_per_node": N, "nodes": nodes,
+            "heads": tuple(head_gpu(k, G, N) for k in range(c)),
+            "trees": tuple(tree_of_channel(k, N) for k in range(c)), "tree_height": H}
+    return Schedule(collective, "nccl_tree", p, c * chunks, tuple(steps), meta=meta)
+
+
+ALGORITHM = Algorithm(
+    "nccl_tree", nccl_tree, COLLECTIVES, "any p >= 2 that is a multiple of gpus_per_node",
+    "NCCL tree on nodes of G GPUs: per channel a chain in every node into a head on NIC k mod N, a double "
+    "binary tree over the heads; reduce up, broadcast down, pipelined",
+    options=(Option("channels", "int", None, "trees run at once, 1/channels of the buffer each, alternating between "
+                                            "the two trees (default: 2 x nics_per_node, at least 2)"),
+             Option("chunks", "int", TREE_CHUNKS, "pipeline pieces per channel (lock-step fill costs (2H-1)/(2H+chunks-1) "
+                                                  "of the bandwidth, H = chain + tree depth)"))
+    + CLUSTER_OPTIONS,
+    cluster=True,
+    check=lambda collective, p, options: cluster_group_reason(p, options),
+    aliases={"nccl-tree": {}},
+)
