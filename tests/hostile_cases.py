@@ -109,6 +109,17 @@ def collective_cases() -> list[Case]:
         _coll([], "error", "colour", "dgx: unknown key", t="dgx:nodes=2,gpus=8,nics=8,nvlink=300GB/s,nic=200Gbps,colour=red"),
         _coll([], "error", "nics", "dgx preset: bad override", t="dgx-h100:nodes=2,nics=3"),
         _coll([], "error", "npus", "memory", t="dgx-h100:nodes=3200000000000000"),
+        # NCCL's algorithms on a cluster: their options and placement
+        _coll(["-a", "nccl_ring", "-o", "channels=0"], "error", "channels", "zero channels", t="dgx-h100:nodes=2"),
+        _coll(["-a", "nccl_ring", "-o", "channels=abc"], "error", "channels", "text channels", t="dgx-h100:nodes=2"),
+        _coll(["-a", "nccl_ring", "-o", "nics_per_node=3"], "error", "nics_per_node", "NICs not dividing the GPUs",
+              t="dgx-h100:nodes=2"),
+        _coll(["-a", "nccl_tree", "-o", "gpus_per_node=3"], "error", "group size", "group not whole nodes",
+              t="dgx-h100:nodes=2"),
+        _coll(["-a", "nccl_tree", "-o", "chunks=0"], "error", "chunks", "zero tree chunks", t="dgx-h100:nodes=2"),
+        _coll(["-a", "nvls"], "error", "algorithm", "NVLS across nodes without SHARP", t="dgx-h100:nodes=2"),
+        _coll(["-a", "nvls"], "error", "nvls_rate", "negative switch reduction rate", t="dgx-h100:nodes=1,nvls_rate=-1GB/s"),
+        _coll(["-a", "nvls"], "ok", defect="valid", t="dgx-h100:nodes=2,sharp"),
         # resource limits (memory tracebacks or runs killed at 60 s before)
         _coll([], "error", "npus", "memory", t="ring:1180591620717411303424"),
         _coll([], "error", "npus", "memory", t="torus:10000x10000"),

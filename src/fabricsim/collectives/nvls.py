@@ -27,7 +27,7 @@ import numpy as np
 
 from ._common import cluster_layout, require_collective, require_group
 from .algorithm import Algorithm, Option
-from .in_network import in_network
+from .in_network import _others, in_network
 from .schedule import Schedule, make_step
 
 COLLECTIVES = ("all-reduce",)
@@ -87,10 +87,7 @@ def nvls(collective: str, p: int, *, gpus_per_node: int | None = None, nics_per_
 def _multicast(p: int, G: int):
     """Step 6: node switch k sends slice g to every GPU of node k but GPU g."""
     rank = np.arange(p, dtype=np.int64)
-    k = np.arange(G - 1, dtype=np.int64)[None, :]
-    local = (rank % G)[:, None]
-    others = k + (k >= local)  # 0..G-1 without the rank's own slice
-    return make_step(p + rank // G, rank, others, False)
+    return make_step(p + rank // G, rank, _others(G)[rank % G], False)  # every slice but the rank's own
 
 
 ALGORITHM = Algorithm(

@@ -34,7 +34,7 @@ def endpoint_topology(topo: Topology, extra_links: int, capacity) -> Topology:
     Returns
     -------
     Topology
-        A copy with the extra links (dimension -1).
+        A copy with the extra links (dimension -1, no link class).
     """
     k = int(extra_links)
     own = np.arange(k) % max(topo.n_npus, 1)
@@ -42,7 +42,8 @@ def endpoint_topology(topo: Topology, extra_links: int, capacity) -> Topology:
                    link_dst=np.concatenate([topo.link_dst, own]),
                    link_bw=np.concatenate([topo.link_bw, np.broadcast_to(np.asarray(capacity, float), (k,))]),
                    link_lat=np.concatenate([topo.link_lat, np.zeros(k)]),
-                   link_dim=np.concatenate([topo.link_dim, np.full(k, -1)]))
+                   link_dim=np.concatenate([topo.link_dim, np.full(k, -1)]),
+                   link_class=None if topo.link_class is None else np.concatenate([topo.link_class, np.full(k, -1)]))
 
 
 def with_injection(topo: Topology, flows: Flows, rate: np.ndarray, link_base: int | None = None) -> Flows:

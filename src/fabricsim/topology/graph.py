@@ -142,8 +142,8 @@ class Topology:
         for name in ("can_reduce", "can_multicast"):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, np.zeros(n, dtype=bool))
-        if self.link_class is not None and len(self.link_class) < L:  # links appended later (flow model): no class
-            object.__setattr__(self, "link_class", np.concatenate([self.link_class, np.full(L - len(self.link_class), -1)]))
+        if self.link_class is not None and len(self.link_class) != L:
+            raise ValueError("Topology: link_class and the link arrays differ in length")
         for name in ("io_nodes", "io_attach", "ring_order", "switch_dim", "leaf_of", "link_class", "reduce_link"):
             a = getattr(self, name)
             if a is not None:

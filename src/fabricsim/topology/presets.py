@@ -13,17 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, create_model, field_validator
+from pydantic.fields import FieldInfo
 
 from ..errors import ConfigError
-from .builders.dgx import DgxParams, build_dgx, dgx_size, latency_field, parse_dgx
+from .builders.dgx import DgxParams, dgx_family, latency_field
 from .builders.stack import stack
 from .family import (
-    Bool,
     GridParams,
     Int,
     LinkValues,
-    Real,
     TopologyFamily,
     bandwidth_field,
     grid_links,
@@ -76,45 +75,25 @@ TPU_V4: dict[str, tuple[Any, str]] = {
 """TPU v4: each parameter's value and source."""
 
 
-def _v(preset: dict, key: str) -> Any:
-    return preset[key][0]
+def _preset_params(name: str, preset: dict[str, tuple[Any, str]]) -> type[DgxParams]:
+    """`DgxParams` with the preset's values as defaults (each field keeps its type and bounds) and
+    nodes defaulting to 1: one place turns a preset's table into its parameters."""
+    fields: dict[str, Any] = {"nodes": (Int, Field(default=1, ge=1))}
+    for key, (value, _source) in preset.items():
+        base = DgxParams.model_fields[key]
+        fields[key] = (base.annotation, FieldInfo.merge_field_infos(base, default=value))
+    return create_model(name, __base__=DgxParams, __doc__=f"{name}'s parameters: `DgxParams` with its preset's "
+                                                       "values as defaults and nodes 1.", **fields)
 
 
-class DgxA100Params(DgxParams):
-    """dgx-a100's parameters: `DgxParams` with `DGX_A100`'s values as defaults and nodes 1."""
-
-    nodes: Int = Field(default=1, ge=1)
-    gpus: Int = Field(default=_v(DGX_A100, "gpus"), ge=1)
-    nics: Int | None = Field(default=_v(DGX_A100, "nics"), ge=1)
-    nvlink: float | None = _v(DGX_A100, "nvlink")
-    nic: float | None = _v(DGX_A100, "nic")
-    pcie: float | None = _v(DGX_A100, "pcie")
-    nvlink_eff: Real = _v(DGX_A100, "nvlink_eff")
+DgxA100Params = _preset_params("DgxA100Params", DGX_A100)
+DgxH100Params = _preset_params("DgxH100Params", DGX_H100)
 
 
-class DgxH100Params(DgxParams):
-    """dgx-h100's parameters: `DgxParams` with `DGX_H100`'s values as defaults and nodes 1."""
-
-    nodes: Int = Field(default=1, ge=1)
-    gpus: Int = Field(default=_v(DGX_H100, "gpus"), ge=1)
-    nics: Int | None = Field(default=_v(DGX_H100, "nics"), ge=1)
-    nvlink: float | None = _v(DGX_H100, "nvlink")
-    nic: float | None = _v(DGX_H100, "nic")
-    pcie: float | None = _v(DGX_H100, "pcie")
-    nvlink_eff: Real = _v(DGX_H100, "nvlink_eff")
-    nvls: Bool = _v(DGX_H100, "nvls")
-    nvls_rate: float | None = _v(DGX_H100, "nvls_rate")
-
-
-def _dgx_family(name: str, params: type[DgxParams], summary: str) -> TopologyFamily:
-    def build(p: DgxParams, bandwidth: LinkValues, latency: LinkValues) -> Topology:
-        return build_dgx(p, name, *latency.per_dim(2))
-
-    return TopologyFamily(name, f"{name}:nodes=32", summary, params, parse_dgx, build, size=dgx_size)
-
-
-DGX_A100_FAMILY = _dgx_family("dgx-a100", DgxA100Params, "DGX A100 nodes (NVLink3, 8x HDR 200G) on a rail fat-tree")
-DGX_H100_FAMILY = _dgx_family("dgx-h100", DgxH100Params, "DGX H100 nodes (NVLink4, NVLS, 8x NDR 400G), rail fat-tree")
+DGX_A100_FAMILY = dgx_family("dgx-a100", DgxA100Params, "dgx-a100:nodes=32",
+                             "DGX A100 nodes (NVLink3, 8x HDR 200G) on a rail fat-tree")
+DGX_H100_FAMILY = dgx_family("dgx-h100", DgxH100Params, "dgx-h100:nodes=32",
+                             "DGX H100 nodes (NVLink4, NVLS, 8x NDR 400G), rail fat-tree")
 
 
 # ---- tpu-v4 ---------------------------------------------------------------------------------------
@@ -133,8 +112,8 @@ class TpuV4Params(GridParams):
         Latency per ICI link, s or with units; default: the network's latency (`TPU_V4`: ASSUMPTION).
     """
 
-    dims: tuple[Int, ...] = Field(default=_v(TPU_V4, "dims"), min_length=1)
-    ici: float = _v(TPU_V4, "ici")
+    dims: tuple[Int, ...] = Field(default=TPU_V4["dims"][0], min_length=1)
+    ici: float = TPU_V4["ici"][0]
     ici_lat: float | None = None
 
     _ici = field_validator("ici", mode="before")(bandwidth_field)

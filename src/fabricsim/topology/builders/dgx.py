@@ -633,11 +633,29 @@ def parse_dgx(spec: str, shape: str, opts: list[str]) -> dict:
     return out
 
 
-def _build(p: DgxParams, bandwidth: LinkValues, latency: LinkValues) -> Topology:
-    nv, rest = latency.per_dim(2)
-    return build_dgx(p, "dgx", nv, rest)
+def dgx_family(name: str, params: type[DgxParams], example: str, summary: str) -> TopologyFamily:
+    """A family built by `build_dgx`: `dgx` itself and each preset (`presets.py`).
+
+    Parameters
+    ----------
+    name : str
+        The family's name (`dgx`, `dgx-h100`), also the start of its topologies' names.
+    params : type
+        `DgxParams` or a preset's subclass of it (its defaults).
+    example, summary : str
+        For `fabricsim topologies`.
+
+    Returns
+    -------
+    TopologyFamily
+        Parsed by `parse_dgx`, sized by `dgx_size`; the network's latency is NVLink's and the others'
+        (one value, or two per dimension).
+    """
+    def build(p: DgxParams, bandwidth: LinkValues, latency: LinkValues) -> Topology:
+        return build_dgx(p, name, *latency.per_dim(2))
+
+    return TopologyFamily(name, example, summary, params, parse_dgx, build, size=dgx_size)
 
 
-FAMILY = TopologyFamily("dgx", "dgx:nodes=32,nvlink=450GB/s,nic=400Gbps",
-                        "GPU nodes (NVSwitch) on a rail/fat-tree/switch fabric, PXN routing", DgxParams, parse_dgx,
-                        _build, size=dgx_size)
+FAMILY = dgx_family("dgx", DgxParams, "dgx:nodes=32,nvlink=450GB/s,nic=400Gbps",
+                    "GPU nodes (NVSwitch) on a rail/fat-tree/switch fabric, PXN routing")
