@@ -2,6 +2,8 @@
 8 microbatches (1F1B), from `configs/gpt3-175b.yaml`. Target: under 30 s. The same iteration with
 the endpoint model on (NPU-driven `comm-opt`, and `ace`: every wave holds a share of its NPUs and
 re-times their compute) against off (`ideal`, the config's), to record what the endpoint costs.
+The same iteration on the flow model (the whole graph as one flow simulation, 6.4 M flows; issue
+20's target: under 120 s and 4 GiB), and the 64-NPU config on both models.
 
 Each case runs in a fresh Python process so that its peak memory (ru_maxrss) is its own.
 Recorded per case: wall time of building the graph, simulating, and the breakdown, the number
@@ -29,6 +31,8 @@ CASES = [
      {"endpoint": {"policy": "ace", "sram": "4MiB", "alu_throughput": "1TB/s", "dma_bandwidth": "1TB/s"}}),
     ("gpt3-175b MP(8)-DP(2)-PP(4), 64 NPUs, 1F1B 8 microbatches, analytical", "configs/gpt3-175b-64.yaml", {}),
     ("gpt3-175b MP(8)-DP(2)-PP(4), 64 NPUs, 1F1B 8 microbatches, flow model", "configs/gpt3-175b-64.yaml",
+     {"model": "flow"}),
+    ("gpt3-175b MP(8)-PP(8)-DP(16), 1024 NPUs, 8 microbatches, flow model", "configs/gpt3-175b.yaml",
      {"model": "flow"}),
 ]
 

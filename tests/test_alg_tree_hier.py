@@ -304,3 +304,20 @@ def test_hierarchical_all_to_all_closed_form(dims):
     assert all(np.all(st.blocks_per_transfer == math.prod(dims) // d) for st, d in zip(s.steps, dims))
     expect = sum(L + S / (d * B) for d in dims)
     assert time_schedule(topo, s, [S]).times[0] == pytest.approx(expect, rel=1e-12)
+
+
+def test_switch_placement_is_linear_and_refuses_unrouted_trees():
+    """Issue 20: the switches of in-network algorithms are found in one pass over the links (nvls on
+    8,192 DGX nodes took minutes), and a switch tree the topology cannot route (a fat-tree routes
+    NPU to NPU only) is one ConfigError, not a traceback of the model."""
+    from fabricsim.collectives.api import build_schedule, node_switches, reducing_switch, switch_tree
+    from fabricsim.topology import parse_topology
+
+    t = parse_topology("dgx-h100:nodes=4,sharp")
+    sw = node_switches(t, np.arange(32), 8, 8)
+    assert len(sw) == 4 + 8 and len(set(sw.tolist())) == 12
+    assert [reducing_switch(t, np.arange(8 * k, 8 * k + 8)) for k in range(4)] == sw[:4].tolist()
+    leaves, root = switch_tree(parse_topology("fred:2x4,reduce"), np.arange(8))
+    assert len(set(leaves.tolist())) == 2 and root is not None
+    with pytest.raises(ConfigError, match="route between switches"):
+        build_schedule(parse_topology("fat-tree:64,leaf=8,reduce"), "all-reduce", "in_network_tree")

@@ -11,7 +11,8 @@ from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.schedule import Schedule, make_step
 from fabricsim.network import time_schedule
 from fabricsim.network.dataflow import collective_flows, merge_flows
-from fabricsim.network.flow import Flows, simulate_flows, water_fill
+from fabricsim.network.flow import Flows, simulate_flows
+from fabricsim.network.maxmin import water_fill
 from fabricsim.network.flow_model import time_collective_flow
 from fabricsim.topology import from_edges, ring, switch, torus
 
@@ -194,3 +195,101 @@ def test_random_topologies_never_above_capacity(case):
     for i in range(len(flows)):
         for d in flows.dep_idx[flows.dep_ptr[i]: flows.dep_ptr[i + 1]]:
             assert r.start[i] >= r.finish[d] - 1e-15
+
+
+# ---- incremental max-min (network.maxmin) against the whole re-solve at every event ----------
+
+
+def _random_case(seed: int):
+    """Random flows on a 4x4 torus: sizes, starts, priorities, caps, chains of dependencies, and
+    explicit weighted link sets for some."""
+    rng = np.random.default_rng(seed)
+    topo = torus((4, 4), 100e9 / 8, 1e-6)
+    n = 300
+    src = rng.integers(0, 16, n)
+    dst = (src + rng.integers(1, 16, n)) % 16
+    size = rng.choice([0.0, 1e5, 1e6, 4e6, 3e7], n)
+    start = rng.choice([0.0, 0.0, 1e-4, 7e-4], n)
+    prio = rng.integers(0, 3, n)
+    cap = np.where(rng.random(n) < 0.2, rng.choice([1e9, 5e9], n), np.inf)
+    # a flow waits for up to two earlier ones
+    deps = [sorted(set(rng.integers(0, i, rng.integers(0, 3)).tolist())) if i else [] for i in range(n)]
+    dep_ptr = np.concatenate([[0], np.cumsum([len(d) for d in deps])])
+    dep_idx = np.array([x for d in deps for x in d], dtype=np.int64)
+    return topo, Flows(src, dst, size, start, cap, prio, dep_ptr, dep_idx)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("mode", ["pipelined", "store-and-forward"])
+def test_incremental_max_min_equals_whole_re_solve(seed, mode):
+    topo, flows = _random_case(seed)
+    fast = simulate_flows(topo, flows, mode=mode)
+    ref = simulate_flows(topo, flows, mode=mode, exact=True)
+    np.testing.assert_allclose(fast.finish, ref.finish, rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(fast.start, ref.start, rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(fast.link_bytes, ref.link_bytes, rtol=1e-9)
+    np.testing.assert_allclose(fast.link_busy, ref.link_busy, rtol=1e-9, atol=1e-15)
+
+
+def test_incremental_max_min_ring_beside_all_to_all():
+    """The case the repair is for: a ring all-reduce's flows come and go beside an all-to-all."""
+    topo = torus((4, 4), 400e9 / 8, 100e-9)
+    from fabricsim.collectives.api import build_schedule
+    from fabricsim.network.dataflow import collective_flows, merge_flows
+    ar = collective_flows(build_schedule(topo, "all-reduce", "ring"), 16e6)
+    a2a = collective_flows(build_schedule(topo, "all-to-all", "direct"), 16e6)
+    both = merge_flows(ar, a2a)
+    fast, ref = simulate_flows(topo, both), simulate_flows(topo, both, exact=True)
+    np.testing.assert_allclose(fast.finish, ref.finish, rtol=1e-9)
+    # the ring alone: 2(p-1) steps of size/p each at the link rate, plus the latency of the longest
+    # hop (rank order row by row: the step from a row's end to the next row's start crosses 2 links)
+    alone = simulate_flows(topo, ar)
+    assert alone.makespan == pytest.approx(2 * 15 * (16e6 / 16 / (400e9 / 8) + 2 * 100e-9), rel=1e-9)
+
+
+def test_route_keys_group_equal_link_sequences_exactly():
+    """Explicit routes get one class id per distinct (links, weights) sequence, in any order."""
+    from fabricsim.network.flow import route_keys
+    rng = np.random.default_rng(3)
+    base = [rng.integers(0, 50, rng.integers(0, 6)) for _ in range(40)]
+    rows = [base[i] for i in rng.integers(0, 40, 500)] + [base[0][::-1]]  # a reversed row is another route
+    ptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)
+    links = np.concatenate(rows).astype(np.int64)
+    key = route_keys(ptr, links)
+    want = {}
+    expect = [want.setdefault(tuple(r.tolist()), len(want)) for r in rows]
+    # the same partition: equal rows share an id, different rows do not
+    pairs = {(k, e) for k, e in zip(key.tolist(), expect)}
+    assert len(pairs) == len(set(key.tolist())) == len(set(expect))
+    w = rng.choice([0.5, 1.0], len(links))
+    kw = route_keys(ptr, links, w)
+    expect_w = {}
+    ew = [expect_w.setdefault((tuple(links[ptr[i]:ptr[i + 1]].tolist()), tuple(w[ptr[i]:ptr[i + 1]].tolist())), len(expect_w))
+          for i in range(len(rows))]
+    assert len({(k, e) for k, e in zip(kw.tolist(), ew)}) == len(set(kw.tolist())) == len(set(ew))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fair_share_repair_equals_water_fill_after_every_change(seed):
+    """Classes start and stop in random batches; after each repair every rate equals a whole
+    water-fill of the sending classes (priorities, caps, weights)."""
+    from fabricsim.network.maxmin import FairShare, _gather
+    rng = np.random.default_rng(seed)
+    topo = torus((4, 4), 10.0, 0.0)
+    n = 120
+    src = rng.integers(0, 16, n)
+    ptr, links = topo.route(src, (src + rng.integers(1, 16, n)) % 16)
+    w = rng.choice([0.5, 1.0, 2.0], len(links))
+    prio = rng.integers(0, 2, n)
+    cap = np.where(rng.random(n) < 0.3, rng.choice([0.5, 2.0], n), np.inf)
+    fs = FairShare(topo.link_bw, ptr, links, w, prio, cap)
+    for _ in range(40):
+        changed = np.unique(rng.integers(0, n, rng.integers(1, 12)))
+        fs.mult[changed] = rng.integers(0, 3, len(changed))
+        fs.update(changed)
+        act = np.flatnonzero(fs.mult > 0)
+        ent = _gather(fs.c_ptr, act)
+        sub = np.concatenate([[0], np.cumsum(np.diff(fs.c_ptr)[act])])
+        want = water_fill(topo.link_bw, sub, links[ent], fs.mult[act], cap[act], prio[act], w[ent])
+        np.testing.assert_allclose(fs.rate[act], want, rtol=1e-9, atol=1e-12)
+        assert np.all(fs.rate[fs.mult == 0] == 0)

@@ -57,7 +57,7 @@ def test_astra_reports_its_phases_and_finishes_at_the_total(monkeypatch):
     labels = [c[2] for c in calls]
     assert labels[0] == "reading the configurations" and labels[1] == "reading 8 Chakra traces"
     assert labels[-1] == "simulating" and calls[-1][0] == calls[-1][1] > 0  # every node issued
-    assert run.path == "workload graph"
+    assert run.path.startswith("workload graph")
 
 
 def _in_a_terminal(argv: list[str], cwd) -> tuple[int, str, str]:
@@ -88,7 +88,9 @@ def _in_a_terminal(argv: list[str], cwd) -> tuple[int, str, str]:
 FABRICSIM = [sys.executable, "-m", "fabricsim"]
 LONG_COMMANDS = [  # (what the bar shows last, command): rich redraws at 10 Hz, so short phases may never show
     ("collective: timing", ["collective", "-t", "torus:8x8", "-s", "1MiB"]),
-    ("train: simulating", ["train", "configs/gpt3-175b-64.yaml", "--no-trace", "--no-plot", "-o", "{tmp}"]),
+    # train's phases each last well under a second (simulating 64 NPUs: about 0.4 s), so which one a
+    # 10 Hz redraw catches depends on the machine's load: any train phase shows the bar was drawn
+    ("train: ", ["train", "configs/gpt3-175b-64.yaml", "--no-trace", "--no-plot", "-o", "{tmp}"]),
     ("traffic: simulating", ["traffic", "configs/traffic_example.yaml"]),
     ("reproduce swing:", ["reproduce", "swing", "--quick", "--out", "{tmp}"]),
     ("astra: simulating", ["astra", "--workload-configuration", "{ref}/workloads/all_reduce_8_1048576/x",

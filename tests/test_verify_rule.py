@@ -50,7 +50,7 @@ def test_large_range_form_schedule_sampled(capsys):
     assert default_sample(s) == DEFAULT_SAMPLE
     assert main(["collective", "-t", "torus:32x32", "-a", "swing", "-s", "1MiB", "--json"]) == 0
     v = json.loads(capsys.readouterr().out)["verified"]
-    assert v == {"blocks_checked": DEFAULT_SAMPLE, "nblocks": 4_096, "sampled": True}
+    assert v == {"blocks_checked": DEFAULT_SAMPLE, "nblocks": 4_096, "sampled": True, "mode": "auto"}
 
 
 def test_limit_is_the_boundary():

@@ -15,16 +15,18 @@ import contextlib
 import os
 import stat
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
 
 from .errors import ConfigError, UnsupportedGroupSize
 from .limits import check_limit, current_limits
 from .units import format_size, numbers_need_units
 
-M = TypeVar("M", bound=BaseModel)
+if TYPE_CHECKING:  # lazy: pydantic costs 0.1 s at start-up, and reading a file (`fabricsim astra`) needs none
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
 
 MAX_DEPTH = 100
 """Deepest nesting of lists and mappings a YAML file may have (configs need fewer than 10)."""
@@ -367,6 +369,8 @@ def validate(model: type[M], data: dict, where: str, brackets: bool = False, *, 
     pydantic model
         An instance of `model`; ConfigError naming the field path, the value and what is accepted.
     """
+    from pydantic import ValidationError  # already imported: `model` is a pydantic model
+
     if from_file:  # validators that treat file data differently read it from the context
         context = {**(context or {}), "from_file": True}
     try:
@@ -544,6 +548,8 @@ def _join_fields(loc: list[str], inner: list[str]) -> list[str]:
 
 def _fields_at(model: type[BaseModel], loc) -> list[str]:
     """Names of the fields of the (nested) model at `loc`, for 'unknown field' errors."""
+    from pydantic import BaseModel
+
     cur = model
     for part in loc:
         f = cur.model_fields.get(part) if isinstance(part, str) else None

@@ -1,7 +1,9 @@
 """The one error type for bad input.
 
 A `ConfigError` carries a single-line message that names the field, the value and what is
-accepted. The CLI prints it without a traceback and exits with code 2.
+accepted. The CLI prints it without a traceback and exits with code 2. `ScheduleError` (a schedule
+that fails verification: a bug, not bad input; exit code 1) lives here too, so the CLI can catch
+it without importing the collectives.
 """
 
 from __future__ import annotations
@@ -51,3 +53,10 @@ class UnsupportedGroupSize(ConfigError):
             f"group size: {algorithm} {collective} cannot run on {p} ranks; {accepted}",
         )
         self.field, self.value, self.accepted = "group size", p, accepted
+
+
+class ScheduleError(AssertionError):
+    """A schedule does not do what its collective promises (a bug in an algorithm, not in the input).
+
+    Raised by `collectives.verify`, which re-exports it.
+    """

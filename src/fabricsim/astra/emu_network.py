@@ -1,16 +1,19 @@
-"""ASTRA-sim emulation, part 1: what the emulator needs to know (`NetSpec`, `SysSpec`), its
-discrete-event core (integer ns ticks) and ASTRA-sim's two analytical networks: congestion-
-unaware (a delay per message, no sharing) and congestion-aware (store-and-forward FIFO links)."""
+"""ASTRA-sim emulation, part 1: what the emulator needs to know (`NetSpec`, `SysSpec`) and
+ASTRA-sim's two analytical networks: congestion-unaware (a delay per message, no sharing) and
+congestion-aware (store-and-forward FIFO links), on the discrete-event core of `emu_events`
+(integer ns ticks; `EventQueue` is importable from here too)."""
 
 from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import ConfigError
 from .config import Impl
+from .emu_events import _NOOP, EventQueue  # noqa: F401  (EventQueue: importable from here as before)
 
 
 # ---- configuration the emulator needs --------------------------------------------------------
@@ -81,59 +84,9 @@ ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL = "all-reduce", "reduce-scatt
 CUSTOM = Impl("custom", None, True)  # marks a collective given as per-rank Chakra graphs
 
 
-# ---- the discrete-event core -------------------------------------------------------------------
-
-
-class EventQueue:
-    """Backend event queue: time-ordered, first-in first-out within a tick."""
-
-    def __init__(self):
-        self.now = 0
-        self._heap: list = []
-        self._seq = 0
-
-    def schedule(self, t: int, fn: Callable, *args) -> None:
-        """Call `fn(*args)` at tick `t`, after what is already due then.
-
-        Parameters
-        ----------
-        t : int
-            The tick, ns; not before `now` (RuntimeError otherwise).
-        fn : callable
-            Called with `args` when the tick comes.
-        *args
-            Its arguments.
-        """
-        if t < self.now:
-            raise RuntimeError("event scheduled in the past")
-        self._seq += 1
-        heapq.heappush(self._heap, (t, self._seq, fn, args))
-
-    def run(self, on_progress: Callable[[], None] | None = None, every: int = 1 << 16) -> None:
-        """Run events in time order until none is left; `now` follows each event's tick.
-
-        Parameters
-        ----------
-        on_progress : callable, optional
-            Called with no arguments after every `every` events (progress bars).
-        every : int
-            Events between calls.
-        """
-        heap = self._heap
-        if on_progress is None:  # the hot loop without the counter when nobody listens
-            while heap:
-                t, _, fn, args = heapq.heappop(heap)
-                self.now = t
-                fn(*args)
-            return
-        n = 0
-        while heap:
-            t, _, fn, args = heapq.heappop(heap)
-            self.now = t
-            fn(*args)
-            n += 1
-            if n % every == 0:
-                on_progress()
+class Deadlock(RuntimeError):
+    """The emulation ran out of events with NPUs unfinished (ASTRA-sim would end its run without
+    reporting them)."""
 
 
 # ---- networks ----------------------------------------------------------------------------------
@@ -210,6 +163,7 @@ class Network:
         self.spec = spec
         self.tracker = Tracker()
         self.strides = [math.prod(spec.dims[:d]) for d in range(len(spec.dims))]
+        self._pair_cache: dict = {}  # (src, dst) -> (hops x latency, bandwidth), congestion-unaware
 
     def coords(self, r: int) -> list[int]:
         """The coordinates of an NPU.
@@ -329,6 +283,13 @@ class UnawareNetwork(Network):
             Ticks (ns): floor(hops x latency + size / bandwidth) of the first dimension where the
             two differ (ring: the shorter way round; fully connected: 1 hop; switch: 2).
         """
+        hop_lat_bw = self._pair_cache.get((src, dst))
+        if hop_lat_bw is None:
+            hop_lat_bw = self._pair_cache[(src, dst)] = self._hop_lat_bw(src, dst)
+        return int(hop_lat_bw[0] + size / hop_lat_bw[1])
+
+    def _hop_lat_bw(self, src: int, dst: int) -> tuple[float, float]:
+        """(hops x latency, bandwidth) of the first dimension where `src` and `dst` differ."""
         cs, cd = self.coords(src), self.coords(dst)
         for d, (a, b) in enumerate(zip(cs, cd)):
             if a != b:
@@ -340,7 +301,7 @@ class UnawareNetwork(Network):
                     hops = 1
                 else:
                     hops = 2
-                return int(hops * self.spec.lat[d] + size / self.spec.bw[d])
+                return hops * self.spec.lat[d], self.spec.bw[d]
         raise ValueError("message to itself")
 
     def transmit(self, src, dst, size, cid) -> None:
@@ -359,34 +320,55 @@ class UnawareNetwork(Network):
 
 
 class _Link:
-    """A store-and-forward FIFO link: a chunk arrives floor(latency + bytes/bw) after it
-    starts, and the link is busy for floor(bytes/bw); waiting chunks go in order."""
+    """A store-and-forward FIFO link: a chunk (a tuple) arrives floor(latency + bytes/bw) after
+    it starts, as `on_arrive(*chunk)`, and the link is busy for floor(bytes/bw); waiting chunks go
+    in order.
 
-    __slots__ = ("eq", "bw", "lat", "busy", "pending", "on_arrive")
+    The end of a busy period is a reserved place in the event queue (`EventQueue.reserve`),
+    filled with `_free` only when a chunk waits: the link is free again once the queue has passed
+    that place, exactly when a scheduled "free" event would have run, without running one per
+    chunk (half the events of a congestion-aware emulation)."""
+
+    __slots__ = ("eq", "bw", "lat", "pending", "on_arrive", "free_t", "free_bucket", "free_idx")
 
     def __init__(self, eq: EventQueue, bw: float, lat: float, on_arrive: Callable):
         self.eq, self.bw, self.lat = eq, bw, lat
-        self.busy = False
-        self.pending: list = []
+        self.pending: deque = deque()
         self.on_arrive = on_arrive
+        self.free_t = -1  # tick of the place where the current busy period ends
+        self.free_bucket: list | None = None
+        self.free_idx = -1
+
+    @property
+    def busy(self) -> bool:
+        """Whether a chunk holds the link now (its end-of-busy place is not passed yet)."""
+        eq = self.eq
+        t = self.free_t
+        # same tick: busy until the queue passes the place (in the list it runs now; a list already
+        # run, when a later run() starts at the same tick, is passed)
+        return bool(self.pending) or t > eq.now or (
+            t == eq.now and self.free_bucket is eq._buckets.get(t) and self.free_idx > eq.pos)
 
     def send(self, size: int, chunk) -> None:
         """Start `chunk` (`size` bytes) now if the link is free, else queue it."""
         if self.busy:
+            if not self.pending:  # the first waiter: the end of the busy period must start it
+                self.free_bucket[self.free_idx] = (self._free, ())
             self.pending.append((size, chunk))
         else:
             self._start(size, chunk)
 
     def _start(self, size: int, chunk) -> None:
-        self.busy = True
-        now = self.eq.now
-        self.eq.schedule(now + int(self.lat + size / self.bw), self.on_arrive, chunk)
-        self.eq.schedule(now + int(size / self.bw), self._free)
+        eq = self.eq
+        now = eq.now
+        eq.schedule(now + int(self.lat + size / self.bw), self.on_arrive, *chunk)
+        self.free_t = now + int(size / self.bw)
+        self.free_bucket, self.free_idx = eq.reserve(self.free_t)
+        if self.pending:
+            self.free_bucket[self.free_idx] = (self._free, ())
 
     def _free(self) -> None:
-        self.busy = False
-        if self.pending:
-            self._start(*self.pending.pop(0))
+        self._start(*self.pending.popleft())
 
 
 class AwareNetwork(Network):
@@ -412,16 +394,22 @@ class AwareNetwork(Network):
             )
         self.n = spec.dims[0]
         self.kind = spec.kinds[0]
-        self.links: dict = {}
-        n = self.n
-        if self.kind == "Ring":
-            pairs = [(i, (i + 1) % n) for i in range(n)] + [((i + 1) % n, i) for i in range(n)]
-        elif self.kind == "FullyConnected":
-            pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
-        else:
-            pairs = [(i, n) for i in range(n)] + [(n, i) for i in range(n)]
-        for pair in pairs:
-            self.links[pair] = _Link(eq, spec.bw[0], spec.lat[0], self._hop_arrived)
+        self.links: dict = {}  # (from, to) -> _Link, made on first use (FullyConnected 1024 has 10^6)
+        self._paths: dict = {}  # (src, dst) -> the _Links of its route, in order
+        self._times: dict = {}  # bytes -> (ticks to arrive, ticks the link is busy)
+        self._hop_arrived = self._make_hop()
+
+    def _route_links(self, src: int, dst: int) -> tuple[_Link, ...]:
+        """The links a message from `src` to `dst` crosses, in order (cached per pair)."""
+        path = self.route(src, dst)
+        out = []
+        for pair in zip(path, path[1:]):
+            link = self.links.get(pair)
+            if link is None:
+                link = self.links[pair] = _Link(self.eq, self.spec.bw[0], self.spec.lat[0], self._hop_arrived)
+            out.append(link)
+        links = self._paths[(src, dst)] = tuple(out)
+        return links
 
     def route(self, src: int, dst: int) -> list[int]:
         """The nodes a message visits.
@@ -440,13 +428,9 @@ class AwareNetwork(Network):
         n = self.n
         if self.kind == "Ring":
             cw = (dst - src) % n
-            step = -1 if n - cw < cw else 1
-            path = [src]
-            cur = src
-            while cur != dst:
-                cur = (cur + step) % n
-                path.append(cur)
-            return path
+            if n - cw < cw:
+                return [(src - k) % n for k in range(n - cw + 1)]
+            return [(src + k) % n for k in range(cw + 1)]
         if self.kind == "FullyConnected":
             return [src, dst]
         return [src, n, dst]
@@ -463,16 +447,46 @@ class AwareNetwork(Network):
         cid : tuple
             The message's id (`Tracker.next_send`).
         """
-        path = self.route(src, dst)
-        self._send((path, 0, size, cid))
+        links = self._paths.get((src, dst)) or self._route_links(src, dst)
+        self._hop_arrived(links, -1, size, cid)
 
-    def _send(self, chunk) -> None:
-        path, i, size, cid = chunk
-        self.links[(path[i], path[i + 1])].send(size, chunk)
+    def _make_hop(self) -> Callable:
+        """The function a chunk runs when it has crossed a link, `hop(links, i, size, cid)`
+        (i = -1: it is injected): deliver it, or put it on its next link.
 
-    def _hop_arrived(self, chunk) -> None:
-        path, i, size, cid = chunk
-        if i + 2 == len(path):
-            self.arrived(cid)
-        else:
-            self._send((path, i + 1, size, cid))
+        It is `_Link.send` and `_Link._start` written out, touching the event lists itself in the
+        same order (arrival, then the reserved end of the busy period), and a closure over what it
+        uses, because it runs once per hop: 10^7 times for a 1024-NPU halvingDoubling on a ring."""
+        eq, arrived, times_of = self.eq, self.arrived, self._times
+        buckets, ticks, heappush = eq._buckets, eq._ticks, heapq.heappush
+        lat, bw = self.spec.lat[0], self.spec.bw[0]
+
+        def hop(links: tuple, i: int, size: int, cid) -> None:
+            i += 1
+            if i == len(links):
+                arrived(cid)
+                return
+            link = links[i]
+            now = eq.now
+            t = link.free_t
+            if link.pending or t > now or (t == now and link.free_bucket is buckets.get(t) and link.free_idx > eq.pos):
+                link.send(size, (links, i, size, cid))  # busy: it queues
+                return
+            times = times_of.get(size)
+            if times is None:
+                times = times_of[size] = (int(lat + size / bw), int(size / bw))
+            ta = now + times[0]
+            bucket = buckets.get(ta)
+            if bucket is None:
+                bucket = buckets[ta] = []
+                heappush(ticks, ta)
+            bucket.append((hop, (links, i, size, cid)))
+            tf = now + times[1]
+            bucket = buckets.get(tf)
+            if bucket is None:
+                bucket = buckets[tf] = []
+                heappush(ticks, tf)
+            link.free_t, link.free_bucket, link.free_idx = tf, bucket, len(bucket)
+            bucket.append(_NOOP)
+
+        return hop

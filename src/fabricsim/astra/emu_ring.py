@@ -179,6 +179,13 @@ class HalvingDoubling(Algorithm):
     the message, for reduce-scatter and the first half of an all-reduce) or n/2, n/4, ...
     (doubling it, for all-gather and the second half).
 
+    On n NPUs that is not a power of two it does what ASTRA-sim's C++ does (docs/astra.md): the
+    exchange count is truncated from the real log2 (all-reduce: int(2 log2 n), else int(log2 n)),
+    distances and sizes are truncated products (n/2 -> floor(n/2), then halved), and an
+    all-reduce never turns back (its distance never equals n). Peers that do not pair up leave
+    NPUs waiting for messages that are never sent: the emulation then deadlocks, as ASTRA-sim
+    never finishes those NPUs.
+
     Parameters
     ----------
     coll : str
@@ -187,7 +194,7 @@ class HalvingDoubling(Algorithm):
     npu : int
         The NPU running this phase.
     line : RingLine
-        The NPUs of the phase's dimension; their number must be a power of two.
+        The NPUs of the phase's dimension (any number of them).
     data_size : int
         Bytes the stream holds when the phase starts.
     """
@@ -197,15 +204,13 @@ class HalvingDoubling(Algorithm):
             raise ConfigError("all-to-all-implementation", "halvingDoubling",
                               "ASTRA-sim's halvingDoubling has no all-to-all (it exits); accepted: ring, direct")
         n = line.size
-        if n & (n - 1):
-            raise ConfigError("implementation", "halvingDoubling",
-                              f"needs a power-of-two dimension, got {n} NPUs")
         self.coll = coll
         self.id = npu
         self.line = line
         self.n = n
+        # ASTRA-sim assigns the double log2(n) (times 2 for all-reduce) to ints: truncation
         self.log = int(math.log2(n))
-        self.stream_count = 2 * self.log if coll == ALL_REDUCE else self.log
+        self.stream_count = int(2 * math.log2(n)) if coll == ALL_REDUCE else self.log
         self.packets: list = []
         self.free_packets = 0
         self.zero = 0
@@ -217,14 +222,20 @@ class HalvingDoubling(Algorithm):
             self.final_data_size, self.msg, self.offset, self.mult = data_size * n, data_size, n // 2, 0.5
         else:
             self.final_data_size, self.msg, self.offset, self.mult = data_size // n, data_size // 2, 1, 2.0
+        self.receiver = self.sender = npu
         self._aim()
 
     def _aim(self) -> None:
-        clockwise = self.offset == 0 or (self.line.index // self.offset) % 2 == 0
-        r = self.id
-        for _ in range(self.offset):
-            r = self.line.next(r, clockwise)
-        self.receiver = self.sender = r
+        """Peer at the current distance: `offset` steps round the line, clockwise from an even
+        block of `offset` NPUs, anticlockwise from an odd one (ASTRA-sim walks it step by step;
+        one jump is the same NPU). At distance 0 ASTRA-sim's walk does not run: the receiver is
+        the NPU itself and the sender stays the previous one (never used: no exchange is left)."""
+        if self.offset == 0:
+            self.receiver = self.id
+            return
+        index = self.line.index
+        clockwise = (index // self.offset) % 2 == 0
+        self.receiver = self.sender = self.line.at(index + self.offset if clockwise else index - self.offset)
 
     def run(self, event: str) -> None:
         """Advance the state machine on an event.
@@ -302,3 +313,64 @@ class HalvingDoubling(Algorithm):
         """Leave the phase once every exchange is sent and its bundle is back."""
         if self.stream_count == 0 and self.free_packets == 1:
             self.exit()
+
+
+def halving_doubling_distances(coll: str, n: int) -> list[int]:
+    """The distances of the exchanges ASTRA-sim's halvingDoubling makes on a line of n NPUs, in
+    order, with its integer arithmetic (see `HalvingDoubling`).
+
+    Parameters
+    ----------
+    coll : str
+        "all-reduce", "reduce-scatter" or "all-gather".
+    n : int
+        NPUs on the line (>= 2).
+
+    Returns
+    -------
+    list of int
+        One distance (in NPUs along the line) per exchange: 1, 2, 4, ... (reduce-scatter; an
+        all-reduce turns back at n, which only a power of two reaches) or floor(n/2), floor(n/4),
+        ... (all-gather).
+    """
+    count = int(2 * math.log2(n)) if coll == ALL_REDUCE else int(math.log2(n))
+    offset, mult = (n // 2, 0.5) if coll == ALL_GATHER else (1, 2.0)
+    out = []
+    for _ in range(count):
+        out.append(offset)
+        offset = int(offset * mult)
+        if offset == n and coll == ALL_REDUCE:
+            mult = 0.5
+            offset = int(offset * mult)
+    return out
+
+
+def halving_doubling_unpaired(coll: str, n: int) -> tuple[int, int, int, int] | None:
+    """The first exchange at which ASTRA-sim's halvingDoubling pairs NPUs one-sidedly: NPU i
+    sends to, and waits for, NPU j, whose own peer at that distance is another NPU k.
+
+    Parameters
+    ----------
+    coll : str
+        "all-reduce", "reduce-scatter" or "all-gather".
+    n : int
+        NPUs on the line (>= 2).
+
+    Returns
+    -------
+    tuple of int or None
+        (distance, i, j, k), line positions, for the first such exchange; None when every
+        exchange pairs each NPU with an NPU that exchanges with it (always for powers of two).
+    """
+    import numpy as np  # lazy: numpy costs start-up time and only this explanation needs it
+
+    idx = np.arange(n)
+    for o in halving_doubling_distances(coll, n):
+        if o == 0:
+            continue
+        peer = np.where((idx // o) % 2 == 0, idx + o, idx - o) % n
+        bad = np.flatnonzero(peer[peer] != idx)
+        if bad.size:
+            i = int(bad[0])
+            return o, i, int(peer[i]), int(peer[peer[i]])
+    return None

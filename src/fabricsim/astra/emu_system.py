@@ -268,15 +268,36 @@ class Sys:
 
     def _plan(self, collective: str, active: list[int]) -> list[tuple[str, int]]:
         """(collective, dimension) of each phase of a stream over the `active` dimensions."""
-        plan: list[tuple[str, int]] = []
-        if collective != ALL_REDUCE or self.world.sys_spec.optimization == "baseline":
-            order = active[::-1] if collective == ALL_GATHER else active
-            plan = [(collective, d) for d in order]
-        elif active:
-            last = active[-1]
-            plan = [(REDUCE_SCATTER, d) for d in active[:-1]] + [(ALL_REDUCE, last)]
-            plan += [(ALL_GATHER, d) for d in active[:-1][::-1]]
-        return plan
+        return phase_plan(collective, active, self.world.sys_spec.optimization)
+
+
+def phase_plan(collective: str, active: list[int], optimization: str) -> list[tuple[str, int]]:
+    """The phases of one stream: (collective, dimension) each, in the order they run.
+
+    Parameters
+    ----------
+    collective : str
+        "all-reduce", "reduce-scatter", "all-gather" or "all-to-all".
+    active : list of int
+        The dimensions the collective spans (more than one NPU, involved), ascending.
+    optimization : str
+        "localBWAware" (an all-reduce runs reduce-scatter up, all-reduce on the last dimension,
+        all-gather down) or "baseline" (one phase per dimension).
+
+    Returns
+    -------
+    list of (str, int)
+        Per phase, its collective and dimension; all-gather walks the dimensions downwards.
+    """
+    plan: list[tuple[str, int]] = []
+    if collective != ALL_REDUCE or optimization == "baseline":
+        order = active[::-1] if collective == ALL_GATHER else active
+        plan = [(collective, d) for d in order]
+    elif active:
+        last = active[-1]
+        plan = [(REDUCE_SCATTER, d) for d in active[:-1]] + [(ALL_REDUCE, last)]
+        plan += [(ALL_GATHER, d) for d in active[:-1][::-1]]
+    return plan
 
 
 class DataSet:

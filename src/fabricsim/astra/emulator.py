@@ -21,9 +21,10 @@ behaviour; the code is fabricsim's own):
   forward FIFO links, arrival after floor(latency + bytes/bw), link busy floor(bytes/bw).
 
 This module knows nothing about files; `astra.run` feeds it parsed configurations. It keeps
-mirror mode (`MirrorNetwork`: one NPU stands for all in symmetric systems), `World` and
-`simulate_collective`, and re-exports the parts: `emu_network` (specs, event queue, the two
-networks), `emu_system` (the per-NPU system layer), `emu_algorithms` (the algorithms' state
+mirror mode (`MirrorNetwork`: one NPU stands for all in symmetric systems; `MirrorWorld` also
+runs workload graphs that every NPU runs alike, `workload.run_workload`), `World` and
+`simulate_collective`, and re-exports the parts: `emu_events` (the event queue), `emu_network`
+(specs, the two networks), `emu_system` (the per-NPU system layer), `emu_algorithms` (the algorithms' state
 machines, in `emu_base`, `emu_ring`, `emu_tree` and `emu_custom`).
 """
 
@@ -50,6 +51,7 @@ from .emu_network import (  # noqa: F401  (the public surface)
     CUSTOM,
     REDUCE_SCATTER,
     AwareNetwork,
+    Deadlock,
     EventQueue,
     NetSpec,
     Network,
@@ -143,9 +145,9 @@ class MirrorNetwork(Network):
             self._link(("out", dst)).send(size, (size, cid, "last"))
 
     delay = UnawareNetwork.delay
+    _hop_lat_bw = UnawareNetwork._hop_lat_bw
 
-    def _hop(self, chunk) -> None:
-        size, cid, where = chunk
+    def _hop(self, size: int, cid, where: str) -> None:
         if where == "up":  # at the switch: the mirrored message takes the down link into NPU 0
             self._link(("down",)).send(size, (size, cid, "last"))
         else:
@@ -200,12 +202,19 @@ class MirrorWorld:
     """
 
     def __init__(self, net_spec: NetSpec, sys_spec: SysSpec, backend: str):
+        if backend == "congestion-aware":
+            AwareNetwork(EventQueue(), net_spec)  # same validation as the full model
         self.net_spec = net_spec
         self.sys_spec = sys_spec
         self.eq = EventQueue()
         self.net = MirrorNetwork(self.eq, net_spec, backend)
         self.trees: dict = {}
         self.sys = [Sys(self, 0)]
+
+    def collective(self, npu: int, collective: str, size: int, involved=None, on_done=None,
+                   group: tuple[int, ...] | None = None) -> DataSet:
+        """Issue a collective on NPU 0 now, as `World.collective` (groups are not symmetric: None only)."""
+        return World.collective(self, npu, collective, size, involved, on_done, group)
 
 
 # ---- the world: all NPUs on one network --------------------------------------------------------
@@ -294,7 +303,7 @@ def simulate_collective(net_spec: NetSpec, sys_spec: SysSpec, collective: str, s
     Returns
     -------
     list of int
-        Per NPU, the tick (ns) its collective finished. RuntimeError if the emulation deadlocks.
+        Per NPU, the tick (ns) its collective finished. `Deadlock` (a RuntimeError) if the emulation deadlocks.
     """
     if mode not in ("auto", "full", "mirror"):
         raise ConfigError("mode", mode, "accepted: auto, full, mirror")
@@ -304,15 +313,13 @@ def simulate_collective(net_spec: NetSpec, sys_spec: SysSpec, collective: str, s
     if mode == "mirror" and why:
         raise ConfigError("mode", "mirror", f"not exact here ({why}); use full")
     if mode == "mirror" or (mode == "auto" and why is None):
-        if backend == "congestion-aware":
-            AwareNetwork(EventQueue(), net_spec)  # same validation as the full model
         mw = MirrorWorld(net_spec, sys_spec, backend)
         out: list = []
         ds = DataSet(sys_spec.splits, out.append)
         mw.sys[0].generate(collective, size, involved, ds)
         mw.eq.run()
         if not out:
-            raise RuntimeError("ASTRA-sim emulation (mirror mode) deadlocked")
+            raise Deadlock("ASTRA-sim emulation (mirror mode) deadlocked")
         return [out[0]] * net_spec.npus
     world = World(net_spec, sys_spec, backend)
     finish = [None] * net_spec.npus
@@ -331,5 +338,5 @@ def simulate_collective(net_spec: NetSpec, sys_spec: SysSpec, collective: str, s
     world.eq.run(None if progress is None else tick)
     if any(f is None for f in finish):
         stuck = [i for i, f in enumerate(finish) if f is None][:8]
-        raise RuntimeError(f"ASTRA-sim emulation deadlocked: NPUs {stuck} never finished")
+        raise Deadlock(f"ASTRA-sim emulation deadlocked: NPUs {stuck} never finished")
     return finish

@@ -4,7 +4,10 @@
 traces exactly as ASTRA-sim does and returns, per NPU, the finish time and the exposed
 communication in ns. Workloads made of one collective per NPU (microbenchmarks) take the fast
 path (`emulator.simulate_collective`, one NPU standing for all where the system is symmetric);
-anything else runs the full per-NPU workload graph.
+anything else runs the per-NPU workload graph (NPU 0 alone where every NPU runs the same graph on
+such a system, `workload.mirror_why_not`). A run that deadlocks because halvingDoubling pairs
+NPUs one-sidedly on a dimension that is not a power of two is the error ASTRA-sim's hang deserves
+(`halving_doubling_stall`).
 
 `compare_collectives` prices every distinct collective of the workload with fabricsim's own
 analytical model on the same network, and flags ASTRA-sim answers that beat the physical bound
@@ -16,8 +19,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
 
 from ..errors import ConfigError
 from ..progress import Progress, report
@@ -31,8 +32,10 @@ from .config import (
     read_system,
     to_topology,
 )
-from .emulator import NetSpec, SysSpec, mirror_eligible, simulate_collective
-from .workload import COLLECTIVE_OF, COMM_COLL, NpuResult, Roofline, run_workload
+from .emu_ring import halving_doubling_unpaired
+from .emu_system import phase_plan
+from .emulator import Deadlock, NetSpec, SysSpec, mirror_eligible, simulate_collective
+from .workload import COLLECTIVE_OF, COMM_COLL, NpuResult, Roofline, mirror_why_not, run_workload
 
 BACKENDS = ("congestion-unaware", "congestion-aware")
 
@@ -197,8 +200,51 @@ def check_implementations(system: AstraSystem, net: AstraNetwork, collectives, b
             if impl.name == "doubleBinaryTree" and coll != "all-reduce":
                 raise ConfigError(key, str(impl), "doubleBinaryTree serves all-reduce only")
             size = net.npus if impl.flat else net.npus_count[min(d, net.ndims - 1)]
-            if impl.name == "halvingDoubling" and size & (size - 1):
-                raise ConfigError(key, str(impl), f"halvingDoubling needs a power-of-two dimension, this one has {size} NPUs")
+            if impl.name == "doubleBinaryTree" and size & (size - 1):
+                # its tree has 2^floor(log2 n) places: the NPUs left out dereference a null node
+                raise ConfigError(key, str(impl), f"ASTRA-sim crashes on a doubleBinaryTree over {size} NPUs (its tree "
+                                  f"has places for {1 << (size.bit_length() - 1)}); accepted: a power-of-two dimension")
+
+
+def halving_doubling_stall(net: NetSpec, system: SysSpec, collectives, system_path: str) -> ConfigError | None:
+    """Why ASTRA-sim never finishes a run, when halvingDoubling on a dimension that is not a
+    power of two pairs NPUs one-sidedly (`emu_ring.halving_doubling_unpaired`): the error to raise
+    when the emulation deadlocks, or None when no such dimension is used.
+
+    Parameters
+    ----------
+    net : NetSpec
+        The network.
+    system : SysSpec
+        The system layer's settings.
+    collectives : iterable of str
+        The collectives the workload runs.
+    system_path : str
+        The system file, for the message.
+
+    Returns
+    -------
+    ConfigError or None
+        One line naming the implementation key, the phase, the distance and the NPUs.
+    """
+    for coll in sorted(set(collectives)):
+        impls = system.impls.get(coll) or ()
+        if coll in system.custom or not impls:
+            continue
+        flat = impls[0].flat
+        dims = (net.npus,) if flat else net.dims
+        for phase, d in phase_plan(coll, [d for d, n in enumerate(dims) if n > 1], system.optimization):
+            impl, n = impls[0 if flat else d], dims[d]
+            hit = impl.name == "halvingDoubling" and n & (n - 1) and halving_doubling_unpaired(phase, n)
+            if hit:
+                o, i, j, k = hit
+                return ConfigError(
+                    f"{system_path}: {coll}-implementation", str(impl),
+                    f"ASTRA-sim never finishes this run: its halvingDoubling {phase} on {n} NPUs (not a power of two) "
+                    f"pairs line position {i} with {j} at distance {o}, but {j} exchanges with {k}, so {i} waits for a "
+                    "message that is never sent and ASTRA-sim reports no time for it; accepted: a power-of-two "
+                    "dimension, or ring/direct")
+    return None
 
 
 def run_astra(workload: str, system_path: str, network_path: str, comm_groups: str | None = None,
@@ -222,7 +268,8 @@ def run_astra(workload: str, system_path: str, network_path: str, comm_groups: s
     injection_scale : float
         Factor on `endpoint-delay` (ASTRA-sim's --injection-scale).
     mode : str
-        For a lone collective per NPU: "auto" (mirror mode where it is exact), "full" (every NPU).
+        "auto" (one NPU standing for all where that is exact: a lone collective per NPU, or a workload
+        graph every NPU runs alike), "full" (every NPU).
     progress : callable, optional
         `progress(done, total, phase)`: reading the inputs, then simulating (`fabricsim.progress`).
     remote_memory : str, optional
@@ -272,18 +319,29 @@ def run_astra(workload: str, system_path: str, network_path: str, comm_groups: s
     check_implementations(system, net, used, backend, network_path)
     t0 = time.perf_counter()
     single = _single_collective(traces)
+    try:
+        if single is not None and not system.replay_only:
+            coll, size, involved = single
+            how = "mirror" if (mode != "full" and mirror_eligible(spec_n, spec_s, coll, backend) is None) else "full"
+            report(progress, 0, 0 if how == "mirror" else net.npus, "simulating")
+            finish = simulate_collective(spec_n, spec_s, coll, size, backend, involved, mode=how, progress=progress)
+            results = tuple(NpuResult(i, f, 0, f, f) for i, f in enumerate(finish))
+        else:
+            why = "full" if mode == "full" else mirror_why_not(spec_n, spec_s, traces, backend, system.replay_only)
+            how = "mirror" if why is None else "full"
+            results = tuple(run_workload(spec_n, spec_s, traces, backend, groups, roofline, system.replay_only, workload,
+                                         progress, mode=how))
+    except (Deadlock, ConfigError) as e:
+        stall = halving_doubling_stall(spec_n, spec_s, used, system.path)
+        if stall is None or not (isinstance(e, Deadlock) or getattr(e, "value", None) == "deadlock"):
+            raise
+        raise stall from None
+    npus = "one NPU mirrored" if how == "mirror" else "all NPUs"
     if single is not None and not system.replay_only:
-        coll, size, involved = single
-        how = "mirror" if (mode != "full" and mirror_eligible(spec_n, spec_s, coll, backend) is None) else "full"
-        report(progress, 0, 0 if how == "mirror" else net.npus, "simulating")
-        finish = simulate_collective(spec_n, spec_s, coll, size, backend, involved, mode=how, progress=progress)
-        results = tuple(NpuResult(i, f, 0, f, f) for i, f in enumerate(finish))
-        path = f"collective ({'one NPU mirrored' if how == 'mirror' else 'all NPUs'})"
+        path = f"collective ({npus})"
         colls = ((coll, size, None),)
     else:
-        results = tuple(run_workload(spec_n, spec_s, traces, backend, groups, roofline, system.replay_only, workload,
-                                     progress))
-        path = "workload graph"
+        path = "workload graph" + (" (one NPU mirrored)" if how == "mirror" else "")
         seen = {}
         for t in traces[:1]:
             for n in t.nodes:
@@ -374,6 +432,8 @@ def compare_collectives(run: AstraRun, model: str = "analytical",
     list of CollectiveComparison
         One per distinct all-NPU collective (sub-group collectives are left out).
     """
+    import numpy as np  # lazy: numpy costs 0.1 s at start-up and only this comparison needs it
+
     from ..collectives.api import build_schedule
     from ..network.model import get_network_model
 

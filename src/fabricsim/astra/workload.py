@@ -7,6 +7,11 @@ nodes are considered in ascending id. Compute nodes replay `duration_micros` (x1
 the roofline when it is enabled; collectives go to the system layer (`emulator`); sends and
 receives are point-to-point messages. An NPU finishes when nothing is left to run; its exposed
 communication is its finish time minus the time its GPU computed (ASTRA-sim's definition).
+
+Where every NPU runs the same graph (ids may be shifted per rank, as Chakra's converter numbers
+them) with no point-to-point messages or communicator groups, on a system mirror mode serves,
+NPU 0 alone is emulated and stands for all (`mirror_why_not`): exact, and O(nodes) messages
+where a ring over N NPUs costs O(N^2) simulated one by one (93 s at 1024 NPUs before issue 20).
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ from .emulator import (
     ALL_TO_ALL,
     REDUCE_SCATTER,
     DepGraph,
+    MirrorWorld,
     NetSpec,
     SysSpec,
     World,
+    mirror_eligible,
 )
 
 COMP, COMM_SEND, COMM_RECV, COMM_COLL, METADATA, INVALID, MEM_LOAD, MEM_STORE = 4, 5, 6, 7, 1, 0, 2, 3
@@ -291,9 +298,80 @@ class NpuWorkload:
             self.finish_ns = self.world.eq.now
 
 
+def mirror_why_not(net: NetSpec, system: SysSpec, traces: Sequence, backend: str, replay_only: bool = False) -> str | None:
+    """Whether one NPU can stand for all in a workload run (as mirror mode does for a lone
+    collective): every NPU runs the same graph, with no point-to-point messages (their peers are
+    not translates) and no communicator groups, and every collective it simulates is
+    translation-symmetric on this network (`emulator.mirror_eligible`).
+
+    Parameters
+    ----------
+    net : NetSpec
+        The network.
+    system : SysSpec
+        The system layer's settings.
+    traces : sequence of EtTrace
+        One per NPU, rank order.
+    backend : str
+        "congestion-unaware" or "congestion-aware".
+    replay_only : bool
+        Collectives are replayed, not simulated.
+
+    Returns
+    -------
+    str or None
+        None when mirroring is exact, else why not (one line).
+    """
+    first = traces[0].nodes
+    colls = set()
+    for node in first:
+        if node.type in (COMM_SEND, COMM_RECV):
+            return "point-to-point messages"
+        if node.type == COMM_COLL:
+            if node.pg_name not in (None, "", "0"):
+                return "communicator groups"
+            if node.comm_type in COLLECTIVE_OF and not replay_only:
+                colls.add(COLLECTIVE_OF[node.comm_type])
+    for coll in sorted(colls):
+        why = mirror_eligible(net, system, coll, backend)
+        if why:
+            return why
+    if not all(same_graph(first, t.nodes) for t in traces[1:]):  # last: the costliest test
+        return "NPUs run different graphs"
+    return None
+
+
+def same_graph(a: Sequence, b: Sequence) -> bool:
+    """Whether two NPUs' nodes run the same way: equal but for a constant shift of every id and
+    dependency (Chakra's converter numbers the nodes of rank r after those of rank r-1; a shift
+    keeps the ascending-id order in which ready nodes are issued).
+
+    Parameters
+    ----------
+    a, b : sequence of EtNode
+        Two traces' nodes, in file order.
+
+    Returns
+    -------
+    bool
+        True when names, types, durations, attributes and the shifted ids and dependencies agree.
+    """
+    if len(a) != len(b):
+        return False
+    if not a:
+        return True
+    delta = b[0].id - a[0].id
+    for x, y in zip(a, b):
+        if y.id - x.id != delta or (x.name, x.type, x.duration_micros, x.attrs) != (y.name, y.type, y.duration_micros, y.attrs):
+            return False
+        if y.data_deps != tuple(d + delta for d in x.data_deps) or y.ctrl_deps != tuple(d + delta for d in x.ctrl_deps):
+            return False
+    return True
+
+
 def run_workload(net: NetSpec, system: SysSpec, traces: Sequence, backend: str = "congestion-unaware",
                  groups: dict | None = None, roofline: Roofline | None = None, replay_only: bool = False,
-                 where: str = "workload", progress: Progress | None = None) -> list[NpuResult]:
+                 where: str = "workload", progress: Progress | None = None, mode: str = "full") -> list[NpuResult]:
     """Run one Chakra trace per NPU (`traces[r].nodes`) to completion; per-NPU results.
 
     Parameters
@@ -316,6 +394,10 @@ def run_workload(net: NetSpec, system: SysSpec, traces: Sequence, backend: str =
         The trace prefix, for error messages.
     progress : callable, optional
         `progress(nodes issued, nodes in all traces, "simulating")` now and then (`fabricsim.progress`).
+    mode : str
+        "full" simulates every NPU; "mirror" NPU 0 alone, standing for all (only where
+        `mirror_why_not` is None: the caller checks; exact there, O(nodes) instead of O(NPUs^2)
+        messages for a ring).
 
     Returns
     -------
@@ -324,9 +406,10 @@ def run_workload(net: NetSpec, system: SysSpec, traces: Sequence, backend: str =
     """
     if len(traces) != net.npus:
         raise ConfigError("workload", f"{len(traces)} traces", f"accepted: one per NPU ({net.npus})")
-    world = World(net, system, backend)
+    mirror = mode == "mirror"
+    world = MirrorWorld(net, system, backend) if mirror else World(net, system, backend)
     npus = [NpuWorkload(world, r, t.nodes, groups or {}, roofline, replay_only, f"{where}.{r}.et")
-            for r, t in enumerate(traces)]
+            for r, t in enumerate(traces[:1] if mirror else traces)]
     for w in npus:
         w.fire()
     if progress is None:
@@ -346,4 +429,7 @@ def run_workload(net: NetSpec, system: SysSpec, traces: Sequence, backend: str =
             raise ConfigError(f"{w.where}", "deadlock", f"NPU {w.npu} never finished; nodes never issued include {left} "
                               "(a send without its receive, or a dependency cycle)")
         out.append(NpuResult(w.npu, w.finish_ns, w.compute_ns, w.finish_ns - w.compute_ns, w.comm_ns))
+    if mirror:  # NPU 0 stands for every NPU
+        r = out[0]
+        out = [NpuResult(i, r.finish_ns, r.compute_ns, r.exposed_comm_ns, r.comm_ns) for i in range(net.npus)]
     return out

@@ -10,8 +10,7 @@ import sys
 
 import typer
 
-from ..collectives.verify import ScheduleError
-from ..errors import ConfigError
+from ..errors import ConfigError, ScheduleError
 # each module registers its commands on the app, in this order in `fabricsim --help`
 from . import collective  # noqa: F401, I001
 from . import train  # noqa: F401, I001

@@ -6,15 +6,11 @@ from typing import Optional
 
 import typer
 
-from ..collectives.api import build_schedule, normalize_collective, parse_group
-from ..collectives.algorithm import AlgorithmChoice
-from ..collectives.registry import ALGORITHMS, choose_algorithm
-from ..collectives.verify import default_sample, verify
+# lazy: the collectives, network models and topology builders (numpy, scipy, pydantic) are imported
+# inside the commands, so `fabricsim --help` and the other commands do not pay for them
 from ..errors import ConfigError
 from ..progress import Progress, report
-from ..network.model import NETWORK_MODELS, get_network_model
-from ..report.tables import avg_busbw, collective_rows, rows_to_csv, rows_to_json, rows_to_nccl, rows_to_text
-from ..topology.spec import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, FAMILIES, parse_topology
+from ..topology.defaults import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
 from ..units import parse_size_range
 from .app import app, out_console as _out
 from .progress import QUIET_HELP, progress_bar
@@ -36,12 +32,56 @@ def _jsonable_option(v):
     return list(v) if isinstance(v, tuple) else v
 
 
+VERIFY_MODES = ("auto", "full", "sample", "off")
+VERIFY_HELP = ("auto: every block up to 5M block moves, above that a sample of 16-256 blocks (a few seconds at "
+               "65,536 ranks); full: every block (minutes at 65,536 ranks); sample: a sample at any size; off")
+
+
+def verify_mode(check, no_verify: bool = False, field: str = "--verification") -> str:
+    """The verification `fabricsim collective` runs: auto, full, sample or off.
+
+    Parameters
+    ----------
+    check : bool or str
+        True (= auto) or False (= off), as `run_collective` took it before modes, or a mode name.
+    no_verify : bool
+        `--no-verify` was given: off, unless a mode other than auto or off was asked for too.
+    field : str
+        The option named in errors.
+
+    Returns
+    -------
+    str
+        One of `VERIFY_MODES`; a one-line ConfigError naming `field` for anything else.
+    """
+    if isinstance(check, bool):
+        mode = "auto" if check else "off"
+    else:
+        mode = str(check).strip().lower()
+        if mode not in VERIFY_MODES:
+            raise ConfigError(field, check, f"accepted: {', '.join(VERIFY_MODES)}")
+    if no_verify:
+        if mode not in ("auto", "off"):
+            raise ConfigError(field, check, "accepted with --no-verify: off (or leave --verification out)")
+        return "off"
+    return mode
+
+
 def run_collective(topology: str, bandwidth: str, latency: str, collective: str, algorithm: str,
                    sizes: str, model: str, group: str | None = None, root: int | None = None,
-                   options: list[str] | None = None, check: bool = True, progress: Progress | None = None):
+                   options: list[str] | None = None, check: bool | str = True, progress: Progress | None = None):
     """Everything `fabricsim collective` does, minus printing: (header, rows); `progress(done, total,
     phase)` is told each phase (building the schedule, verifying it, timing the sizes). `root`
-    None is rank 0 of the group (broadcast and reduce)."""
+    None is rank 0 of the group (broadcast and reduce). `check`: a verification mode (`verify_mode`:
+    auto, full, sample, off; True = auto, False = off); header["verified"] says what ran."""
+    from ..collectives.api import build_schedule, normalize_collective, parse_group
+    from ..collectives.registry import choose_algorithm
+    from ..collectives.verify import default_sample, sample_size, verify
+    from ..network.model import get_network_model
+    from ..report.tables import collective_rows
+    from ..topology.spec import parse_topology
+
+    mode = verify_mode(check)
     net = get_network_model(model)
     size_list = parse_size_range(sizes, "sizes")
     coll = normalize_collective(collective)
@@ -53,11 +93,13 @@ def run_collective(topology: str, bandwidth: str, latency: str, collective: str,
     report(progress, 0, 0, f"building the {choice.name} schedule on {topo.name}")
     sched = build_schedule(topo, coll, choice, group=ranks, root=0 if root is None else root, where="--option")
     verified = None
-    if check:
-        sample = default_sample(sched)  # full check unless it moves more than 5M blocks
-        report(progress, 0, 0, f"verifying on data ({'sampled' if sample else 'every block'})")
+    if mode != "off":
+        # auto: every block unless it moves more than 5M blocks; a sample solves all steps at once
+        sample = {"auto": default_sample, "full": lambda s: None, "sample": sample_size}[mode](sched)
+        report(progress, 0, 0, f"verifying on data ({f'{sample} sampled blocks' if sample else 'every block'})")
         rep = verify(sched, sample=sample)
-        verified = {"blocks_checked": rep.blocks_checked, "nblocks": rep.nblocks, "sampled": sample is not None}
+        verified = {"blocks_checked": rep.blocks_checked, "nblocks": rep.nblocks,
+                    "sampled": rep.blocks_checked < rep.nblocks, "mode": mode}
     report(progress, 0, len(size_list), f"timing {len(size_list)} sizes ({net.name})")
     times = net.collective(topo, sched).times(size_list)
     rows = collective_rows(coll, sched.p, size_list, times)
@@ -82,7 +124,8 @@ def collective(
     group: Optional[str] = typer.Option(None, "--group", "-g", help="ranks, e.g. 0-7 or 0,2,4,6 (default: all NPUs)"),
     root: Optional[int] = typer.Option(None, "--root", help="root rank (index in the group) for broadcast and reduce (default 0)"),
     option: list[str] = typer.Option([], "--option", "-o", help="algorithm option KEY=VALUE, e.g. bidirectional=true (see `fabricsim algorithms`)"),
-    check: bool = typer.Option(True, "--verify/--no-verify", help="execute the schedule on data before timing it"),
+    check: bool = typer.Option(True, "--verify/--no-verify", help="execute the schedule on data before timing it (--no-verify = --verification off)"),
+    verification: str = typer.Option("auto", "--verification", help=VERIFY_HELP),
     json_out: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
     csv_out: bool = typer.Option(False, "--csv", help="print CSV instead of a table"),
     plot: Optional[str] = typer.Option(None, "--plot", help="also write busbw vs size to this image (.png, .pdf, .svg)"),
@@ -90,6 +133,9 @@ def collective(
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ):
     """Time one collective over a range of sizes; print an nccl-tests-style table."""
+    from ..report.tables import avg_busbw, rows_to_csv, rows_to_json, rows_to_nccl, rows_to_text
+
+    mode = verify_mode(verification, no_verify=not check)
     _check_applies(collective_name, algorithm, option, root, json_out, csv_out, nccl_out)
     if plot:  # a bad path fails before the run
         from ..report.plotting import check_path
@@ -97,7 +143,7 @@ def collective(
         check_path(plot, "--plot")
     with progress_bar("collective", quiet) as progress:
         header, rows = run_collective(topology, bandwidth, latency, collective_name, algorithm, sizes, model,
-                                      group, root, option, check, progress)
+                                      group, root, option, mode, progress)
     if plot:
         from ..report import plotting
 
@@ -110,7 +156,8 @@ def collective(
         return
     con = _out()
     v = header["verified"]
-    vtxt = "not verified" if v is None else (f"verified on data ({v['blocks_checked']} of {v['nblocks']} blocks)" if v["sampled"] else "verified on data")
+    vtxt = "not verified" if v is None else (f"verified on data: {v['blocks_checked']} sampled blocks of {v['nblocks']}"
+                                            if v["sampled"] else f"verified on data: all {v['nblocks']} blocks")
     how = "one stream through the switches" if header["streaming"] else f"{header['steps']} steps"
     title = (f"fabricsim collective: {header['collective']}, {header['algorithm']} on {header['topology']} "
              f"({header['ranks']} ranks), {how}, {header['model']}, {bandwidth}/link, {latency}; {vtxt}")
@@ -128,6 +175,9 @@ def _check_applies(collective_name: str, algorithm: str, option: list[str], root
                    json_out: bool, csv_out: bool, nccl_out: bool) -> None:
     """Refuse what `fabricsim collective` was given but would ignore: `--root` for a collective
     without a root, an algorithm option that does not change this collective, two output formats."""
+    from ..collectives.api import normalize_collective
+    from ..collectives.registry import ALGORITHMS, choose_algorithm
+
     formats = [name for name, on in (("--json", json_out), ("--csv", csv_out), ("--nccl", nccl_out)) if on]
     if len(formats) > 1:
         raise ConfigError("output format", " ".join(formats), "accepted: one of --json, --csv, --nccl (or none: a table)")
@@ -163,6 +213,8 @@ def collective_figure(header: dict, rows: list[dict]):
 @app.command()
 def topologies():
     """List topology families, one line each."""
+    from ..topology.spec import FAMILIES
+
     con = _out()
     for fam in FAMILIES.values():
         con.print(f"{fam.name:<16} {fam.example:<40} {fam.summary}", highlight=False)
@@ -171,6 +223,9 @@ def topologies():
 @app.command()
 def algorithms():
     """List collective algorithms: the collectives and group sizes they serve, their options (type, default)."""
+    from ..collectives.algorithm import AlgorithmChoice
+    from ..collectives.registry import ALGORITHMS
+
     con = _out()
     for alg in ALGORITHMS.values():
         colls = ", ".join(c + ("*" if c in alg.pow2_only else "") for c in alg.collectives)
@@ -192,6 +247,7 @@ def algorithms():
 @app.command()
 def models():
     """List network models (--model, network.model) and endpoint policies (system.endpoint.policy)."""
+    from ..network.model import NETWORK_MODELS
     from ..system.endpoint import DEFAULT_POLICY, ENDPOINT_POLICIES, policy_fields
 
     con = _out()

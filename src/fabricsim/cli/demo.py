@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
-from ..collectives.registry import ALGORITHMS
-from ..topology.spec import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, parse_topology
+# lazy: rich.table, the algorithms and the topology builders are imported inside `demo` (start-up time)
+from ..topology.defaults import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
 from ..units import format_time
 from .app import app, out_console as _out
 from .collective import run_collective
@@ -26,6 +25,11 @@ def demo(
     latency: str = typer.Option(DEFAULT_LATENCY, "--latency", "-L"),
 ):
     """All-reduce algorithms on an 8x8 torus and a 64-port switch, and one GPT-3 training iteration (embedded defaults)."""
+    from rich.table import Table
+
+    from ..collectives.registry import ALGORITHMS
+    from ..topology.spec import parse_topology
+
     con = _out()
     sizes = "4KiB,1MiB,64MiB,1GiB"
     con.print(f"# fabricsim demo: 64-rank all-reduce, {bandwidth} links, {latency}, congestion-aware; every schedule verified on data")

@@ -7,15 +7,16 @@ every other (`--quick`, `--out`, `--force`, `--config`, `--json`), made by one f
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from typer.core import TyperGroup
 
-from ..experiments import EXPERIMENTS, Experiment
-from ..experiments.base import reproduce
 from .app import app, out_console
 from .progress import QUIET_HELP, progress_bar
+
+if TYPE_CHECKING:  # lazy: the studies (pydantic configs, every model) are imported when `reproduce` lists or runs them
+    from ..experiments import Experiment
 
 
 def study_command(exp: Experiment):
@@ -46,6 +47,7 @@ def study_command(exp: Experiment):
     ):
         import contextlib
 
+        from ..experiments.base import reproduce
         from ..sweep.run import dask_map
 
         with progress_bar(f"reproduce {exp.name}", quiet) as progress, \
@@ -61,10 +63,14 @@ class _Studies(TyperGroup):
 
     def list_commands(self, ctx) -> list[str]:
         """The registered studies' names."""
+        from ..experiments import EXPERIMENTS
+
         return list(EXPERIMENTS)
 
     def get_command(self, ctx, name: str):
         """The command of study `name` (None if no study has that name)."""
+        from ..experiments import EXPERIMENTS
+
         exp = EXPERIMENTS.get(name)
         if exp is None:
             return None

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-import numpy as np
 import typer
-from rich.table import Table
 
-from ..collectives.api import parse_group
+# lazy: numpy, rich.table and the collectives are imported inside the commands (start-up time)
 from ..errors import ConfigError
 from ..units import format_size, format_time
 from .app import app, out_console as _out
@@ -24,6 +22,9 @@ def traffic(
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ):
     """Run flows and collectives with start times together on the flow-level model."""
+    import numpy as np
+    from rich.table import Table
+
     from ..network.traffic import load_traffic, run_traffic
 
     spec = load_traffic(file)
@@ -110,6 +111,7 @@ def train(
     from ..engine.usage import endpoint_usage
     from ..report.train import (breakdown_table, endpoint_line, iteration_line, memory_line, memory_summary,
                                 summary_json, throughput_line, write_outputs)
+    from ..collectives.api import parse_group
     from ..config import validate
     from ..sections import EndpointSection, parse_endpoint
     from ..train import load_train_config, run_train

@@ -116,17 +116,30 @@ def reducing_switch(topo: Topology, group: np.ndarray) -> int:
     int
         The lowest-id such switch; ConfigError when there is none.
     """
-    able = np.flatnonzero(topo.can_reduce & topo.can_multicast)
-    for s in able:
-        up = set(topo.link_src[topo.link_dst == s].tolist())
-        down = set(topo.link_dst[topo.link_src == s].tolist())
-        if set(group.tolist()) <= (up & down):
-            return int(s)
+    _, sw = _linked_switches(topo, group)
+    full = np.flatnonzero(np.bincount(sw, minlength=topo.n_nodes) == len(group))  # linked to every rank
+    if len(full):
+        return int(full[0])
     raise ConfigError(
         "algorithm", "in_network",
         f"needs a switch that reduces and multicasts, attached to every rank of the group; "
         f"{topo.name} has none (try --topology switch:{len(group)},reduce)",
     )
+
+
+def _linked_switches(topo: Topology, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(member index, switch) pairs, in that order, of switches that reduce and multicast and are
+    linked both ways to the member: one pass over the links (per-switch scans were quadratic at
+    8,192 nodes)."""
+    able = np.asarray(topo.can_reduce & topo.can_multicast, dtype=bool)
+    n = topo.n_nodes
+    pos = np.full(n, -1, dtype=np.int64)
+    pos[np.asarray(members, dtype=np.int64)] = np.arange(len(members))
+    src, dst = topo.link_src, topo.link_dst
+    up = (pos[src] >= 0) & able[dst]
+    down = able[src] & (pos[dst] >= 0)
+    both = np.intersect1d(pos[src[up]] * n + dst[up], pos[dst[down]] * n + src[down])  # sorted, distinct
+    return both // n, both % n
 
 
 def switch_tree(topo: Topology, group: np.ndarray) -> tuple[np.ndarray, int | None]:
@@ -148,23 +161,31 @@ def switch_tree(topo: Topology, group: np.ndarray) -> tuple[np.ndarray, int | No
         Leaf switch of each rank, and the root switch (None when the ranks use one leaf);
         ConfigError when a rank has no leaf or no switch sits above the leaves.
     """
-    able = topo.can_reduce & topo.can_multicast
-    up = set(zip(topo.link_src.tolist(), topo.link_dst.tolist()))
-    leaves = []
-    for r in group.tolist():
-        cand = [s for s in np.flatnonzero(able).tolist() if (r, s) in up and (s, r) in up]
-        if not cand:
-            raise ConfigError("algorithm", "in_network_tree",
-                              f"needs every rank on a switch that reduces and multicasts; NPU {r} of {topo.name} has none "
-                              "(try fred:5x4,up=12TB/s,reduce)")
-        leaves.append(min(cand))
-    leaves = np.array(leaves, dtype=np.int64)
+    member, sw = _linked_switches(topo, group)
+    leaves = np.full(len(group), -1, dtype=np.int64)
+    first = np.ones(len(member), dtype=bool)
+    first[1:] = member[1:] != member[:-1]
+    leaves[member[first]] = sw[first]  # pairs come sorted: the first switch of a member is its lowest
+    if (leaves < 0).any():
+        r = int(group[np.flatnonzero(leaves < 0)[0]])
+        raise ConfigError("algorithm", "in_network_tree",
+                          f"needs every rank on a switch that reduces and multicasts; NPU {r} of {topo.name} has none "
+                          "(try fred:5x4,up=12TB/s,reduce)")
     used = np.unique(leaves)
     if len(used) == 1:
         return leaves, None
-    for s in np.flatnonzero(able).tolist():
-        if all((int(x), s) in up and (s, int(x)) in up for x in used):
-            return leaves, s
+    _, above = _linked_switches(topo, used)
+    roots = np.flatnonzero(np.bincount(above, minlength=topo.n_nodes) == len(used))
+    if len(roots):
+        root = int(roots[0])
+        try:  # the leaves stream into the root and back: the topology must route between switches
+            topo.route(used, np.full(len(used), root))
+            topo.route(np.full(len(used), root), used)
+        except ValueError:
+            raise ConfigError("algorithm", "in_network_tree",
+                              f"needs its leaf switches routed to the root switch above them; {topo.name} does not "
+                              "route between switches (try fred:5x4,up=12TB/s,reduce)") from None
+        return leaves, root
     raise ConfigError("algorithm", "in_network_tree",
                       f"needs one reducing switch above the leaf switches {used.tolist()} of {topo.name}")
 
@@ -214,18 +235,27 @@ def node_switches(topo: Topology, group: np.ndarray, gpus_per_node: int, nics_pe
     """
     G, N = int(gpus_per_node), int(nics_per_node)
     nodes = len(group) // G
-    out = [reducing_switch(topo, group[k * G:(k + 1) * G]) for k in range(nodes)]
+    member, sw = _linked_switches(topo, group)  # all nodes at once (`reducing_switch` per node)
+    key, count = np.unique((member // G) * topo.n_nodes + sw, return_counts=True)
+    key = key[count == G]  # switches linked to all G members of a node; per node, lowest id first
+    node, first = np.unique(key // topo.n_nodes, return_index=True)
+    if len(node) < nodes:
+        k = int(np.setdiff1d(np.arange(nodes), node)[0])
+        reducing_switch(topo, group[k * G:(k + 1) * G])  # raises its error for that node
+    out = (key[first] % topo.n_nodes).tolist()
     if nodes == 1:
         return np.array(out, dtype=np.int64)
     able = np.flatnonzero(topo.can_reduce & topo.can_multicast)
-    fabric = [int(s) for s in able if s not in out]
+    taken = set(out)
+    fabric = [int(s) for s in able if int(s) not in taken]
     rail = (np.arange(len(group)) % G) * N // G
     for r in range(N):
         members = group[rail == r]
         for s in fabric:
-            try:
-                topo.route(members, np.full(len(members), s))
-                topo.route(np.full(len(members), s), members)
+            try:  # one member first: most candidates fail, and a call costs about its size
+                for m in (members[:1], members):
+                    topo.route(m, np.full(len(m), s))
+                    topo.route(np.full(len(m), s), m)
             except ValueError:
                 continue
             out.append(s)

@@ -15,7 +15,10 @@ Initial holdings and the expected end state follow the collective:
 Values are random integers, so sums are exact and a contribution counted twice or missed is
 caught. Sending a block one does not hold, two copies into one place in one step, or a
 transfer to oneself are errors. Blocks are independent of each other, so large schedules are
-checked in batches of blocks (exactly), or on a random sample of blocks (`sample=`).
+checked in batches of blocks (exactly), or on a random sample of blocks (`sample=`): step by step,
+or with the sample's moves solved for all steps at once (`verify_sampled`: no visit of every
+transfer at every repetition), whichever `sample_plan` expects to be cheaper. `default_sample` is
+the default rule: every block up to 5M block moves, else a bounded sample.
 """
 
 from __future__ import annotations
@@ -24,11 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ScheduleError  # noqa: F401  (defined there so the CLI catches it without importing numpy)
 from .schedule import Schedule
-
-
-class ScheduleError(AssertionError):
-    """A schedule does not do what its collective promises."""
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,22 @@ class VerifyReport:
 
 _CELL_BUDGET = 20_000_000  # (node, block) cells held at once
 
+# Default rule (`default_sample`): every block up to FULL_VERIFY_LIMIT block moves (a full check,
+# step by step, runs about 5M block moves a second), else a sample of MIN_SAMPLE..DEFAULT_SAMPLE
+# blocks, as many as the cost model below puts within SAMPLE_SECONDS. A sample is checked by
+# whichever of two exact executors the model finds cheaper: step by step (`_run_batch`: numpy calls
+# per lock-step step and a visit of every stored entry at each repetition, cheap for a few wide
+# steps such as Swing's) or all at once (`verify_sampled`: per (block, move) and per (block,
+# repetition of a rotating step), cheap for many repeated steps such as a ring's 131,070).
 FULL_VERIFY_LIMIT = 5_000_000  # block moves above which `default_sample` checks a sample
-DEFAULT_SAMPLE = 256  # blocks checked by a sampled verify
+DEFAULT_SAMPLE = 256  # most blocks a default sample checks
+MIN_SAMPLE = 16  # fewest blocks a default sample checks (however long the schedule)
+SAMPLE_SECONDS = 1.5  # what a default sample aims at, by the cost model
+# cost model, CPU seconds on the 2-core machine of benchmarks/README.md (fitted to ring, Swing, NCCL ring)
+_STEP_S = 30e-6  # step by step: the numpy calls of one lock-step step
+_ENTRY_S = 13e-9  # step by step: one stored entry (a run in range form) visited at one repetition
+_MOVE_S = 0.5e-6  # step by step: one (sampled block, move)
+_AT_ONCE_S = 0.8e-6  # all at once: one (sampled block, move) or (sampled block, rotating repetition)
 
 
 def verify_work(schedule: Schedule) -> int:
@@ -92,9 +106,65 @@ def verify_work(schedule: Schedule) -> int:
     return int(sum(int(st.ptr[-1]) * st.repeat for st in schedule.steps))
 
 
+def _sample_costs(s: Schedule) -> tuple[float, float, float]:
+    """(fixed cost of a step-by-step sample, its cost per block, all-at-once cost per block), s."""
+    moves = verify_work(s) / max(1, s.nblocks)  # per block, on average
+    fixed = sum(st.repeat * (_STEP_S + (st.n_transfers if st.ranges else len(st.blocks)) * _ENTRY_S) for st in s.steps)
+    rotating = sum(st.repeat for st in s.steps if st.repeat > 1 and st.shift is not None)
+    return fixed, moves * _MOVE_S, (moves + rotating) * _AT_ONCE_S
+
+
+def sample_plan(schedule: Schedule, sample: int | None = None) -> tuple[int, bool]:
+    """How a sampled verify runs: (blocks, all at once?).
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The schedule to verify.
+    sample : int, optional
+        Blocks asked for (default: as many as the cost model puts within `SAMPLE_SECONDS`, between
+        `MIN_SAMPLE` and `DEFAULT_SAMPLE`); never more than every block.
+
+    Returns
+    -------
+    (int, bool)
+        Blocks to check, and True when `verify_sampled` (all steps at once) is the cheaper
+        executor for them, False for step by step.
+    """
+    fixed, per_step, per_once = _sample_costs(schedule)
+    if sample is None:
+        fit = max((SAMPLE_SECONDS - fixed) / max(per_step, 1e-12), SAMPLE_SECONDS / max(per_once, 1e-12))
+        sample = max(MIN_SAMPLE, min(DEFAULT_SAMPLE, int(fit)))
+    n = int(min(schedule.nblocks, max(1, sample)))
+    return n, n * per_once < fixed + n * per_step
+
+
+def sample_size(schedule: Schedule) -> int:
+    """Blocks a default sampled verify checks (`sample_plan`): within about `SAMPLE_SECONDS` by the
+    cost model, between `MIN_SAMPLE` and `DEFAULT_SAMPLE`, at most every block.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The schedule to verify.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from fabricsim.topology import parse_topology
+    >>> from fabricsim.collectives.api import build_schedule
+    >>> sample_size(build_schedule(parse_topology("ring:65536"), "all-reduce", "ring"))  # 131,070 moves a block
+    16
+    """
+    return sample_plan(schedule)[0]
+
+
 def default_sample(schedule: Schedule, limit: int = FULL_VERIFY_LIMIT) -> int | None:
-    """The `sample=` of a default verify: None (every block) unless `verify_work` exceeds `limit`,
-    then `DEFAULT_SAMPLE` blocks (a few seconds at any size the builders make).
+    """The `sample=` of a default verify: None (every block, step by step) unless `verify_work`
+    exceeds `limit`, then `sample_size` blocks (a few seconds at any size the builders make).
 
     Parameters
     ----------
@@ -108,9 +178,9 @@ def default_sample(schedule: Schedule, limit: int = FULL_VERIFY_LIMIT) -> int | 
     int or None
         Blocks to sample, or None for a full check.
     """
-    if verify_work(schedule) <= limit or schedule.nblocks <= DEFAULT_SAMPLE:
+    if verify_work(schedule) <= limit:
         return None
-    return DEFAULT_SAMPLE
+    return sample_size(schedule)
 
 
 def _check_owner(s: Schedule) -> None:
@@ -267,7 +337,7 @@ def _run_batch(s: Schedule, blocks: np.ndarray, rng: np.random.Generator, entrie
         )
 
 
-def verify(schedule: Schedule, *, seed: int = 0, sample: int | None = None) -> VerifyReport:
+def verify(schedule: Schedule, *, seed: int = 0, sample: int | None = None, blocks=None) -> VerifyReport:
     """Run `schedule` on random integers and raise `ScheduleError` unless it implements its
     collective exactly (module doc).
 
@@ -278,8 +348,11 @@ def verify(schedule: Schedule, *, seed: int = 0, sample: int | None = None) -> V
     seed : int
         Seed of the random values (and of the sample).
     sample : int, optional
-        Check only this many randomly chosen blocks (default: every block, in batches of bounded
-        memory).
+        Check only this many randomly chosen blocks, step by step or all steps solved at once
+        (`verify_sampled`), whichever `sample_plan` finds cheaper; default: every block, step by
+        step, in batches of bounded memory.
+    blocks : int sequence, optional
+        Check exactly these block ids (as `sample` does; e.g. the blocks a test corrupted).
 
     Returns
     -------
@@ -303,10 +376,21 @@ def verify(schedule: Schedule, *, seed: int = 0, sample: int | None = None) -> V
     if s.collective == "all-to-all" and s.nblocks != s.p * s.p:
         raise ScheduleError("all-to-all schedules have p*p blocks")
     rng = np.random.default_rng(seed)
-    if sample is not None and sample < s.nblocks:
-        blocks = np.sort(rng.choice(s.nblocks, size=sample, replace=False))
+    at_once = False
+    if blocks is not None or sample is not None:
+        n, at_once = sample_plan(s, len(blocks) if blocks is not None else int(sample))
+        if blocks is None:
+            blocks = rng.choice(s.nblocks, size=n, replace=False)
+        blocks = np.unique(np.asarray(blocks, dtype=np.int64))
+        if len(blocks) and (blocks[0] < 0 or blocks[-1] >= s.nblocks):
+            raise ValueError(f"verify: blocks must lie in 0..{s.nblocks - 1}")
     else:
         blocks = np.arange(s.nblocks)
+    if at_once:
+        from .verify_sampled import run_sampled
+
+        run_sampled(s, blocks, rng)
+        return VerifyReport(s.collective, s.algorithm, s.p, s.n_steps, s.n_transfers, len(blocks), s.nblocks)
     batch = max(1, _CELL_BUDGET // max(1, s.n_nodes))
     entries = [None if st.ranges else (st.entry_src(), st.entry_dst(), st.entry_reduce()) for st in s.steps]
     for i in range(0, len(blocks), batch):

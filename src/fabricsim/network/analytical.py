@@ -26,14 +26,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..collectives.schedule import Schedule, Step, lane_total
 from ..topology.graph import Topology
 from ..errors import ConfigError
 from .flow import FlowResult, Flows, successors
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 MODELS = ("congestion-aware", "congestion-unaware")
 MODEL_ALIASES = {"analytical": "congestion-aware", "aware": "congestion-aware", "unaware": "congestion-unaware",
@@ -61,7 +64,6 @@ def normalize_model(name: str) -> str:
     return key
 
 
-@dataclass(frozen=True, eq=False)
 class RoutedStep:
     """One step shape of a placed schedule, routed on a topology (`route_step`).
 
@@ -69,8 +71,10 @@ class RoutedStep:
     ----------
     repeat : int
         Repetitions of the step.
-    incidence : scipy.sparse.csr_matrix
-        [links, transfers]: 1 where the transfer crosses the link.
+    incidence : scipy.sparse.csr_matrix or callable
+        [links, transfers]: the link use of each transfer per byte of it (1 on its path's links); or
+        a function of no arguments that builds that matrix, called on first access of `incidence`
+        (the straight-path fast route of `route_step` has no hop list to build it from otherwise).
     frac : float array
         Size of each transfer per byte of collective size.
     path_latency : float array
@@ -79,23 +83,59 @@ class RoutedStep:
         Slowest link bandwidth on each transfer's path, bytes/s (inf: no hop).
     src_npu : int array, optional
         Topology NPU sending each transfer (-1: a switch), for injection limits.
+    link_frac : float array [links], optional
+        `incidence @ frac` when the router already has it (bytes per byte of collective size).
+    used_links : int array or callable, optional
+        Links that at least one transfer crosses (rows of `incidence` with an entry), ascending;
+        or a function of no arguments that gives them on each access (not kept: it is cheap, and
+        32 steps of a 65,536-NPU torus would otherwise hold 64 MB of them).
     """
 
-    repeat: int
-    incidence: sp.csr_matrix  # links x transfers, 1 where the transfer crosses the link
-    frac: np.ndarray  # transfer size / collective size
-    path_latency: np.ndarray  # s, per transfer
-    path_bw: np.ndarray  # bytes/s, slowest link on each transfer's path (inf: no hop)
-    src_npu: np.ndarray | None = None  # topology NPU sending each transfer (-1: a switch), for injection limits
+    def __init__(self, repeat: int, incidence, frac: np.ndarray, path_latency: np.ndarray, path_bw: np.ndarray,
+                 src_npu: np.ndarray | None = None, *, link_frac: np.ndarray | None = None,
+                 used_links=None):
+        self.repeat = repeat
+        self._incidence = incidence
+        self.frac = frac  # transfer size / collective size
+        self.path_latency = path_latency  # s, per transfer
+        self.path_bw = path_bw  # bytes/s, slowest link on each transfer's path (inf: no hop)
+        self.src_npu = src_npu  # topology NPU sending each transfer (-1: a switch), for injection limits
+        self._link_frac = link_frac
+        self._used_links = used_links
+
+    @property
+    def incidence(self) -> sp.csr_matrix:
+        """[links, transfers] link use per byte of each transfer (built on first use when deferred)."""
+        if callable(self._incidence):
+            self._incidence = self._incidence()
+        return self._incidence
 
     @property
     def link_frac(self) -> np.ndarray:
         """Bytes on each link per byte of collective size."""
-        return self.incidence @ self.frac
+        if self._link_frac is None:
+            return self.incidence @ self.frac
+        return self._link_frac
+
+    @property
+    def used_links(self) -> np.ndarray:
+        """Ids of the links at least one transfer crosses, ascending (zero-byte transfers count)."""
+        if self._used_links is None:
+            self._used_links = np.flatnonzero(np.diff(self.incidence.indptr))
+        if callable(self._used_links):
+            return self._used_links()
+        return self._used_links
 
 
 def route_step(topo: Topology, schedule: Schedule, step: Step) -> RoutedStep:
     """Route one step shape of a placed schedule.
+
+    On rings, tori and meshes (dimension-order routing over ring, one-way ring and line
+    dimensions of uniform links) every path is a straight segment per dimension, and link loads,
+    path latencies and path bandwidths come from difference arrays along each ring
+    (`_route_straight`, O(transfers + links)) instead of a list of every hop (p^1.5 hops for
+    Swing on a 2-D torus); the results are bit-identical to the hop list's, and `incidence` is
+    then built only if asked for. Other topologies list the hops.
 
     Parameters
     ----------
@@ -111,8 +151,29 @@ def route_step(topo: Topology, schedule: Schedule, step: Step) -> RoutedStep:
     RoutedStep
         Incidence, transfer sizes per byte, path latencies (s) and path bandwidths (bytes/s).
     """
+    src, dst = _endpoints(schedule, step)
+    frac = schedule.transfer_fraction(step)
+    src_npu = np.where(src < topo.n_npus, src, -1)
+    fast = _route_straight(topo, src, dst, step.reduce, frac)
+    if fast is not None:
+        link_frac, used, lat, bw = fast
+        # the closure keeps the schedule (already held), not copies of src and dst
+        return RoutedStep(step.repeat, lambda: _route_hops(topo, *_endpoints(schedule, step), step)[0], frac, lat,
+                          bw, src_npu, link_frac=link_frac, used_links=used)
+    inc, lat, bw = _route_hops(topo, src, dst, step)
+    return RoutedStep(step.repeat, inc, frac, lat, bw, src_npu)
+
+
+def _endpoints(schedule: Schedule, step: Step) -> tuple[np.ndarray, np.ndarray]:
+    """Topology nodes sending and receiving each transfer of `step`."""
     nodes = schedule.topology_nodes()
-    src, dst = nodes[step.src], nodes[step.dst]
+    return nodes[step.src], nodes[step.dst]
+
+
+def _route_hops(topo: Topology, src: np.ndarray, dst: np.ndarray, step: Step):
+    """The general route: every hop listed; (incidence [links, transfers], path latency s, path bw bytes/s)."""
+    import scipy.sparse as sp  # lazy: scipy.sparse costs 0.1-0.2 s at start-up; only routing needs it
+
     ptr, links, use = topo.route_reducing(src, dst, step.reduce, step.first_block)
     n_t = len(src)
     hops = np.diff(ptr)
@@ -122,8 +183,202 @@ def route_step(topo: Topology, schedule: Schedule, step: Step) -> RoutedStep:
     bw = np.full(n_t, np.inf)
     if len(links):
         np.minimum.at(bw, tid, topo.link_bw[links] / use)
-    return RoutedStep(step.repeat, inc, schedule.transfer_fraction(step), lat, bw,
-                      np.where(src < topo.n_npus, src, -1))
+    return inc, lat, bw
+
+
+_STRAIGHT_KINDS = ("ring", "uniring", "line")
+
+
+def _route_straight(topo: Topology, src: np.ndarray, dst: np.ndarray, reduce, frac: np.ndarray):
+    """`route_step`'s numbers without a hop list, where every path is straight per dimension.
+
+    Applies to a `DimensionOrderRouter` whose dimensions are all rings, one-way rings or lines,
+    with one latency and one bandwidth per dimension, NPU endpoints, no switch reduction unit on
+    the way, and transfer sizes whose per-link sums the hop list's sequential sums reproduce
+    exactly (`_exact_link_sums`). Each transfer's path in dimension d is an interval of the
+    ring (line) it is on then; a difference array per ring and direction, summed once, gives the
+    bytes on every link. Its path latency and bandwidth depend only on its hop count per
+    dimension.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    src, dst : int64 arrays [T]
+        Topology nodes of each transfer.
+    reduce : bool array [T]
+        Whether each transfer is reduced at its destination (a reduction unit adds a hop).
+    frac : float array [T]
+        Bytes of each transfer per byte of collective size.
+
+    Returns
+    -------
+    tuple or None
+        (link_frac [links] bytes per byte of size, used link ids ascending (or a function giving
+        them), path latency [T] s, path bandwidth [T] bytes/s, inf for no hop), equal bit for bit
+        to what the hop list gives; None where the conditions above do not hold (the caller lists
+        the hops).
+    """
+    from ..topology.graph import DimensionOrderRouter
+
+    router = topo.router
+    if not isinstance(router, DimensionOrderRouter) or any(k not in _STRAIGHT_KINDS for k in router.kinds):
+        return None
+    n, n_t, dims = topo.n_npus, len(src), tuple(topo.dims)
+    if len(router.kinds) != len(dims) or router.step_link.shape[:2] != (n, len(dims)):
+        return None
+    if n_t and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
+        return None  # switches or bad nodes: the general router handles (or rejects) them
+    if topo.reduce_link is not None and n_t and (np.asarray(reduce, bool) & (topo.reduce_link[dst] >= 0)).any():
+        return None
+    lat_d, bw_d = [], []
+    for d in range(len(dims)):  # one latency and bandwidth per dimension: then a path's depend on its hop counts only
+        ids = router.step_link[:, d, :]
+        ids = ids[ids >= 0]
+        lat, bw = topo.link_lat[ids], topo.link_bw[ids]
+        if len(ids) and (np.any(lat != lat[0]) or np.any(bw != bw[0])):
+            return None
+        lat_d.append(float(lat[0]) if len(ids) else 0.0)
+        bw_d.append(float(bw[0]) if len(ids) else np.inf)
+    exact = _exact_link_sums(frac)
+    if exact is None:
+        return None
+    weight, unit, one = exact
+
+    cs, cd = topo.coords(src), topo.coords(dst)
+    strides = np.cumprod((1,) + dims[:-1])
+    count = np.zeros(topo.n_links)  # transfers crossing each link (exact integers in float64)
+    load = np.zeros(topo.n_links) if weight is not None else None  # sum of `weight` over them
+    hops_all = np.zeros((n_t, len(dims)), dtype=np.int64)
+    for d, kind in enumerate(router.kinds):
+        size, st = dims[d], int(strides[d])
+        a = cs[:, d]
+        diff = cd[:, d] - a
+        if not diff.any():
+            continue
+        # the node the transfer is at when dimension d starts (dims < d corrected, dims > d as at
+        # src), with coordinate d set to 0: the first node of the ring it travels on
+        line_node = src + (cd[:, :d] - cs[:, :d]) @ strides[:d] - a * st
+        fwd = diff % size
+        if kind == "ring":  # as DimensionOrderRouter: shortest direction, a half-way tie goes +
+            plus = fwd <= size - fwd
+            hops = np.where(plus, fwd, size - fwd)
+        elif kind == "uniring":
+            plus = np.ones(n_t, bool)
+            hops = fwd
+        else:
+            plus = diff > 0
+            hops = np.abs(diff)
+        hops = np.where(diff != 0, hops, 0)
+        hops_all[:, d] = hops
+        m = hops > 0
+        # ring id of each transfer in dimension d: node index with coordinate d removed
+        line = (line_node // (st * size)) * st + line_node % st
+        n_lines = n // size
+        width = 2 * size + 1  # positions unrolled twice so that a wrapping interval is one interval
+        for direction, sel in ((0, m & plus), (1, m & ~plus)):
+            if not sel.any():
+                continue
+            h, s0, ln = hops[sel], a[sel], line[sel]
+            # + crosses the links leaving positions a .. a+h-1; - those leaving a-h+1 .. a (shifted by size)
+            lo = s0 if direction == 0 else s0 - h + 1 + size
+            key = np.concatenate([ln * width + lo, ln * width + lo + h])
+            per_node = []
+            for w in (None,) if weight is None else (None, weight[sel]):
+                ww = np.ones(len(h)) if w is None else w
+                acc = np.bincount(key, weights=np.concatenate([ww, -ww]), minlength=n_lines * width)
+                acc = np.cumsum(acc.reshape(n_lines, width), axis=1)
+                folded = acc[:, :size] + acc[:, size:2 * size]  # exact: integers below 2**53
+                # [line, position] -> node: lines are (outer, inner) with coordinate d in between
+                per_node.append(folded.reshape(n // (st * size), st, size).transpose(0, 2, 1).reshape(n))
+            links = router.step_link[:, d, direction]
+            hit = per_node[0] > 0
+            if (links[hit] < 0).any():
+                raise ValueError("routing used a link that does not exist")
+            np.add.at(count, links[hit], per_node[0][hit])
+            if load is not None:
+                np.add.at(load, links[hit], per_node[1][hit])
+    used = np.flatnonzero(count > 0)
+    if load is not None:
+        link_frac = np.ldexp(load, unit)
+    else:
+        k = count[used].astype(np.int64)
+        # table[k]: k transfers of size `one` added one by one from 0, as the sparse product adds
+        # them; np.cumsum (add.accumulate) is strictly sequential, unlike np.sum's pairwise sum
+        table = np.concatenate([[0.0], np.cumsum(np.full(int(k.max(initial=0)), one))])
+        link_frac = np.zeros(topo.n_links)
+        link_frac[used] = table[k]
+    lat, bw = _path_lat_bw(hops_all, lat_d, bw_d)
+    if np.array_equal(count > 0, link_frac > 0):  # no zero-byte transfer alone on a link: derive, do not keep
+        return link_frac, lambda: np.flatnonzero(link_frac > 0), lat, bw
+    return link_frac, used, lat, bw
+
+
+def _exact_link_sums(frac: np.ndarray):
+    """How to reproduce, without ordering them, the hop list's per-link sums of transfer sizes.
+
+    The sparse product adds a link's transfers one by one in transfer order. With one size x
+    for all, k transfers give the k-th term of s_k = s_(k-1) + x, tabulated once. With
+    sizes that are integer multiples of one power of two summing below 2**53 (dyadic fractions,
+    as power-of-two schedules have), every partial sum is exact in any order.
+
+    Parameters
+    ----------
+    frac : float array [T]
+        Bytes per transfer per byte of collective size.
+
+    Returns
+    -------
+    tuple or None
+        (None, 0, x): one size x for all (the caller tabulates its sequential sums); or (weights,
+        e, None): sizes = weights * 2**e with integer weights; None: neither (order matters).
+    """
+    if len(frac) == 0 or np.all(frac == frac[0]):
+        return None, 0, float(frac[0]) if len(frac) else 0.0
+    if not np.all(np.isfinite(frac)) or np.any(frac < 0):
+        return None
+    nz = frac[frac > 0]
+    mant, expo = np.frexp(nz)
+    ints = (mant * 2.0 ** 53).astype(np.int64)
+    low = (ints & -ints).astype(np.float64)  # lowest set bit of each mantissa
+    unit = int(np.min(expo - 53 + np.log2(low).astype(np.int64)))
+    weight = np.ldexp(frac, -unit)
+    if float(np.sum(weight)) >= 2.0 ** 53:
+        return None
+    return weight, unit, None
+
+
+def _path_lat_bw(hops: np.ndarray, lat_d: list[float], bw_d: list[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Path latency (s) and bandwidth (bytes/s) of straight paths from their hop counts per dimension.
+
+    The hop list adds a path's link latencies in path order (dimension 0's hops first) from 0;
+    the same sequential sum is formed once per distinct hop-count vector, so the floats agree bit
+    for bit. The bandwidth is the slowest dimension crossed (inf: no hop).
+    """
+    n_t = len(hops)
+    if n_t == 0:
+        return np.zeros(0), np.full(0, np.inf)
+    # one integer key per hop-count vector (mixed radix); the distinct keys found by counting when
+    # the key range is small (no sort), else by np.unique
+    top = hops.max(axis=0) + 1
+    radix = np.cumprod(np.concatenate([[1], top[:-1]])).astype(np.int64)
+    key = hops @ radix
+    if float(np.prod(top.astype(float))) <= 4 * n_t:
+        keys = np.flatnonzero(np.bincount(key))
+        where = np.zeros(int(key.max()) + 1, dtype=np.int64)
+        where[keys] = np.arange(len(keys))
+        inv = where[key]
+    else:
+        keys, inv = np.unique(key, return_inverse=True)
+        inv = np.asarray(inv).reshape(-1)
+    uniq = (keys[:, None] // radix[None, :]) % top[None, :]
+    acc = np.zeros(len(uniq))
+    ubw = np.full(len(uniq), np.inf)
+    for d in range(hops.shape[1]):
+        for k in range(int(uniq[:, d].max(initial=0))):
+            acc = np.where(uniq[:, d] > k, acc + lat_d[d], acc)
+        ubw = np.where(uniq[:, d] > 0, np.minimum(ubw, bw_d[d]), ubw)
+    return acc[inv], ubw[inv]
 
 
 def route_schedule(topo: Topology, schedule: Schedule) -> list[RoutedStep]:
@@ -185,9 +440,12 @@ def step_times(topo: Topology, routed: RoutedStep, sizes: np.ndarray, model: str
         if limited:
             bw = np.where(routed.src_npu >= 0, np.minimum(bw, injection), bw)
         per_byte = np.where(np.isfinite(bw), routed.frac / bw, 0.0)
-        # the upper envelope of lat + per_byte*size only needs the distinct pairs
-        pairs = np.unique(np.stack([routed.path_latency, per_byte], axis=1), axis=0)
-        return np.max(pairs[:, 0][:, None] + pairs[:, 1][:, None] * sizes[None, :], axis=0)
+        # the upper envelope of lat + per_byte*size only needs the distinct pairs; one complex per
+        # pair (exact: the parts are stored, not computed) sorts far faster than unique rows
+        pair = np.empty(len(per_byte), dtype=complex)
+        pair.real, pair.imag = routed.path_latency, per_byte
+        pairs = np.unique(pair)
+        return np.max(pairs.real[:, None] + pairs.imag[:, None] * sizes[None, :], axis=0)
     raise ValueError(f"unknown model {model!r}; accepted: {', '.join(MODELS)}")
 
 
@@ -258,7 +516,7 @@ def phases_of(topo: Topology, steps, routed) -> list[np.ndarray]:
     list of int64 array
         Step indices of each phase, in order.
     """
-    dims = [tuple(np.unique(topo.link_dim[np.flatnonzero(np.diff(r.incidence.indptr))]).tolist()) for r in routed]
+    dims = [tuple(np.unique(topo.link_dim[r.used_links]).tolist()) for r in routed]
     block_dims: dict = {}  # a block of lanes runs its lanes at once: its phase is the union of their dimensions
     for st, d in zip(steps, dims):
         if st.lane is not None:

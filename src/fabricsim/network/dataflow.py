@@ -4,7 +4,9 @@
 - a streaming schedule (`Schedule.streaming`: in-network reduction) becomes FRED's flows, one
   stream reduced up and multicast down its whole switch tree at one rate (`streaming_flows`);
 - any other schedule runs as dataflow (`collective_flows`): a transfer starts when the transfers
-  that wrote the blocks it sends into its source have arrived, not in lock-step.
+  that wrote the blocks it sends into its source have arrived, not in lock-step. The blocks are
+  joined as runs of contiguous ids (`block_deps`), as the Schedule IR keeps them in range form,
+  never as (transfer, block) pairs.
 `merge_flows` puts several independent flow sets into one simulation.
 """
 
@@ -14,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..collectives.schedule import Schedule
+from ..collectives.schedule import Schedule, Step
 from ..topology.graph import Topology
 from .flow import Flows
 
@@ -69,7 +71,9 @@ def collective_flows(schedule: Schedule, size: float, *, start: float = 0.0, pri
     A transfer waits for every earlier transfer that wrote, into its source, one of the blocks it
     sends (lock-step order defines "earlier"; writes in the same step are not visible to its reads),
     and for the previous transfer from the same source to the same destination (a FIFO channel:
-    the pieces of a pipelined broadcast go in order).
+    the pieces of a pipelined broadcast go in order). The blocks are joined as runs of contiguous
+    ids (`block_deps`), so memory grows with the runs, not with (transfer, block) pairs: a range-form
+    step (Swing) costs one run per transfer however many blocks it moves.
 
     Parameters
     ----------
@@ -90,48 +94,173 @@ def collective_flows(schedule: Schedule, size: float, *, start: float = 0.0, pri
         One flow per transfer, in step order, routed by the topology when simulated.
     """
     nodes = schedule.topology_nodes()
-    nb = schedule.nblocks
-    srcs, dsts, sizes, e_t, e_src, e_dst, e_blk, e_step = [], [], [], [], [], [], [], []
-    tid = 0
-    for i, st in schedule.expanded():
-        st = st.explicit()
-        k = st.n_transfers
-        srcs.append(nodes[st.src])
-        dsts.append(nodes[st.dst])
-        sizes.append(schedule.transfer_fraction(st) * size)
-        cnt = st.blocks_per_transfer
-        e_t.append(tid + np.repeat(np.arange(k), cnt))
-        e_src.append(np.repeat(st.src, cnt))
-        e_dst.append(np.repeat(st.dst, cnt))
-        e_blk.append(st.blocks)
-        e_step.append(np.full(len(st.blocks), i, dtype=np.int64))
-        tid += k
+    srcs, dsts, sizes, r_t, r_lo, r_hi, r_step = [], [], [], [], [], [], []
+    tid = i = 0
+    for st in schedule.steps:
+        frac = schedule.transfer_fraction(st) * size
+        for k in range(st.repeat):
+            t, lo, hi = step_runs(st, k)
+            r_t.append(t + tid)
+            r_lo.append(lo)
+            r_hi.append(hi)
+            r_step.append(np.full(len(t), i, dtype=np.int64))
+            srcs.append(st.src)
+            dsts.append(st.dst)
+            sizes.append(frac)
+            tid += st.n_transfers
+            i += 1
     n = tid
-    cat = (lambda xs, dt=np.int64: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))  # noqa: E731
-    t_e, src_e, dst_e, blk_e, step_e = cat(e_t), cat(e_src), cat(e_dst), cat(e_blk), cat(e_step)
-    n_steps = int(step_e.max()) + 2 if len(step_e) else 1
-    # writes: (dst, block) at step; reads: (src, block) at step; a read depends on all earlier writes
-    w_comp = (dst_e * nb + blk_e) * n_steps + step_e
-    order = np.argsort(w_comp, kind="stable")
-    w_sorted, w_tid = w_comp[order], t_e[order]
-    r_key = (src_e * nb + blk_e) * n_steps
-    lo = np.searchsorted(w_sorted, r_key, side="left")
-    hi = np.searchsorted(w_sorted, r_key + step_e, side="left")
-    cnt = hi - lo
-    idx = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))
-    dep = np.repeat(t_e, cnt) * max(n, 1) + w_tid[idx]
+    cat = (lambda xs, dt=np.int64: np.concatenate(xs).astype(dt, copy=False) if xs else np.zeros(0, dt))  # noqa: E731
+    all_src, all_dst = cat(srcs), cat(dsts)
+    run_t, run_lo, run_hi, run_step = cat(r_t), cat(r_lo), cat(r_hi), cat(r_step)
+    del r_t, r_lo, r_hi, r_step
+    # a run is read at its transfer's source and written at its destination
+    reader, writer = block_deps((run_t, all_src[run_t], run_step, run_lo, run_hi),
+                                (run_t, all_dst[run_t], run_step, run_lo, run_hi), schedule.nblocks)
+    dep_ptr, dep_idx = dep_csr(n, reader, writer, all_src, all_dst)
+    return Flows(nodes[all_src], nodes[all_dst], cat(sizes, float), np.full(n, float(start)),
+                 np.full(n, float(cap)), np.full(n, int(priority)), dep_ptr, dep_idx)
+
+
+def dep_csr(n: int, reader: np.ndarray, writer: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dataflow pairs plus FIFO channels as a predecessor CSR, each flow's predecessors ascending.
+
+    Parameters
+    ----------
+    n : int
+        Flows, in step order.
+    reader, writer : int64 arrays
+        Flow `reader[j]` waits for flow `writer[j]` (repeats allowed).
+    src, dst : int64 arrays [n]
+        Each flow's channel ends: a flow also waits for the previous flow on the same channel.
+
+    Returns
+    -------
+    (int64 array, int64 array)
+        (dep_ptr [n + 1], dep_idx).
+    """
     # a channel (source, destination) is FIFO: a transfer also waits for the previous one on it,
     # so the pieces of a pipelined chain go in order instead of sharing the first link at once
-    all_src, all_dst = cat(srcs), cat(dsts)
-    chan = np.lexsort((np.arange(n), all_dst, all_src))
-    same = (all_src[chan[1:]] == all_src[chan[:-1]]) & (all_dst[chan[1:]] == all_dst[chan[:-1]])
-    fifo = chan[1:][same] * max(n, 1) + chan[:-1][same]
-    pairs = np.unique(np.concatenate([dep, fifo]))
-    reader, writer = pairs // max(n, 1), pairs % max(n, 1)
+    chan = np.lexsort((np.arange(n), dst, src))
+    same = (src[chan[1:]] == src[chan[:-1]]) & (dst[chan[1:]] == dst[chan[:-1]])
+    m = max(n, 1)
+    pairs = sorted_unique(np.concatenate([reader * m + writer, chan[1:][same] * m + chan[:-1][same]]))
     dep_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(reader, minlength=n), out=dep_ptr[1:])
-    return Flows(cat(srcs), cat(dsts), cat(sizes, float), np.full(n, float(start)),
-                 np.full(n, float(cap)), np.full(n, int(priority)), dep_ptr, writer.astype(np.int64))
+    np.cumsum(np.bincount(pairs // m, minlength=n), out=dep_ptr[1:])
+    return dep_ptr, (pairs % m).astype(np.int64)
+
+
+def step_runs(st: Step, k: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each transfer's blocks at repetition k as runs of contiguous ids.
+
+    Parameters
+    ----------
+    st : Step
+        Any form; a range-form step is one run per transfer as it stands (never expanded).
+    k : int
+        Repetition, 0-based.
+
+    Returns
+    -------
+    (int64 array, int64 array, int64 array)
+        (transfer, first id, one past the last id) per run, by transfer then id; a transfer
+        without blocks has none.
+    """
+    counts = st.blocks_per_transfer
+    if st.ranges:
+        t = np.flatnonzero(counts > 0)
+        return t, st.blocks[t], st.blocks[t] + counts[t]
+    return entry_runs(np.repeat(np.arange(st.n_transfers), counts), st.blocks_at(k))
+
+
+def entry_runs(t: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(transfer, block) entries, grouped by transfer, as runs of contiguous block ids.
+
+    Parameters
+    ----------
+    t : int64 array
+        Transfer of each entry, non-decreasing.
+    b : int64 array
+        Block id of each entry (any order inside a transfer; repeats count once).
+
+    Returns
+    -------
+    (int64 array, int64 array, int64 array)
+        (transfer, first id, one past the last id) of each maximal run.
+    """
+    if not len(b):
+        return t[:0], b[:0], b[:0]
+    dt, db = np.diff(t), np.diff(b)
+    if not np.all((dt > 0) | (db > 0)):  # unsorted or repeated ids inside a transfer
+        order = np.lexsort((b, t))
+        t, b = t[order], b[order]
+        keep = np.concatenate([[True], (np.diff(t) != 0) | (np.diff(b) != 0)])
+        t, b = t[keep], b[keep]
+        dt, db = np.diff(t), np.diff(b)
+    first = np.flatnonzero(np.concatenate([[True], (dt != 0) | (db != 1)]))
+    last = np.concatenate([first[1:], [len(b)]]) - 1
+    return t[first], b[first], b[last] + 1
+
+
+def block_deps(reads: tuple, writes: tuple, nblocks: int) -> tuple[np.ndarray, np.ndarray]:
+    """Which reads see which earlier writes: an interval join on block runs.
+
+    Every (read, write) pair at the same node whose block runs overlap, the write in an earlier
+    step. The runs at a node are cut at every run end there (elementary segments, never finer
+    than blocks), so both sides become (segment, step) keys and one sorted search finds, for each
+    read segment, the writes of the same segment before its step.
+
+    Parameters
+    ----------
+    reads, writes : tuples of int64 arrays (id, node, step, lo, hi)
+        One entry per run: who reads (writes), at which node, in which lock-step step, blocks
+        lo .. hi - 1.
+    nblocks : int
+        Block ids are below this.
+
+    Returns
+    -------
+    (int64 array, int64 array)
+        (reader id, writer id) per pair found, with repeats.
+    """
+    r_id, r_node, r_step, r_lo, r_hi = reads
+    w_id, w_node, w_step, w_lo, w_hi = writes
+    if not len(r_id) or not len(w_id):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    span = int(nblocks) + 1
+    bounds = sorted_unique(np.concatenate([r_node * span + r_lo, r_node * span + r_hi,
+                                           w_node * span + w_lo, w_node * span + w_hi]))
+
+    def segments(node, lo, hi):
+        a = np.searchsorted(bounds, node * span + lo)
+        cnt = np.searchsorted(bounds, node * span + hi) - a
+        return span_indices(a, cnt), cnt
+
+    n_steps = int(max(r_step.max(), w_step.max())) + 1
+    w_seg, w_cnt = segments(w_node, w_lo, w_hi)
+    w_key = w_seg * n_steps + np.repeat(w_step, w_cnt)
+    order = np.argsort(w_key, kind="stable")
+    w_key, w_who = w_key[order], np.repeat(w_id, w_cnt)[order]
+    del w_seg, order
+    r_seg, r_cnt = segments(r_node, r_lo, r_hi)
+    key = r_seg * n_steps
+    lo = np.searchsorted(w_key, key)
+    cnt = np.searchsorted(w_key, key + np.repeat(r_step, r_cnt)) - lo
+    del key, r_seg
+    return np.repeat(np.repeat(r_id, r_cnt), cnt), w_who[span_indices(lo, cnt)]
+
+
+def sorted_unique(x: np.ndarray) -> np.ndarray:
+    """The distinct values of an int array, ascending: `np.unique` by sorting (numpy 2.4's hash-based
+    `np.unique` takes minutes on tens of millions of int64 where a sort takes a second)."""
+    x = np.sort(x)
+    return x[np.concatenate([[True], x[1:] != x[:-1]])] if len(x) else x
+
+
+def span_indices(first: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """first[i], first[i] + 1, ..., first[i] + count[i] - 1 for every i, concatenated."""
+    total = int(count.sum())
+    return np.repeat(first - (np.cumsum(count) - count), count) + np.arange(total)
 
 
 def streaming_flows(topo: Topology, schedule: Schedule, size: float, *, start: float = 0.0, priority: int = 0) -> Flows:

@@ -37,14 +37,13 @@ max(compute / (1 - units), memory / (1 - memory)) for its compute and memory fra
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import ConfigError
-from ..roofline import stretch
 from ..topology.graph import Topology
+from .flow_loop import FlowRun
 
 MODES = ("pipelined", "store-and-forward")
 
@@ -233,71 +232,6 @@ def successors(dep_ptr: np.ndarray, dep_idx: np.ndarray) -> tuple[np.ndarray, np
     return succ_ptr, succ
 
 
-# ---- max-min water-filling ----------------------------------------------------------------------
-
-
-def water_fill(link_cap: np.ndarray, cls_ptr: np.ndarray, cls_links: np.ndarray, mult: np.ndarray,
-               cap: np.ndarray, prio: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
-    """Max-min fair rate of every class of flows, by strict priority.
-
-    Parameters
-    ----------
-    link_cap : float array [links]
-        Capacity of each link, bytes/s.
-    cls_ptr, cls_links : int arrays
-        CSR: `cls_links[cls_ptr[c]:cls_ptr[c+1]]` are the links of class c (each at least one).
-    mult : float array [classes]
-        Flows in each class; they all get the class's rate.
-    cap : float array [classes]
-        Rate cap per flow of each class, bytes/s (inf: none).
-    prio : int array [classes]
-        Strict priority class (0 first, on the full capacity; then 1 on what is left; ...).
-    weight : float array, optional
-        Per `cls_links` entry: link capacity one byte/s of the class uses (default 1).
-
-    Returns
-    -------
-    float array [classes]
-        Rate of each flow of each class, bytes/s.
-    """
-    n_c = len(mult)
-    rate = np.zeros(n_c)
-    if n_c == 0:
-        return rate
-    counts = np.diff(cls_ptr)
-    ent_cls = np.repeat(np.arange(n_c), counts)
-    ent_w = np.ones(len(cls_links)) if weight is None else weight
-    used = np.zeros(len(link_cap))
-    levels = prio[:1] if np.all(prio == prio[0]) else np.unique(prio)
-    for level in levels:
-        free = prio == level
-        rem = link_cap - used
-        while free.any():
-            e_on = free[ent_cls]
-            n_l = np.bincount(cls_links[e_on], weights=(mult[ent_cls] * ent_w)[e_on], minlength=len(link_cap))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                share = np.where(n_l > 0, np.maximum(rem, 0.0) / n_l, np.inf)
-            best = np.minimum.reduceat(share[cls_links], cls_ptr[:-1])  # best link share of each class
-            m = np.minimum(best, cap)
-            m_e = np.where(e_on, m[ent_cls], np.inf)
-            link_min = np.full(len(link_cap), np.inf)
-            np.minimum.at(link_min, cls_links, m_e)
-            tol = 1e-12
-            bottleneck = (n_l > 0) & (share <= link_min * (1 + tol))
-            hit = np.zeros(n_c, dtype=bool)
-            hit[ent_cls[bottleneck[cls_links] & (share[cls_links] <= m[ent_cls] * (1 + tol))]] = True
-            freeze = free & (hit | (cap <= best * (1 + tol)))
-            if not freeze.any():  # numerical safety: freeze the global minimum
-                freeze = free & (m <= m[free].min() * (1 + 1e-9))
-            rate[freeze] = m[freeze]
-            e_new = freeze[ent_cls]
-            rem = rem - np.bincount(cls_links[e_new], weights=((mult * rate)[ent_cls] * ent_w)[e_new],
-                                    minlength=len(link_cap))
-            free &= ~freeze
-        used = link_cap - np.maximum(rem, 0.0)
-    return rate
-
-
 # ---- the event loop -----------------------------------------------------------------------------
 
 
@@ -339,13 +273,7 @@ def _units(topo: Topology, flows: Flows, mode: str, chunk: float) -> _Units:
             np.minimum.at(bw, tid, topo.link_bw[links] / (1.0 if weight is None else np.maximum(weight, 1e-300)))
         fill = np.where(hops > 1, (hops - 1) * np.minimum(chunk, flows.size) / np.where(np.isfinite(bw), bw, 1.0), 0.0)
         if flows.route_ptr is not None:  # explicit routes: the class key is the set of links (and weights) itself
-            ids: dict = {}
-            if weight is None:
-                keys = (tuple(links[ptr[i]: ptr[i + 1]].tolist()) for i in range(n))
-            else:
-                keys = ((tuple(links[ptr[i]: ptr[i + 1]].tolist()), tuple(weight[ptr[i]: ptr[i + 1]].tolist()))
-                        for i in range(n))
-            key = np.fromiter((ids.setdefault(k, len(ids)) for k in keys), dtype=np.int64, count=n)
+            key = route_keys(ptr, links, weight)
         else:
             key = flows.src * topo.n_nodes + flows.dst
         return _Units(ptr, links, flows.size, flows.start, flows.cap, flows.priority, lat + fill, key,
@@ -393,7 +321,7 @@ def _store_and_forward_units(topo: Topology, flows: Flows, ptr, links, lat, weig
 
 
 def simulate_flows(topo: Topology, flows: Flows, *, mode: str = "pipelined", chunk: float = 0.0,
-                   record_timeline: bool = False) -> FlowResult:
+                   record_timeline: bool = False, exact: bool = False) -> FlowResult:
     """Run `flows` on `topo` to completion (see module doc).
 
     Parameters
@@ -408,6 +336,9 @@ def simulate_flows(topo: Topology, flows: Flows, *, mode: str = "pipelined", chu
         Packet size for the pipeline fill of multi-hop flows, bytes (0: fluid).
     record_timeline : bool
         Keep every interval's per-link rates (`FlowResult.timeline`).
+    exact : bool
+        Re-solve max-min fairness whole at every event (the reference) instead of repairing it
+        where a change reaches (`network.maxmin`: equal to about 1e-9 relative, much faster).
 
     Returns
     -------
@@ -429,207 +360,73 @@ def simulate_flows(topo: Topology, flows: Flows, *, mode: str = "pipelined", chu
         raise ConfigError("mode", mode, f"accepted: {', '.join(MODES)}")
     if chunk < 0:
         raise ConfigError("chunk", chunk, "accepted: a packet size >= 0 bytes")
-    return _FlowRun(topo, flows, _units(topo, flows, mode, float(chunk)), record_timeline).run()
+    U = _units(topo, flows, mode, float(chunk))
+    t_start, t_sent, t_done, link_busy, events, timeline = FlowRun(topo, flows, U, record_timeline, not exact).run()
+    n = len(flows)
+    finish, sent = np.full(n, np.nan), np.full(n, np.nan)
+    first_start = np.full(n, np.inf)
+    finish[U.owner[U.last]] = t_done[U.last]
+    sent[U.owner[U.last]] = t_sent[U.last]
+    np.minimum.at(first_start, U.owner, t_start)
+    if np.isnan(finish).any():
+        bad = int(np.flatnonzero(np.isnan(finish))[0])
+        raise ConfigError("flows", f"flow {bad}", "never started: its predecessors form a cycle or never finish")
+    # bytes per link: every unit's size over its links (at its weight), all units having finished
+    per_unit = np.where(np.diff(U.ptr) > 0, U.size, 0.0)
+    w = 1.0 if U.weight is None else U.weight
+    link_bytes = np.bincount(U.links, weights=np.repeat(per_unit, np.diff(U.ptr)) * w, minlength=topo.n_links)
+    return FlowResult(first_start, sent, finish, link_bytes, link_busy, events, timeline)
 
 
-class _FlowRun:
-    """The event loop's state: classes of units, event queues, per-unit times, gates."""
+def route_keys(ptr: np.ndarray, links: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
+    """One id per distinct link sequence (and weights) of a route CSR, ids dense from 0.
 
-    def __init__(self, topo: Topology, flows: Flows, U: _Units, record_timeline: bool):
-        self.topo, self.flows, self.U, self.record = topo, flows, U, record_timeline
-        n = len(U.size)
-        self.hops = np.diff(U.ptr)
-        h = flows.holds
-        gate = np.full(n, -1, dtype=np.int64) if h is None else np.asarray(h.gate, np.int64)[U.owner]
-        ga, gc, gr = ((np.zeros(n),) * 3) if h is None else (np.asarray(x, float)[U.owner] for x in (h.compute, h.memory_time, h.rate))
-        # classes: same route (and weights), cap, priority and gate
-        key = np.stack([U.key.astype(float), U.cap, U.prio.astype(float), gate.astype(float), ga, gc, gr], axis=1)
-        _, cls_rep, cls_of = np.unique(key, axis=0, return_index=True, return_inverse=True)
-        self.cls_of = cls_of.ravel()
-        n_cls = len(cls_rep)
-        self.c_counts = self.hops[cls_rep]
-        self.c_ptr = np.concatenate([[0], np.cumsum(self.c_counts)])
-        ent = [np.arange(U.ptr[r], U.ptr[r + 1]) for r in cls_rep]
-        ent = np.concatenate(ent) if n_cls else np.zeros(0, np.int64)
-        self.c_links = U.links[ent]
-        self.c_weight = None if U.weight is None else U.weight[ent]
-        self.c_cap, self.c_prio = U.cap[cls_rep], U.prio[cls_rep]
-        self.c_gate, self.c_ga, self.c_gc, self.c_gr = gate[cls_rep], ga[cls_rep], gc[cls_rep], gr[cls_rep]
-        self.gated = np.flatnonzero(self.c_gate >= 0)
-        n_groups = 1 if h is None else int(max(np.max(h.group, initial=-1), np.max(h.gate, initial=-1))) + 1
-        self.hold_count = np.zeros(0 if h is None else len(h.group), dtype=np.int64)
-        self.g_units, self.g_memory = np.zeros(n_groups), np.zeros(n_groups)  # largest share held per group
-        if h is not None:  # holds of each group, CSR
-            self.h_order = np.argsort(h.group, kind="stable")
-            self.h_ptr = np.concatenate([[0], np.cumsum(np.bincount(h.group, minlength=n_groups))])
-        self.succ_ptr, self.succ = successors(U.dep_ptr, U.dep_idx)
-        self.waiting = np.diff(U.dep_ptr).copy()
-        self.remaining = U.size.copy()
-        self.t_start, self.t_sent, self.t_done = (np.full(n, np.nan) for _ in range(3))
-        self.link_bytes = np.zeros(topo.n_links)
-        self.link_busy = np.zeros(topo.n_links)
-        self.timeline: list = []
-        self.startq: list = []  # (time, seq, units)
-        self.arriveq: list = []
-        self.seq = 0
-        self.now = 0.0
-        self.dirty = True
-        self.events = 0
-        self.active = np.zeros(0, dtype=np.int64)  # units sending now
-        self.cls_count = np.zeros(n_cls, dtype=np.int64)  # units sending now, per class (kept incrementally)
-        self.slot = np.zeros(n_cls, dtype=np.int64)  # position of a class among the sending classes
-        self.rate = np.zeros(0)
-        self.load = np.zeros(topo.n_links)
+    Two 64-bit polynomial hashes of each row group the rows; every row is then compared with its
+    group's first row entry by entry, so the ids are exact (a hash collision falls back to
+    grouping by tuples, slow and never seen).
 
-    def run(self) -> FlowResult:
-        ready0 = np.flatnonzero(self.waiting == 0)
-        self._push_starts(ready0, self.U.start[ready0])
-        while self.startq or self.arriveq or len(self.active):
-            if self.dirty:
-                self._rates()
-            t_tx = self._advance()
-            self._sends_end(t_tx)
-            self._arrivals()
-            self._starts()
-        return self._result()
+    Parameters
+    ----------
+    ptr, links : int arrays
+        Route CSR: row i is `links[ptr[i]:ptr[i+1]]`.
+    weight : float array, optional
+        Per entry weight, part of the identity.
 
-    def _rates(self) -> None:
-        """Water-fill the classes that are sending; per-unit rates and per-link loads."""
-        cidx = np.flatnonzero(self.cls_count)
-        mult = self.cls_count[cidx]
-        self.slot[cidx] = np.arange(len(cidx))
-        if len(cidx):
-            counts = self.c_counts[cidx]
-            sub_ptr = np.concatenate([[0], np.cumsum(counts)])
-            ent = np.repeat(self.c_ptr[cidx] - sub_ptr[:-1], counts) + np.arange(sub_ptr[-1])
-            links = self.c_links[ent]
-            w = None if self.c_weight is None else self.c_weight[ent]
-            cap = self.c_cap
-            if len(self.gated):  # gated classes run at their rate over their stretch under the holds
-                cap = cap.copy()
-                g = self.gated
-                grp = self.c_gate[g]
-                u, m = self.g_units[grp], self.g_memory[grp]
-                st = stretch(self.c_ga[g], self.c_gc[g], u, m)
-                cap[g] = np.minimum(cap[g], np.where(np.isfinite(st), self.c_gr[g] / st, 0.0))
-            r = water_fill(self.topo.link_bw, sub_ptr, links, mult.astype(float), cap[cidx], self.c_prio[cidx], w)
-            self.rate = r[self.slot[self.cls_of[self.active]]]
-            per_entry = np.repeat(r * mult, counts) * (1.0 if w is None else w)
-            self.load = np.bincount(links, weights=per_entry, minlength=self.topo.n_links)
-        else:
-            self.rate = np.zeros(0)
-            self.load = np.zeros(self.topo.n_links)
-        self.dirty = False
+    Returns
+    -------
+    int64 array [rows]
+        Equal ids for equal rows.
+    """
+    n = len(ptr) - 1
+    hops = np.diff(ptr)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    pos = np.arange(len(links)) - np.repeat(ptr[:-1], hops)
+    vals = links.astype(np.uint64) + np.uint64(1)
+    if weight is not None:
+        vals = vals * np.uint64(0x9E3779B97F4A7C15) + weight.astype(np.float64).view(np.uint64)
+    with np.errstate(over="ignore"):
+        h = []
+        for base in (np.uint64(0x100000001B3), np.uint64(0xC2B2AE3D27D4EB4F)):
+            powers = np.cumprod(np.full(max(int(hops.max(initial=0)), 1), base, dtype=np.uint64))
+            mixed = vals * powers[pos]
+            s = np.zeros(n, np.uint64)
+            nz = hops > 0
+            if len(links):
+                s[nz] = np.add.reduceat(mixed, ptr[:-1][nz])
+            h.append(s)
+    _, first, key = np.unique(np.stack([h[0], h[1], hops.astype(np.uint64)], axis=1), axis=0,
+                              return_index=True, return_inverse=True)
+    key = key.ravel()
+    rep = first[key]  # each row's group representative
+    same = links == links[np.repeat(ptr[rep], hops) + pos]
+    if weight is not None:
+        same &= weight == weight[np.repeat(ptr[rep], hops) + pos]
+    if same.all():
+        return key.astype(np.int64)
+    ids: dict = {}  # a collision: group by the rows themselves
+    rows = ((tuple(links[ptr[i]: ptr[i + 1]].tolist()),
+             () if weight is None else tuple(weight[ptr[i]: ptr[i + 1]].tolist())) for i in range(n))
+    return np.fromiter((ids.setdefault(r, len(ids)) for r in rows), dtype=np.int64, count=n)
 
-    def _advance(self):
-        """Move time to the next event; account bytes and busy time on the links."""
-        t_next, t_tx = np.inf, None
-        if len(self.active):
-            with np.errstate(divide="ignore"):
-                t_tx = self.now + self.remaining[self.active] / self.rate
-            t_next = float(t_tx.min())
-        if self.startq:
-            t_next = min(t_next, self.startq[0][0])
-        if self.arriveq:
-            t_next = min(t_next, self.arriveq[0][0])
-        if not np.isfinite(t_next):
-            raise RuntimeError("flow model stalled: flows with zero rate")
-        dt = t_next - self.now
-        if dt > 0 and len(self.active):
-            self.remaining[self.active] -= self.rate * dt
-            self.link_bytes += self.load * dt
-            self.link_busy += np.where(self.load > 0, dt, 0.0)
-            if self.record:
-                self.timeline.append((self.now, t_next, self.load.copy()))
-        self.now = t_next
-        self.events += 1
-        return t_tx
 
-    def _sends_end(self, t_tx) -> None:
-        """Units whose last byte left now: they arrive after their latency."""
-        if not len(self.active):
-            return
-        U, now = self.U, self.now
-        fin = (self.remaining[self.active] <= 1e-9 * np.maximum(U.size[self.active], 1.0)) | (t_tx <= now * (1 + 1e-12) + 1e-18)
-        if fin.any():
-            done = self.active[fin]
-            np.subtract.at(self.cls_count, self.cls_of[done], 1)
-            self.active = self.active[~fin]
-            self.rate = self.rate[~fin]
-            self.remaining[done] = 0.0
-            self.t_sent[done] = now
-            self._arrive_later(done, now + U.lat[done])
-            self.dirty = True
-
-    def _arrivals(self) -> None:
-        """Units arriving now: apply their flows' marks, release successors."""
-        U, now = self.U, self.now
-        while self.arriveq and self.arriveq[0][0] <= now:
-            _, _, units = heapq.heappop(self.arriveq)
-            self.t_done[units] = now
-            if self.flows.holds is not None:
-                self._mark(U.owner[units[U.last[units]]])
-            a, c = self.succ_ptr[units], self.succ_ptr[units + 1] - self.succ_ptr[units]
-            nxt = self.succ[np.repeat(a - (np.cumsum(c) - c), c) + np.arange(int(c.sum()))]
-            if len(nxt):
-                np.subtract.at(self.waiting, nxt, 1)
-                ok = np.unique(nxt[self.waiting[nxt] == 0])
-                self._push_starts(ok, np.maximum(now, U.start[ok]))
-
-    def _mark(self, owners: np.ndarray) -> None:
-        """Raise and lower the holds of flows arriving now; the largest shares per group follow."""
-        h = self.flows.holds
-        a, c = h.mark_ptr[owners], h.mark_ptr[owners + 1] - h.mark_ptr[owners]
-        if not c.sum():
-            return
-        ent = np.repeat(a - (np.cumsum(c) - c), c) + np.arange(int(c.sum()))
-        idx = np.asarray(h.mark_idx)[ent]
-        np.add.at(self.hold_count, idx, np.asarray(h.mark_delta)[ent])
-        for grp in np.unique(h.group[idx]):
-            ids = self.h_order[self.h_ptr[grp]: self.h_ptr[grp + 1]]
-            on = ids[self.hold_count[ids] > 0]
-            u = float(np.max(h.units[on], initial=0.0))
-            m = float(np.max(h.memory[on], initial=0.0))
-            if u != self.g_units[grp] or m != self.g_memory[grp]:
-                self.g_units[grp], self.g_memory[grp] = u, m
-                self.dirty = True
-
-    def _starts(self) -> None:
-        """Units starting now: empty ones arrive after their latency, the others send."""
-        U, now = self.U, self.now
-        while self.startq and self.startq[0][0] <= now:
-            _, _, units = heapq.heappop(self.startq)
-            self.t_start[units] = now
-            empty = (self.hops[units] == 0) | (U.size[units] == 0)
-            if empty.any():
-                e = units[empty]
-                self.t_sent[e] = now
-                self._arrive_later(e, now + U.lat[e])
-            go = units[~empty]
-            if len(go):
-                np.add.at(self.cls_count, self.cls_of[go], 1)
-                self.active = np.concatenate([self.active, go])
-                self.rate = np.concatenate([self.rate, np.zeros(len(go))])
-                self.dirty = True
-
-    def _push_starts(self, units: np.ndarray, when: np.ndarray) -> None:
-        for tw in np.unique(when):
-            heapq.heappush(self.startq, (float(tw), self.seq, units[when == tw]))
-            self.seq += 1
-
-    def _arrive_later(self, units: np.ndarray, when: np.ndarray) -> None:
-        for i, tw in enumerate(np.unique(when)):
-            heapq.heappush(self.arriveq, (float(tw), self.seq + i, units[when == tw]))
-        self.seq += len(units)
-
-    def _result(self) -> FlowResult:
-        U, n = self.U, len(self.flows)
-        finish, sent = np.full(n, np.nan), np.full(n, np.nan)
-        first_start = np.full(n, np.inf)
-        finish[U.owner[U.last]] = self.t_done[U.last]
-        sent[U.owner[U.last]] = self.t_sent[U.last]
-        np.minimum.at(first_start, U.owner, self.t_start)
-        if np.isnan(finish).any():
-            bad = int(np.flatnonzero(np.isnan(finish))[0])
-            raise ConfigError("flows", f"flow {bad}", "never started: its predecessors form a cycle or never finish")
-        return FlowResult(first_start, sent, finish, self.link_bytes, self.link_busy, self.events, tuple(self.timeline))

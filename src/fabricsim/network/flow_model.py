@@ -2,8 +2,10 @@
 
 A collective alone is its flows (`network.dataflow.schedule_flows`: dataflow, or streams
 through a switch tree) simulated max-min fair (`network.flow.simulate_flows`); the flows and
-their dependencies do not depend on the size, so they are built once and scaled per size. A
-collective has one phase here (the model overlaps its steps by itself). An endpoint injection
+their dependencies do not depend on the size, so they are built once and scaled per size. On a
+torus or ring where translations map the schedule onto itself, the collective alone runs as one
+flow per orbit of transfers instead (`network.flow_quotient`: exact, decided in `FlowCollective`).
+A collective has one phase here (the model overlaps its steps by itself). An endpoint injection
 limit is a private link per NPU that the NPU's outgoing traffic crosses (`with_injection`).
 """
 
@@ -100,6 +102,12 @@ def with_injection(topo: Topology, flows: Flows, rate: np.ndarray, link_base: in
 class FlowCollective:
     """A placed schedule prepared for the flow model: its flows built once, simulated per size.
 
+    The one place that decides how a collective alone is simulated: on a translation-invariant
+    network (torus, ring) where translations map the schedule onto itself, one flow per orbit of
+    transfers (`flow_quotient.quotient_flows`: exact, the same times as every transfer up to
+    rounding, and a 16,384-rank ring all-reduce in O(p) flows instead of O(p^2)); otherwise every
+    transfer (`dataflow.schedule_flows`). Never for flows merged with other traffic.
+
     Parameters
     ----------
     model : FlowModel
@@ -113,7 +121,13 @@ class FlowCollective:
     """
 
     def __init__(self, model: "FlowModel", topo: Topology, schedule: Schedule, injection: float | None = None):
+        from .flow_quotient import quotient_flows
+
         self.model, self.schedule = model, schedule
+        q = quotient_flows(topo, schedule, mode=model.mode, chunk=model.chunk, injection=injection)
+        if q is not None:  # alone on a symmetric network: one flow per orbit
+            self.topo, self.unit = q.topo, q.flows
+            return
         unit = schedule_flows(topo, schedule, 1.0, stream=model.streams)
         if injection is not None and np.isfinite(injection):
             unit = with_injection(topo, unit, np.full(len(unit), float(injection)))

@@ -1,0 +1,97 @@
+"""ASTRA-sim emulation, part 0: the discrete-event core, integer ns ticks run in time order and,
+within a tick, in the order they were scheduled (ASTRA-sim's event lists)."""
+
+from __future__ import annotations
+
+import heapq
+from typing import Callable
+
+_NOOP = (None, ())  # a reserved place in a tick's event list (EventQueue.reserve)
+
+
+class EventQueue:
+    """Backend event queue: time-ordered, first-in first-out within a tick.
+
+    Events are kept in one list per tick (a heap holds only the distinct ticks): the order is
+    exactly that of a heap keyed by (tick, insertion number), at O(1) per event instead of
+    O(log events), which matters when a 1024-NPU emulation holds 10^5 events at once.
+    """
+
+    def __init__(self):
+        self.now = 0
+        self.pos = -1  # index of the running event in its tick's list (-1: none ran yet)
+        self._ticks: list[int] = []  # heap of the ticks that have a bucket
+        self._buckets: dict[int, list] = {}  # tick -> [(fn, args), ...] in insertion order
+
+    def schedule(self, t: int, fn: Callable, *args) -> None:
+        """Call `fn(*args)` at tick `t`, after what is already due then.
+
+        Parameters
+        ----------
+        t : int
+            The tick, ns; not before `now` (RuntimeError otherwise).
+        fn : callable
+            Called with `args` when the tick comes.
+        *args
+            Its arguments.
+        """
+        if t < self.now:
+            raise RuntimeError("event scheduled in the past")
+        bucket = self._buckets.get(t)
+        if bucket is None:
+            bucket = self._buckets[t] = []
+            heapq.heappush(self._ticks, t)
+        bucket.append((fn, args))
+
+    def reserve(self, t: int) -> tuple[list, int]:
+        """Hold the next place at tick `t` for an event that may never be needed: it stays a
+        no-op unless filled in (`bucket[index] = (fn, args)`) before its turn comes. A link's
+        "free" event is one: only a message waiting for the link needs it, and a filled place runs
+        exactly where a scheduled event would have.
+
+        Parameters
+        ----------
+        t : int
+            The tick, ns; not before `now`.
+
+        Returns
+        -------
+        tuple of (list, int)
+            The tick's event list and the place's index in it.
+        """
+        if t < self.now:
+            raise RuntimeError("event scheduled in the past")
+        bucket = self._buckets.get(t)
+        if bucket is None:
+            bucket = self._buckets[t] = []
+            heapq.heappush(self._ticks, t)
+        bucket.append(_NOOP)
+        return bucket, len(bucket) - 1
+
+    def run(self, on_progress: Callable[[], None] | None = None, every: int = 1 << 16) -> None:
+        """Run events in time order until none is left; `now` follows each event's tick.
+
+        Parameters
+        ----------
+        on_progress : callable, optional
+            Called with no arguments after every `every` events (progress bars).
+        every : int
+            Events between calls.
+        """
+        ticks, buckets = self._ticks, self._buckets
+        n = 0
+        while ticks:
+            t = heapq.heappop(ticks)
+            self.now = t
+            bucket = buckets[t]
+            i = -1
+            for i, (fn, args) in enumerate(bucket):  # sees the events appended for this tick meanwhile
+                if fn is not None:  # None: a reserved place nobody filled
+                    self.pos = i
+                    fn(*args)
+            del buckets[t]
+            if on_progress is not None:
+                n += i + 1
+                if n >= every:
+                    n = 0
+                    on_progress()

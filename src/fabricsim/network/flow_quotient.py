@@ -1,0 +1,275 @@
+"""A collective alone on a translation-invariant network, simulated one flow per orbit (exact).
+
+On a torus or ring (`DimensionOrderRouter` over ring, uniring and fully connected dimensions: the
+route from u to v depends only on v - u, a half-way tie always going +), translating every node
+by g maps links to links of the same bandwidth and latency and routes to routes. When it also
+maps the schedule onto itself -- every step's transfers onto that step's transfers, with one
+permutation of the block ids (`pi_g`) for the whole schedule -- it maps the dataflow
+dependencies onto themselves, so the flow simulation is invariant too: max-min fair rates are
+unique, hence equal on the flows of an orbit, and by induction over events every flow of an orbit
+starts and finishes at the same time. One flow per orbit is then enough:
+
+- the group H of such translations: per dimension d, the multiples of the smallest a_d dividing
+  the size for which translating by a_d is a symmetry (`period`, `flow_symmetry.symmetry_period`);
+  H acts freely, so an orbit of transfers has |H| flows and an orbit of links |H| links;
+- the orbit's flow is the transfer whose source has coordinates below `period` (a fundamental
+  domain F of |F| = p / |H| nodes); it crosses the link orbits of its path, each link orbit a link
+  of capacity bandwidth x |H|, at route weight |H| per hop (pipelined with chunk 0: one entry per
+  link orbit at weight |H| x hops on it, and the path's latency given), so water-filling the
+  quotient gives every orbit the rate each of its flows has in the full simulation;
+- an orbit waits for the orbits of the transfers its representative waits for (block runs read at
+  F joined with those written into F, `dataflow.block_deps`; FIFO channels among representatives),
+  which is exact because every flow of an orbit arrives at the same time.
+
+The group and its check (per step shape, never on expanded transfers; the block permutation
+derived from what blocks mean, then verified) are `flow_symmetry`'s. Where nothing holds (trees,
+rooted or XOR-paired schedules, helper nodes, switches, meshes, partial groups, a channel used
+twice in a step) `quotient_flows` returns None and the caller simulates every transfer.
+
+Only for a collective ALONE (`FlowModel.collective`): flows merged with other traffic break the
+symmetry. Exactness: the same answer as simulating every transfer, up to floating-point rounding
+(tests/test_flow_quotient.py: relative difference below 1e-9 in completion and per-flow times).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..collectives.schedule import Schedule, Step
+from ..topology.graph import Topology
+from .dataflow import block_deps, dep_csr, entry_runs, sorted_unique, span_indices
+from .flow import Flows
+from .flow_symmetry import TranslationGrid, StepShape, symmetry_period
+
+
+@dataclass(frozen=True, eq=False)
+class Quotient:
+    """One flow per orbit of transfers on one link per orbit of links (module doc).
+
+    Parameters
+    ----------
+    topo : Topology
+        The quotient network: node i is the i-th node of the fundamental domain, link j an orbit
+        of links (capacity: link bandwidth x links in the orbit, bytes/s); explicit routes only.
+    flows : Flows
+        One flow per orbit, for a collective of 1 byte (sizes scale linearly), in step order.
+    period : tuple of int
+        a_d per dimension: translations by multiples of a_d along d are symmetries.
+    orbit : int
+        Flows per orbit of transfers (= links per orbit of links, |H|).
+    """
+
+    topo: Topology
+    flows: Flows
+    period: tuple[int, ...]
+    orbit: int
+
+
+class _NoRouter:
+    """The quotient's flows carry their link sets; nothing is routed on it."""
+
+    def route(self, topo, src, dst):  # pragma: no cover - explicit routes only
+        raise ValueError("a quotient topology routes nothing: its flows carry explicit link sets")
+
+
+# ---- the quotient -------------------------------------------------------------------------------
+
+
+class _Domain:
+    """The fundamental domain of the translations by multiples of `period`."""
+
+    def __init__(self, topo: Topology, schedule: Schedule, period: tuple[int, ...]):
+        self.grid, self.a = TranslationGrid(topo), np.asarray(period, dtype=np.int64)
+        self.nodes = schedule.topology_nodes()
+        self.pos = np.empty(topo.n_npus, np.int64)
+        self.pos[self.nodes] = np.arange(schedule.p)
+        self.size = int(np.prod(self.a))  # |F|
+        self.orbit = schedule.p // self.size  # |H|
+        self.radix = np.cumprod(np.concatenate([[1], self.a[:-1]]))
+
+    def inside(self, x: np.ndarray) -> np.ndarray:
+        """Whether each topology node lies in the domain."""
+        return np.all(self.grid.coords[x] < self.a, axis=1)
+
+    def index(self, x: np.ndarray) -> np.ndarray:
+        """The domain node each topology node's orbit holds, as 0..|F|-1."""
+        return (self.grid.coords[x] % self.a) @ self.radix
+
+    def offset(self, x: np.ndarray) -> np.ndarray:
+        """The translation that brings each topology node into the domain, negated."""
+        return self.grid.coords[x] // self.a * self.a
+
+    def orbit_rep(self, sh: StepShape, tr: np.ndarray) -> np.ndarray:
+        """The transfer of the same step whose source is in the domain, in the orbit of each of `tr`."""
+        st = sh.st
+        ts, td = self.nodes[st.src[tr]], self.nodes[st.dst[tr]]
+        off = -self.offset(ts)
+        rep = sh.find(self.pos[self.grid.shift(ts, off)], self.pos[self.grid.shift(td, off)])
+        if rep is None:  # pragma: no cover - the period was checked on every step
+            raise AssertionError("flow_quotient: a translated transfer is missing")
+        return rep
+
+
+def _sel_runs(st: Step, sel: np.ndarray):
+    """Block runs of the transfers `sel` of a step at every repetition: (rep, index in sel, lo, hi)."""
+    cnt = st.blocks_per_transfer[sel]
+    if st.ranges:
+        j = np.flatnonzero(cnt > 0)
+        return np.zeros(len(j), np.int64), j, st.blocks[sel[j]], st.blocks[sel[j]] + cnt[j]
+    e = span_indices(st.ptr[sel], cnt)
+    j = np.repeat(np.arange(len(sel)), cnt)
+    b = st.blocks[e]
+    ks = np.arange(st.repeat, dtype=np.int64)[:, None]
+    if st.repeat > 1 and st.shift is not None:  # Step.blocks_at for every repetition at once
+        s, m = st.shift[e], st.mod[e]
+        b = b - b % m + (b % m + ks * s) % m
+    else:
+        b = np.broadcast_to(b, (st.repeat, len(b)))
+    t, lo, hi = entry_runs((ks * max(len(sel), 1) + j).ravel(), b.ravel())
+    return t // max(len(sel), 1), t % max(len(sel), 1), lo, hi
+
+
+def quotient_flows(topo: Topology, schedule: Schedule, *, mode: str = "pipelined", chunk: float = 0.0,
+                   injection: float | None = None) -> Quotient | None:
+    """A collective alone as one flow per orbit of transfers (module doc), or None.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    schedule : Schedule
+        Placed on `topo`, run as dataflow (`dataflow.collective_flows`), alone.
+    mode : {"pipelined", "store-and-forward"}
+        The flow model's mode: pipelined with chunk 0 merges each path's hops on one link orbit
+        into one weighted entry (and gives the path latency); otherwise one entry per hop, in path
+        order, so per-hop timing is the full simulation's.
+    chunk : float
+        Pipeline fill packet, bytes (see `flow.simulate_flows`).
+    injection : float, optional
+        Bytes/s each NPU's endpoint can inject (`flow_model.with_injection`): an endpoint link
+        orbit per domain node, charged at the flow's source.
+
+    Returns
+    -------
+    Quotient or None
+        None when no translation but the identity maps the schedule onto itself (or the network
+        or schedule is not eligible): simulate the transfers themselves.
+
+    Examples
+    --------
+    A ring all-reduce on 8 NPUs: 112 transfers, 14 orbits of 8 (every rotation is a symmetry):
+
+    >>> from fabricsim.collectives.api import build_schedule
+    >>> from fabricsim.topology import parse_topology
+    >>> topo = parse_topology("ring:8", "50GB/s", "0ns")
+    >>> q = quotient_flows(topo, build_schedule(topo, "all-reduce", "ring"))
+    >>> q.period, q.orbit, len(q.flows), q.topo.n_links
+    ((1,), 8, 14, 2)
+    """
+    period = symmetry_period(topo, schedule)
+    if period is None:
+        return None
+    dom = _Domain(topo, schedule, period)
+    H, grid = dom.orbit, dom.grid
+    rate = float(injection) if injection is not None and np.isfinite(injection) else None
+    # link orbits: each link's canonical member (its source brought into the domain)
+    canon = grid.shift_links(np.arange(topo.n_links), -dom.offset(topo.link_src))
+    orb = sorted_unique(canon)
+    orbit_of = np.searchsorted(orb, canon)
+    merged = mode == "pipelined" and chunk == 0
+    cols = {k: [] for k in ("src", "dst", "fsrc", "fdst", "size", "lat", "n_ent", "ent", "w")}
+    reads, writes = [], []
+    base = step0 = 0
+    for st in schedule.steps:
+        sh, R = StepShape(st, schedule.n_nodes, schedule.nblocks), st.repeat
+        ts, td = dom.nodes[st.src], dom.nodes[st.dst]
+        reps = np.flatnonzero(dom.inside(ts))
+        n_r = len(reps)
+        rep_pos = np.full(st.n_transfers, -1, np.int64)
+        rep_pos[reps] = np.arange(n_r)
+        k, j, lo, hi = _sel_runs(st, reps)
+        reads.append((base + k * n_r + j, st.src[reps[j]], step0 + k, lo, hi))
+        wr = np.flatnonzero(dom.inside(td))  # writes into the domain, named by their orbit
+        w_orbit = rep_pos[dom.orbit_rep(sh, wr)]
+        k, j, lo, hi = _sel_runs(st, wr)
+        writes.append((base + k * n_r + w_orbit[j], st.dst[wr[j]], step0 + k, lo, hi))
+        ptr, links = topo.route(ts[reps], td[reps])  # the same paths at every repetition
+        hops = np.diff(ptr)
+        fid = np.repeat(np.arange(n_r), hops)
+        lat = np.bincount(fid, weights=topo.link_lat[links], minlength=n_r)
+        if merged:  # one entry per (flow, link orbit): weight |H| x hops on it
+            key = np.sort(fid * len(orb) + orbit_of[links])
+            first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+            cnt = np.diff(np.concatenate([first, [len(key)]]))
+            fid, ent, w = key[first] // len(orb), key[first] % len(orb), H * cnt.astype(float)
+        else:  # one entry per hop, in path order
+            ent, w = orbit_of[links], np.full(len(links), float(H))
+        if rate is not None:  # the source's endpoint first, as with_injection puts it
+            out = np.flatnonzero(hops > 0)
+            fid = np.concatenate([out, fid])
+            ent = np.concatenate([len(orb) + dom.index(ts[reps[out]]), ent])
+            w = np.concatenate([np.full(len(out), H / rate), w])
+            order = np.argsort(fid, kind="stable")
+            fid, ent, w = fid[order], ent[order], w[order]
+        n_ent = np.bincount(fid, minlength=n_r)
+        for name, v in (("src", st.src[reps]), ("dst", st.dst[reps]), ("fsrc", dom.index(ts[reps])),
+                        ("fdst", dom.index(td[reps])), ("size", schedule.transfer_fraction(st)[reps]),
+                        ("lat", lat), ("n_ent", n_ent), ("ent", ent), ("w", w)):
+            cols[name].append(np.tile(v, R))
+        base += R * n_r
+        step0 += R
+    cat = {k: np.concatenate(v) for k, v in cols.items()}
+    n = base
+    cat_t = lambda i: np.concatenate([x[i] for x in reads] + [np.zeros(0, np.int64)])  # noqa: E731
+    cat_w = lambda i: np.concatenate([x[i] for x in writes] + [np.zeros(0, np.int64)])  # noqa: E731
+    reader, writer = block_deps(tuple(cat_t(i) for i in range(5)), tuple(cat_w(i) for i in range(5)), schedule.nblocks)
+    dep_ptr, dep_idx = dep_csr(n, reader, writer, cat["src"], cat["dst"])
+    route_ptr = np.concatenate([[0], np.cumsum(cat["n_ent"])]).astype(np.int64)
+    flows = Flows(cat["fsrc"], cat["fdst"], cat["size"], dep_ptr=dep_ptr, dep_idx=dep_idx, route_ptr=route_ptr,
+                  route_links=cat["ent"].astype(np.int64), latency=cat["lat"] if merged else None,
+                  route_weight=cat["w"])
+    return Quotient(_quotient_topology(topo, dom, orb, rate is not None), flows, period, H)
+
+
+def _quotient_topology(topo: Topology, dom: _Domain, orb: np.ndarray, endpoints: bool) -> Topology:
+    """One link per link orbit (capacity x |H|), then one endpoint link per domain node when injecting."""
+    H, k = dom.orbit, dom.size if endpoints else 0
+    own = np.arange(k)
+    return Topology(f"{topo.name}/translations{tuple(int(x) for x in dom.a)}", dom.size,
+                    np.concatenate([dom.index(topo.link_src[orb]), own]),
+                    np.concatenate([dom.index(topo.link_dst[orb]), own]),
+                    np.concatenate([topo.link_bw[orb] * H, np.full(k, float(H))]),
+                    np.concatenate([topo.link_lat[orb], np.zeros(k)]), _NoRouter(),
+                    link_dim=np.concatenate([topo.link_dim[orb], np.full(k, -1)]))
+
+
+def orbit_index(topo: Topology, schedule: Schedule, period: tuple[int, ...]) -> np.ndarray:
+    """The quotient flow of every transfer, in `collective_flows` order (O(all transfers): for tests).
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    schedule : Schedule
+        Placed on `topo`.
+    period : tuple of int
+        `Quotient.period`.
+
+    Returns
+    -------
+    int64 array [transfers]
+        Index into `Quotient.flows` of each transfer's orbit.
+    """
+    dom = _Domain(topo, schedule, period)
+    out, base = [], 0
+    for st in schedule.steps:
+        sh = StepShape(st, schedule.n_nodes, schedule.nblocks)
+        reps = np.flatnonzero(dom.inside(dom.nodes[st.src]))
+        rep_pos = np.full(st.n_transfers, -1, np.int64)
+        rep_pos[reps] = np.arange(len(reps))
+        o = rep_pos[dom.orbit_rep(sh, np.arange(st.n_transfers))]
+        out += [base + k * len(reps) + o for k in range(st.repeat)]
+        base += st.repeat * len(reps)
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
