@@ -53,8 +53,12 @@ def collective_cases() -> list[Case]:
           _coll([], "ok", defect="valid", t="dgx:nodes=2,gpus=4,nics=2,nvlink=300GB/s,nic=200Gbps,fabric=fat-tree"),
           _coll(["-o", "bidirectional=false"], "ok", defect="valid", t="torus:4x4"),
           _c("collective", ["--limit", "npus=16", "--limit", "ranks=16", "collective", "-t", "ring:16", "-s", "1KiB", "-q"],
-             "ok", defect="resource limit raised")]
+             "ok", defect="resource limit raised"),
+          _coll(["--verification", "sample"], "ok", defect="valid"),
+          _coll(["--verification", "off"], "ok", defect="valid")]
     err = [
+        _coll(["--verification", "nope"], "error", "--verification", "unknown verification mode"),
+        _coll(["--verification", "full", "--no-verify"], "error", "--verification", "contradicting options"),
         # tracebacks: options an algorithm does not take or cannot parse
         _coll(["-o", "dims=3x3"], "error", "dims", "option not taken"),
         _coll(["-o", "leaf_of=1"], "error", "leaf_of", "option not taken"),

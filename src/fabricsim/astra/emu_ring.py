@@ -5,7 +5,9 @@ and is sent when the bundle comes back."""
 
 from __future__ import annotations
 
+import itertools
 import math
+from typing import Iterator
 
 from ..errors import ConfigError
 from .emu_base import Algorithm, RingLine
@@ -216,12 +218,9 @@ class HalvingDoubling(Algorithm):
         self.zero = 0
         self.nonzero = 0
         self.toggle = False
-        if coll == ALL_REDUCE:
-            self.final_data_size, self.msg, self.offset, self.mult = data_size, data_size // 2, 1, 2.0
-        elif coll == ALL_GATHER:
-            self.final_data_size, self.msg, self.offset, self.mult = data_size * n, data_size, n // 2, 0.5
-        else:
-            self.final_data_size, self.msg, self.offset, self.mult = data_size // n, data_size // 2, 1, 2.0
+        self.final_data_size = {ALL_REDUCE: data_size, ALL_GATHER: data_size * n}.get(coll, data_size // n)
+        self.walk = halving_doubling_walk(coll, n, data_size)
+        self.offset, self.msg = next(self.walk)
         self.receiver = self.sender = npu
         self._aim()
 
@@ -283,12 +282,7 @@ class HalvingDoubling(Algorithm):
             The exchange carries a reduction (adds its memory time).
         """
         self.stream.sys.bundle(self.stream, self.msg, processed)
-        self.offset = int(self.offset * self.mult)
-        self.msg = int(self.msg / self.mult)
-        if self.offset == self.n and self.coll == ALL_REDUCE:
-            self.mult = 0.5
-            self.offset = int(self.offset * self.mult)
-            self.msg = int(self.msg / self.mult)
+        self.offset, self.msg = next(self.walk)
         self._aim()
 
     def ready(self) -> bool:
@@ -334,15 +328,40 @@ def halving_doubling_distances(coll: str, n: int) -> list[int]:
         ... (all-gather).
     """
     count = int(2 * math.log2(n)) if coll == ALL_REDUCE else int(math.log2(n))
-    offset, mult = (n // 2, 0.5) if coll == ALL_GATHER else (1, 2.0)
-    out = []
-    for _ in range(count):
-        out.append(offset)
+    return [offset for offset, _ in itertools.islice(halving_doubling_walk(coll, n), count)]
+
+
+def halving_doubling_walk(coll: str, n: int, data_size: int = 0) -> Iterator[tuple[int, int]]:
+    """(distance, message bytes) of each exchange of ASTRA-sim's halvingDoubling on a line of n
+    NPUs, in order and without end, with its integer arithmetic: the distance and the size move by
+    a double multiplier and are truncated to ints; an all-reduce turns back at distance n.
+
+    Parameters
+    ----------
+    coll : str
+        "all-reduce", "reduce-scatter" or "all-gather".
+    n : int
+        NPUs on the line (>= 2).
+    data_size : int
+        The collective's bytes per NPU (0: distances only).
+
+    Yields
+    ------
+    (int, int)
+        Distance in NPUs along the line, message bytes.
+    """
+    if coll == ALL_GATHER:
+        offset, msg, mult = n // 2, data_size, 0.5
+    else:
+        offset, msg, mult = 1, data_size // 2, 2.0
+    while True:
+        yield offset, msg
         offset = int(offset * mult)
+        msg = int(msg / mult)
         if offset == n and coll == ALL_REDUCE:
             mult = 0.5
             offset = int(offset * mult)
-    return out
+            msg = int(msg / mult)
 
 
 def halving_doubling_unpaired(coll: str, n: int) -> tuple[int, int, int, int] | None:

@@ -167,7 +167,9 @@ class FairShare:
         self._fl = np.zeros((4, n_l))
         self._bc = np.zeros(n_c, bool)
         self._ep = np.zeros(1, np.int64)
-        self.stats = np.zeros(5, np.int64)  # classes re-filled, whole solves, fills, links refreshed, classes checked
+        from .maxmin_kernel import update  # lazy: numba loads its compiled kernels when a simulation runs
+
+        self._update = update
 
     def link_load(self) -> np.ndarray:
         """Bytes/s each link carries now (all levels)."""
@@ -186,9 +188,7 @@ class FairShare:
         (int array, float array)
             The classes whose rate changed, and their rates before (the caller re-times their flows).
         """
-        from .maxmin_kernel import update  # lazy: numba compiles (or loads its cache) on first use
-
-        return update(np.ascontiguousarray(changed, dtype=np.int64), len(self.level_size), self.incremental,
+        return self._update(np.ascontiguousarray(changed, dtype=np.int64), len(self.level_size), self.incremental,
                       self.level_size, self.c_ptr, self.c_links, self.c_w, self.l_ptr, self.l_cls, self.l_w, self.lvl,
                       self.link_cap, self.cap, self.mult, self.rate, self.acc, self.load, self.lmax, self.before,
-                      self._sc, self._sl, self._fc, self._fl, self._bc, self._ep, self.stats)
+                      self._sc, self._sl, self._fc, self._fl, self._bc, self._ep)

@@ -27,6 +27,16 @@ def _epoch(ep):
 
 
 @njit(cache=True)
+def _add(item, stamp, ep, buf, n):
+    """Add `item` to the set (buf, n) whose members are stamped `ep`, once; returns the new size."""
+    if stamp[item] != ep:
+        stamp[item] = ep
+        buf[n] = item
+        n += 1
+    return n
+
+
+@njit(cache=True)
 def _resid(k, lk, load, link_cap):
     """Capacity the levels above k leave on link lk."""
     r = link_cap[lk]
@@ -88,13 +98,11 @@ def _fill(S, ns, k, c_ptr, c_links, c_w, l_ptr, l_cls, l_w, lvl, link_cap, cap, 
             n_seen[0] += 1
         for e in range(c_ptr[c], c_ptr[c + 1]):
             lk = c_links[e]
-            if lstamp[lk] != el:
-                lstamp[lk] = el
-                lbuf[nl] = lk
-                nl += 1
+            if lstamp[lk] != el:  # a new link of the set: what it has left, no free demand yet
                 room[lk] = _resid(k, lk, load, link_cap) - load[k, lk]
                 nfree[lk] = 0.0
                 nfc[lk] = 0
+            nl = _add(lk, lstamp, el, lbuf, nl)
     n_capped = 0
     for i in range(ns):
         c = S[i]
@@ -165,10 +173,7 @@ def _fill(S, ns, k, c_ptr, c_links, c_w, l_ptr, l_cls, l_w, lvl, link_cap, cap, 
             acc[c] = a
             for e in range(c_ptr[c], c_ptr[c + 1]):
                 lk = c_links[e]
-                if tstamp[lk] != et:
-                    tstamp[lk] = et
-                    tbuf[nt] = lk
-                    nt += 1
+                nt = _add(lk, tstamp, et, tbuf, nt)
     for j in range(nt):
         _refresh(tbuf[j], k, l_ptr, l_cls, l_w, lvl, mult, rate, acc, load, lmax)
     return nt
@@ -252,16 +257,10 @@ def _take(cls, n, k, lvl, c_ptr, c_links, sstamp, es, S, ns, lstamp, el, lbuf, n
         c = cls[i]
         if lvl[c] != k:
             continue
-        if sstamp[c] != es:
-            sstamp[c] = es
-            S[ns] = c
-            ns += 1
+        ns = _add(c, sstamp, es, S, ns)
         for e in range(c_ptr[c], c_ptr[c + 1]):
             lk = c_links[e]
-            if lstamp[lk] != el:
-                lstamp[lk] = el
-                lbuf[nl] = lk
-                nl += 1
+            nl = _add(lk, lstamp, el, lbuf, nl)
     return ns, nl
 
 
@@ -279,12 +278,10 @@ def _add_level_classes(lk, k, l_ptr, l_cls, lvl, mult, acc, sstamp, es, S, ns):
 
 @njit(cache=True)
 def update(changed, n_levels, incremental, level_size, c_ptr, c_links, c_w, l_ptr, l_cls, l_w, lvl, link_cap,
-           cap, mult, rate, acc, load, lmax, before, scratch_c, scratch_l, fscratch_c, fscratch_l, bscratch_c, ep,
-           stats):
+           cap, mult, rate, acc, load, lmax, before, scratch_c, scratch_l, fscratch_c, fscratch_l, bscratch_c, ep):
     """Re-establish max-min fairness after `changed` classes changed multiplicity or cap.
 
-    Returns (classes whose rate changed, their rates before); adds to `stats` (profiling): classes
-    re-filled, whole-level solves, fills, links refreshed, classes checked."""
+    Returns (classes whose rate changed, their rates before)."""
     n_c = len(lvl)
     S, seen, sstamp, bstamp = scratch_c[0], scratch_c[1], scratch_c[2], scratch_c[3]
     bad = scratch_c[4]
@@ -319,10 +316,7 @@ def update(changed, n_levels, incremental, level_size, c_ptr, c_links, c_w, l_pt
             ns, nl = _take(changed, len(changed), k, lvl, c_ptr, c_links, sstamp, es, S, ns, lstamp, el, lbuf, 0)
             for j in range(nd):
                 lk = dbuf[j]
-                if lstamp[lk] != el:
-                    lstamp[lk] = el
-                    lbuf[nl] = lk
-                    nl += 1
+                nl = _add(lk, lstamp, el, lbuf, nl)
             for j in range(nl):
                 ns = _add_level_classes(lbuf[j], k, l_ptr, l_cls, lvl, mult, acc, sstamp, es, S, ns)
         ea = _epoch(ep)  # links whose use moved at this level (checked; dirty for the next)
@@ -340,19 +334,12 @@ def update(changed, n_levels, incremental, level_size, c_ptr, c_links, c_w, l_pt
                         S[ns] = c
                         ns += 1
                 whole = True
-            stats[0] += ns
-            stats[1] += 1 if whole else 0
-            stats[2] += 1
             nt = _fill(S, ns, k, c_ptr, c_links, c_w, l_ptr, l_cls, l_w, lvl, link_cap, cap, mult, rate, acc, load,
                        lmax, before, seen, n_seen, lstamp, lbuf, room, nfree, share, nfc, hpos, heap, free, new,
                        tstamp, tbuf, ep, fscratch_l[3], fscratch_c[0])
-            stats[3] += nt
             for j in range(nt):
                 lk = tbuf[j]
-                if astamp[lk] != ea:
-                    astamp[lk] = ea
-                    abuf[na] = lk
-                    na += 1
+                na = _add(lk, astamp, ea, abuf, na)
             if whole:
                 break
             # check every sending class of this level on a link whose use moved
@@ -365,7 +352,6 @@ def update(changed, n_levels, incremental, level_size, c_ptr, c_links, c_w, l_pt
                     d = l_cls[e]
                     if lvl[d] == k and mult[d] > 0 and bstamp[d] != eb:
                         bstamp[d] = eb
-                        stats[4] += 1
                         if not feasible or not _valid(d, k, c_ptr, c_links, link_cap, cap, rate, load, lmax):
                             bad[nb] = d
                             nb += 1
@@ -382,10 +368,7 @@ def update(changed, n_levels, incremental, level_size, c_ptr, c_links, c_w, l_pt
         nd = 0
         for j in range(na):
             lk = abuf[j]
-            if dstamp[lk] != ed:
-                dstamp[lk] = ed
-                dbuf[nd] = lk
-                nd += 1
+            nd = _add(lk, dstamp, ed, dbuf, nd)
     nm = 0
     for i in range(n_seen[0]):
         c = seen[i]
