@@ -125,7 +125,8 @@ def test_registry_supports_agrees_with_builder(name):
 
 
 def _drop(step: Step, t: int) -> Step:
-    """`step` without transfer t."""
+    """`step` without transfer t (listed explicitly)."""
+    step = step.explicit()
     keep = np.ones(step.n_transfers, dtype=bool)
     keep[t] = False
     counts = step.blocks_per_transfer[keep]

@@ -293,3 +293,94 @@ def test_fair_share_repair_equals_water_fill_after_every_change(seed):
         want = water_fill(topo.link_bw, sub, links[ent], fs.mult[act], cap[act], prio[act], w[ent])
         np.testing.assert_allclose(fs.rate[act], want, rtol=1e-9, atol=1e-12)
         assert np.all(fs.rate[fs.mult == 0] == 0)
+
+
+# ---- units that never meet (network.flow_solo) against the event loop --------------------------
+
+
+def _serialized_case(seed: int, weighted: bool):
+    """Random flows on a 4x4 torus where every flow waits for each earlier flow it shares a link
+    with, so no two ever send on one link at once: sizes (some 0), caps, starts, extra random
+    dependencies, and (weighted) explicit routes with weights."""
+    rng = np.random.default_rng(seed)
+    topo = torus((4, 4), 100e9 / 8, 1e-6)
+    n = 200
+    src = rng.integers(0, 16, n)
+    dst = (src + rng.integers(1, 16, n)) % 16
+    ptr, links = topo.route(src, dst)
+    route = [set(links[ptr[i]: ptr[i + 1]].tolist()) for i in range(n)]
+    deps = []
+    for i in range(n):
+        d = {j for j in range(i) if route[i] & route[j]}
+        d |= set(rng.integers(0, i, rng.integers(0, 2)).tolist()) if i else set()
+        deps.append(sorted(d))
+    dep_ptr = np.concatenate([[0], np.cumsum([len(d) for d in deps])])
+    dep_idx = np.array([x for d in deps for x in d], dtype=np.int64)
+    size = rng.choice([0.0, 1e5, 1e6, 4e6], n)
+    start = rng.choice([0.0, 0.0, 1e-4], n)
+    cap = np.where(rng.random(n) < 0.3, rng.choice([1e9, 5e9], n), np.inf)
+    weight = rng.choice([0.5, 1.0, 2.0], len(links)) if weighted else None
+    return topo, Flows(src, dst, size, start, cap, rng.integers(0, 3, n), dep_ptr, dep_idx,
+                       ptr if weighted else None, links if weighted else None, None, weight)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("mode", ["pipelined", "store-and-forward"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_units_that_never_meet_skip_the_loop_with_its_answer(seed, mode, weighted):
+    from fabricsim.network.flow import _units, successors
+    from fabricsim.network.flow_solo import solo_run
+
+    topo, flows = _serialized_case(seed, weighted)
+    U = _units(topo, flows, mode, 0.0)
+    assert solo_run(topo, U, *successors(U.dep_ptr, U.dep_idx)) is not None  # the pass serves
+    fast = simulate_flows(topo, flows, mode=mode)
+    ref = simulate_flows(topo, flows, mode=mode, exact=True)  # the event loop, whole re-solves
+    np.testing.assert_allclose(fast.finish, ref.finish, rtol=1e-12, atol=1e-18)
+    np.testing.assert_allclose(fast.start, ref.start, rtol=1e-12, atol=1e-18)
+    np.testing.assert_allclose(fast.sent, ref.sent, rtol=1e-12, atol=1e-18)
+    np.testing.assert_allclose(fast.link_bytes, ref.link_bytes, rtol=1e-12)
+    np.testing.assert_allclose(fast.link_busy, ref.link_busy, rtol=1e-9, atol=1e-15)
+    assert fast.events == ref.events
+
+
+def test_units_that_meet_go_to_the_loop():
+    """Two 1 GB flows on one 100 GB/s link at once share it (0.02 s each); a third that starts
+    on it while the first still sends (not at its end) also sends the loop there."""
+    from fabricsim.network.flow import _units, successors
+    from fabricsim.network.flow_solo import solo_run
+    from fabricsim.topology import parse_topology
+
+    topo = parse_topology("ring:4", "100GB/s", "0ns")
+    both = Flows(src=[0, 0], dst=[1, 1], size=[1e9, 1e9])
+    U = _units(topo, both, "pipelined", 0.0)
+    assert solo_run(topo, U, *successors(U.dep_ptr, U.dep_idx)) is None
+    assert simulate_flows(topo, both).finish.tolist() == [0.02, 0.02]
+    # back to back (the second waits for the first): the pass serves, 0.01 then 0.02
+    chain = Flows(src=[0, 0], dst=[1, 1], size=[1e9, 1e9], dep_ptr=[0, 0, 1], dep_idx=[0])
+    U = _units(topo, chain, "pipelined", 0.0)
+    assert solo_run(topo, U, *successors(U.dep_ptr, U.dep_idx)) is not None
+    assert simulate_flows(topo, chain).finish.tolist() == pytest.approx([0.01, 0.02], rel=1e-15)
+    late = Flows(src=[0, 0], dst=[1, 1], size=[1e9, 1e9], start=[0.0, 0.005])
+    U = _units(topo, late, "pipelined", 0.0)
+    assert solo_run(topo, U, *successors(U.dep_ptr, U.dep_idx)) is None
+    # 0.005 s alone, then both at half rate: the first's last 0.5 GB -> 0.015; the second has then
+    # sent 0.5 GB and sends the rest alone: 0.02
+    assert simulate_flows(topo, late).finish.tolist() == pytest.approx([0.015, 0.02], rel=1e-12)
+
+
+def test_ring_reduce_scatter_on_a_torus_rows_pass_without_the_loop():
+    """A rank-order ring reduce-scatter on an 8x8 torus (the row-wrap transfer crosses 2 links):
+    the pass serves it, with the loop's answer (each transfer at its own time: no two finish
+    together after a few steps); closed form of the last arrival: a rank's send also waits for its
+    previous one, so the row-wrap rank's chain of 2-hop transfers is the longest: (p - 1) x
+    (size/p at the link rate + 2 link latencies), as in the ring beside the all-to-all above."""
+    from fabricsim.collectives.api import build_schedule
+    from fabricsim.network.dataflow import collective_flows
+
+    topo = torus((8, 8), 400e9 / 8, 100e-9)
+    fl = collective_flows(build_schedule(topo, "reduce-scatter", "ring"), 64e6)
+    fast, ref = simulate_flows(topo, fl), simulate_flows(topo, fl, exact=True)
+    np.testing.assert_allclose(fast.finish, ref.finish, rtol=1e-12)
+    assert fast.events == ref.events
+    assert fast.makespan == pytest.approx(63 * (64e6 / 64 / (400e9 / 8) + 2 * 100e-9), rel=1e-12)

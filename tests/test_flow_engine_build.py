@@ -32,12 +32,14 @@ def reference_flows(g, system, pc):
     rank = [system.scheduling.rank(c) for c in CATEGORIES]
     dur, share_c, share_m = task_times_of(system.npu, g)
     want, empty = pc.endpoint.interferes, g.moves_nothing()
-    rows, hold_ids, units = [], {}, {}  # row: src, dst, size, prio, kind, deps, links, lat, rate, gate, ga, gc, marks
+    # row: src, dst, size, prio, kind, deps, links, lat, rate, gate, ga, gc, marks, link weights, stream
+    rows, hold_ids, units = [], {}, {}
     entry, exit_ = np.zeros(len(g), np.int64), np.zeros(len(g), np.int64)
     last = [-1] * n_npus
 
-    def add(s, d, sz, pr, kf, deps, links=None, lat=np.nan, rate=np.inf, gate=-1, ga=0.0, gc=0.0, marks=()):
-        rows.append((s, d, sz, pr, kf, list(deps), links, lat, rate, gate, ga, gc, list(marks)))
+    def add(s, d, sz, pr, kf, deps, links=None, lat=np.nan, rate=np.inf, gate=-1, ga=0.0, gc=0.0, marks=(),
+            weights=None, stream=False):
+        rows.append((s, d, sz, pr, kf, list(deps), links, lat, rate, gate, ga, gc, list(marks), weights, stream))
         return len(rows) - 1
 
     for t in range(len(g)):
@@ -76,21 +78,25 @@ def reference_flows(g, system, pc):
                 entry[t] = exit_[t] = add(src, dst, size, pr, NET, preds, rate=rate)
             continue
         e = entry[t] = add(members[0], members[0], 0.0, pr, PRIVATE, preds, marks=up)
-        if k == TaskKind.IO:
-            unit, scale = io_flows(topo, int(g.peer[t]), members, int(g.coll[t]), size), 1.0
+        if k == TaskKind.IO:  # streams from the controllers, fed by every member
+            unit, scale, stream = io_flows(topo, int(g.peer[t]), members, int(g.coll[t]), size), 1.0, True
         else:
             key = (c, members)
             if key not in units:
                 units[key] = schedule_flows(topo, pc.schedule(c, members), 1.0, stream=pc.model.streams)
             unit, scale = units[key], size
+            stream = bool(pc.schedule(c, members).streaming and pc.model.streams)
         base = len(rows)
         for i in range(len(unit)):
             local = unit.dep_idx[unit.dep_ptr[i]: unit.dep_ptr[i + 1]] + base
             explicit = unit.route_ptr is not None
             links = unit.route_links[unit.route_ptr[i]: unit.route_ptr[i + 1]] if explicit else None
+            weights = None  # a reduction unit's share (Topology.route_reducing)
+            if explicit and unit.route_weight is not None:
+                weights = unit.route_weight[unit.route_ptr[i]: unit.route_ptr[i + 1]]
             lat = unit.latency[i] if explicit and unit.latency is not None else np.nan
             add(unit.src[i], unit.dst[i], unit.size[i] * scale, pr, SET if explicit else NET,
-                local if len(local) else [e], links, lat, rate)
+                local if len(local) else [e], links, lat, rate, weights=weights, stream=stream)
         sinks = np.setdiff1d(np.arange(len(unit)), unit.dep_idx) + base
         exit_[t] = add(members[0], members[0], 0.0, pr, PRIVATE, sinks, marks=down)
 
@@ -112,13 +118,17 @@ def reference_flows(g, system, pc):
                       np.array([d for m in marks for _, d in m], np.int64),
                       np.array(cols[9], np.int64), np.array(cols[10], float), np.array(cols[11], float),
                       np.ones(len(rows)))
+    weight = None
+    if any(w is not None for w in cols[13]):
+        weight = np.concatenate([np.ones(len(p)) if w is None else w for p, w in zip(paths, cols[13])])
     flows = Flows(S, D, np.array(cols[2], float), None, None, np.array(cols[3], np.int64), dep_ptr,
                   np.array([x for d in cols[5] for x in d], np.int64), ptr,
-                  np.array([x for p in paths for x in p], np.int64), np.array(cols[7], float), holds=holds)
+                  np.array([x for p in paths for x in p], np.int64), np.array(cols[7], float), weight, holds=holds)
     rate = np.array(cols[8], float)
     if np.isfinite(rate).any():
         aug = endpoint_topology(topo, 2 * n_npus, 1.0)
-        return aug, with_injection(aug, flows, rate, link_base=L + n_npus), entry, exit_
+        stream = np.array(cols[14], bool)
+        return aug, with_injection(aug, flows, rate, link_base=L + n_npus, stream=stream), entry, exit_
     return endpoint_topology(topo, n_npus, 1.0), flows, entry, exit_
 
 
@@ -161,6 +171,29 @@ def _edge_cases(endpoint):
         parse_topology("torus:2x2", "10GB/s", "1us"), "flow")
 
 
+def _reduction_units(endpoint, model="flow"):
+    """NVLS in and across DGX nodes with limited reduction units: explicit routes with weights."""
+    b = GraphBuilder(8)
+    a = b.collective("all-reduce", 8e6, tuple(range(8)), "DP", "all")
+    c = [b.compute(p, "c", duration=1e-4, deps=[a]) for p in range(8)]
+    b.collective("all-reduce", 4e6, (0, 1, 2, 3), "MP", "node", deps=c[:4])
+    b.p2p(1, 6, 2e6, "PP", "send", deps=[c[1]])
+    topo = parse_topology("dgx:nodes=2,gpus=4,nics=1,nvlink=100GB/s,nic=400Gbps,nvls,nvls_rate=20GB/s,"
+                          "sharp,sharp_rate=10GB/s")
+    return b.build(), System(NPU(1e15, 1e12, 0.5), endpoint, Scheduling()), CommPricer(
+        topo, model, {"all-reduce": "nvls"})
+
+
+def _forwarders(endpoint):
+    """Transfers routed through other NPUs of the group (2 hops on a 3x3 torus) and p2p sends."""
+    b = GraphBuilder(9)
+    a = b.collective("all-gather", 9e6, tuple(range(9)), "DP", "ag")
+    b.p2p(0, 4, 2e6, "PP", "send", deps=[a])
+    b.collective("all-reduce", 3e6, (0, 2, 4, 6, 8), "MP", "odd", deps=[a])
+    return b.build(), System(NPU(1e15, 1e12, 0.5), endpoint, Scheduling()), CommPricer(
+        parse_topology("torus:3x3", "10GB/s", "1us"), "flow", {"all-gather": "direct"})
+
+
 ACE_EP = ACE(4 * 2**20, 1e12, 5e11)
 CASES = {
     "3d ideal": lambda: _small_training(Ideal()),
@@ -176,6 +209,12 @@ CASES = {
     "empty tasks": lambda: _edge_cases(Ideal()),
     "empty tasks, npu-driven": lambda: _edge_cases(NpuDriven(0.3, 0.5)),
     "empty tasks, offload": lambda: _edge_cases(OffloadEngine(2e9)),
+    "reduction units": lambda: _reduction_units(Ideal()),
+    "reduction units, store-and-forward": lambda: _reduction_units(Ideal(), "flow-store-and-forward"),
+    "reduction units, offload, store-and-forward": lambda: _reduction_units(OffloadEngine(5e9),
+                                                                            "flow-store-and-forward"),
+    "forwarding NPUs, offload": lambda: _forwarders(OffloadEngine(2e9)),
+    "forwarding NPUs, ace": lambda: _forwarders(ACE_EP),
 }
 
 

@@ -5,6 +5,7 @@ and the value, or the right answer; never a traceback, a hang or an allocation w
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -125,9 +126,17 @@ def test_options_that_apply_still_run(capsys):
     ("hierarchical", "all-reduce", {"dims": (2, 2, 8), "order": "baseline"}), ("swing", "all-reduce", {}),
     ("bucket", "all-reduce", {"dims": (2, 2, 8)}), ("halving_doubling", "all-reduce", {}),
     ("in_network", "reduce-scatter", {"lockstep": True, "chunks": 9}),
+    ("halving_doubling", "reduce-scatter", {}), ("recursive_doubling", "all-gather", {}),
+    ("hierarchical", "all-reduce", {"dims": (2, 4, 4), "inner": "halving_doubling"}),
+    ("hierarchical", "all-reduce", {"dims": (2, 4, 4), "inner": ("direct", "ring", "halving_doubling")}),
+    ("hierarchical", "all-reduce", {"dims": (4, 8), "inner": "halving_doubling", "order": "baseline"}),
+    ("hierarchical", "reduce-scatter", {"dims": (2, 2, 2, 4)}),
+    ("bucket", "all-gather", {"dims": (4, 2, 4)}),
+    # three dimensions of 16: the first phase lists p/16 ids per transfer (the old estimate was 0.37x / 0.16x)
+    ("hierarchical", "all-reduce", {"dims": (16, 16, 16)}), ("bucket", "all-reduce", {"dims": (16, 16, 16)}),
 ])
 def test_the_blocks_estimate_bounds_what_the_builder_makes(alg, coll_name, opts):
-    p = 32
+    p = math.prod(opts["dims"]) if "dims" in opts else 32
     s = ALGORITHMS[alg].build(coll_name, p, **({"root": 0} if coll_name == "broadcast" else {}), **opts)
     entries = sum(len(st.blocks) for st in s.steps)
     est = estimate_blocks(alg, coll_name, p, opts)

@@ -489,3 +489,56 @@ def test_strategy_must_fit_the_network_and_model():
         build_training(get_model("resnet50"), Strategy(mp=2, batch=2))
     with pytest.raises(ConfigError, match="parallelism.pp"):
         build_training(Model("two", (fc("a", 1.0), fc("b", 1.0))), Strategy(pp=4, batch=1))
+
+
+@pytest.mark.parametrize("model", ["congestion-aware", "flow", "flow-store-and-forward"])
+def test_injection_is_charged_at_the_source_not_at_forwarding_npus(model):
+    """Two sends at once on a one-way ring 0 -> 1 -> 2 -> 0 under an offload engine of R bytes/s:
+    0 -> 2 crosses NPU 1's router, 1 -> 2 leaves NPU 1's endpoint. Each endpoint injects one send
+    (link 1 -> 2 carries 2R < B), so both take S/R: NPU 1 forwards 0 -> 2 without its endpoint.
+    Store and forward runs the endpoint as a stage of its own, then each hop: S/R + hops x S/B."""
+    from fabricsim.system import OffloadEngine
+
+    S, B, R = 1e9, 50e9, 10e9
+    b = GraphBuilder(3)
+    b.p2p(0, 2, S, "PP", "far")
+    b.p2p(1, 2, S, "PP", "near")
+    res = run(b.build(), topo="ring:3,uni", bw=B, lat=0.0, model=model,
+              system=System(NPU(), OffloadEngine(R), Scheduling()))
+    sf = model == "flow-store-and-forward"
+    assert res.end[0] == pytest.approx(S / R + sf * 2 * S / B, rel=1e-9)
+    assert res.end[1] == pytest.approx(S / R + sf * S / B, rel=1e-9)
+
+
+@pytest.mark.parametrize("model", ["congestion-aware", "flow", "flow-store-and-forward"])
+def test_collective_under_injection_limit_takes_what_it_takes_alone(model):
+    """Direct all-gather on a 3x3 torus under an offload engine of R: each rank injects its block
+    S/9 to 8 peers, some two hops away through other ranks' routers: 8 S/9 / R when the links
+    (B = 10 R) are not the limit, as priced alone; on every engine and model."""
+    from fabricsim.system import OffloadEngine
+
+    S, B, R = 9e8, 100e9, 10e9
+    b = GraphBuilder(9)
+    b.collective("all-gather", S, tuple(range(9)), "DP", "ag")
+    t = parse_topology("torus:3x3", B, 0.0)
+    pc = CommPricer(t, model, {"all-gather": "direct"})
+    sysm = System(NPU(), OffloadEngine(R), Scheduling())
+    res = simulate(b.build(), sysm, pc)
+    alone = pc.for_system(sysm.endpoint, sysm.npu).collective("all-gather", tuple(range(9)), S)
+    assert res.makespan == pytest.approx(alone, rel=1e-9)
+    if model != "flow-store-and-forward":  # store-and-forward adds a serialization per hop
+        assert res.makespan == pytest.approx(8 * S / 9 / R, rel=1e-9)
+
+
+@pytest.mark.parametrize("model", ["congestion-aware", "flow", "flow-store-and-forward"])
+def test_switch_reduction_unit_caps_nvls_in_every_engine(model):
+    """NVLS on one node of 4 GPUs (NVLink B, reduction unit U < B, no latency): the 4 inputs of
+    one output share the unit, so the reduce runs at U. Streaming: S/U; store and forward (up the
+    NVLink, through the unit, then the multicast down, one after another): S/B + S/U + S/B."""
+    S, B, U = 1e9, 100e9, 20e9
+    b = GraphBuilder(4)
+    b.collective("all-reduce", S, (0, 1, 2, 3), "DP", "ar")
+    t = parse_topology("dgx:nodes=1,gpus=4,nvlink=100GB/s,nvlink_eff=1,nvlink_lat=0ns,nvls,nvls_rate=20GB/s")
+    res = simulate(b.build(), SYS, CommPricer(t, model, {"all-reduce": "nvls"}))
+    want = S / U + 2 * S / B if model == "flow-store-and-forward" else S / U
+    assert res.makespan == pytest.approx(want, rel=1e-9)

@@ -23,7 +23,7 @@ import numpy as np
 from ._common import require_collective, require_group
 from .algorithm import Algorithm
 from .recursive_doubling import doubling_all_gather, fold_step, pow2_floor, unfold_step
-from .schedule import Schedule, Step, make_step
+from .schedule import Schedule, Step, make_range_step
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather")
 
@@ -39,15 +39,15 @@ def halving_reduce_scatter(p: int) -> list[Step]:
     Returns
     -------
     list of Step
-        log2 p steps, distances p/2, p/4, ..., 1.
+        log2 p steps, distances p/2, p/4, ..., 1, in range form (the half a peer keeps is
+        contiguous): p entries each.
     """
     r = np.arange(p, dtype=np.int64)
     steps = []
     d = p >> 1
     while d >= 1:
         peer = r ^ d
-        give = (peer & ~(d - 1))[:, None] + np.arange(d, dtype=np.int64)  # the half peer keeps
-        steps.append(make_step(r, peer, give, True))
+        steps.append(make_range_step(r, peer, peer & ~(d - 1), d, True))  # the half peer keeps
         d >>= 1
     return steps
 

@@ -41,7 +41,7 @@ from ._common import require_collective, require_group
 from .algorithm import Algorithm, Option
 from .hierarchical_all_to_all import hierarchical_all_to_all
 from .ring import ring_phase
-from .schedule import Schedule, Step
+from .schedule import Schedule, Step, make_range_step
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather")
 INNER = ("ring", "direct", "halving_doubling")
@@ -141,9 +141,16 @@ def lift(step: Step, nodes: np.ndarray, base: np.ndarray, offsets: np.ndarray, w
     Returns
     -------
     list of Step
-        One step (compression kept) or its repetitions, one step each.
+        One step (compression kept: a range-form step stays in range form when `offsets` is
+        0..width-1, its runs then `width` times longer) or its repetitions, one step each.
     """
     L = nodes.shape[0]
+    if step.ranges:
+        if np.array_equal(offsets, np.arange(width)):
+            start = (base[:, None] + step.blocks[None, :] * width).reshape(-1)
+            return [make_range_step(nodes[:, step.src].reshape(-1), nodes[:, step.dst].reshape(-1), start,
+                                    np.tile(step.blocks_per_transfer * width, L), np.tile(step.reduce, L))]
+        step = step.explicit()
     K = len(step.blocks)
     n_off = len(offsets)
     j = step.blocks

@@ -25,7 +25,7 @@ import numpy as np
 
 from ._common import require_collective, require_group, require_root
 from .algorithm import Algorithm
-from .schedule import Schedule, Step, make_step
+from .schedule import Schedule, Step, make_range_step, make_step
 
 COLLECTIVES = ("all-reduce", "all-gather", "broadcast", "reduce")
 
@@ -58,14 +58,13 @@ def fold_step(p: int, nblocks: int) -> Step | None:
     Returns
     -------
     Step or None
-        None when p is a power of two.
+        In range form; None when p is a power of two.
     """
     p2 = pow2_floor(p)
     if p2 == p:
         return None
     extra = np.arange(p2, p, dtype=np.int64)
-    blocks = np.broadcast_to(np.arange(nblocks, dtype=np.int64), (len(extra), nblocks))
-    return make_step(extra, extra - p2, blocks, True)
+    return make_range_step(extra, extra - p2, 0, nblocks, True)
 
 
 def unfold_step(p: int, nblocks: int) -> Step | None:
@@ -87,8 +86,7 @@ def unfold_step(p: int, nblocks: int) -> Step | None:
     if p2 == p:
         return None
     extra = np.arange(p2, p, dtype=np.int64)
-    blocks = np.broadcast_to(np.arange(nblocks, dtype=np.int64), (len(extra), nblocks))
-    return make_step(extra - p2, extra, blocks, False)
+    return make_range_step(extra - p2, extra, 0, nblocks, False)
 
 
 def doubling_all_gather(p: int) -> list[Step]:
@@ -104,15 +102,10 @@ def doubling_all_gather(p: int) -> list[Step]:
     Returns
     -------
     list of Step
-        log2 p steps.
+        log2 p steps, in range form (a held group is contiguous): p entries each.
     """
     r = np.arange(p, dtype=np.int64)
-    steps = []
-    for s in range(p.bit_length() - 1):
-        d = 1 << s
-        held = (r & ~(d - 1))[:, None] + np.arange(d, dtype=np.int64)
-        steps.append(make_step(r, r ^ d, held, False))
-    return steps
+    return [make_range_step(r, r ^ (1 << s), r & ~((1 << s) - 1), 1 << s, False) for s in range(p.bit_length() - 1)]
 
 
 def doubling_all_reduce(p: int) -> list[Step]:

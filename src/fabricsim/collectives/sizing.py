@@ -43,11 +43,11 @@ def _direct(c: str, p: int, o: dict) -> float:
 def _recursive_doubling(c: str, p: int, o: dict) -> float:
     if c in _ROOTED:
         return 2.0 * p
-    return 2.0 * p * p if c == "all-gather" else 2.0 * p * _log2(p)
+    return 2.0 * p * _log2(p)  # all-gather: held groups in range form, one entry per transfer
 
 
 def _halving_doubling(c: str, p: int, o: dict) -> float:
-    return 2.0 * p * p
+    return 2.0 * p * (_log2(p) + 1)  # range form: one entry per transfer, fold and unfold included
 
 
 def _double_binary_tree(c: str, p: int, o: dict) -> float:
@@ -55,22 +55,46 @@ def _double_binary_tree(c: str, p: int, o: dict) -> float:
 
 
 def _hierarchical(c: str, p: int, o: dict) -> float:
+    """Phase d (a line of q = dims[d] ranks, every line at once) lists, per transfer, the ids of one
+    inner block: W = prod(dims[d+1:]) of them (the digits after d free), or p/q in baseline order
+    (the whole buffer's blocks with digit d = j). A ring keeps one compressed step per part; a
+    halving-doubling step stays in range form (one entry per transfer) except in baseline order,
+    where its strided ids are listed; direct lists q-1 transfers per rank."""
+    if c == "all-to-all":
+        return 4.0 * p * p
+    dims = _dims(p, o)
     inner = o.get("inner") or "ring"
-    inner = (inner,) if isinstance(inner, str) else tuple(inner)
-    if c == "all-to-all" or any(i != "ring" for i in inner):
-        return 4.0 * p * p  # direct and halving-doubling phases list every block they move
-    # baseline all-reduces every dimension in turn, the fastest one lifted too
-    return _lifted_rings(p, o, 4, slow_only=not (c == "all-reduce" and o.get("order") == "baseline"))
+    inner = (inner,) * len(dims) if isinstance(inner, str) else tuple(inner)
+    baseline = c == "all-reduce" and o.get("order") == "baseline"
+    parts = 2 if c == "all-reduce" else 1  # reduce-scatter and all-gather (baseline: each dimension's all-reduce)
+    total = 0.0
+    for d, q in enumerate(dims):
+        if q <= 1:
+            continue
+        ids = p // q if baseline else math.prod(dims[d + 1:])
+        name = inner[d] if d < len(inner) else "ring"
+        if name == "ring":
+            per = p * ids
+        elif name == "halving_doubling" and not baseline:
+            per = p * (_log2(q) + 1)
+        else:  # direct, or halving-doubling's halves listed id by id: q - 1 inner blocks per rank
+            per = p * (q - 1) * ids
+        total += parts * per
+    return total + 2.0 * p
 
 
-def _lifted_rings(p: int, o: dict, per_dim: int, slow_only: bool) -> float:
-    """Ring phases stay compressed on a line; lifting them onto a grid of two or more active
-    dimensions costs about one entry per rank and position along the longest dimension (the
-    longest after the first, fastest one, when only phases on slower dimensions are lifted)."""
-    dims = [d for d in _dims(p, o) if d > 1]
-    if len(dims) <= 1:
-        return 2.0 * per_dim * p
-    return float(per_dim) * len(dims) * p * (1 + max(dims[1:] if slow_only else dims))
+def _bucket(c: str, p: int, o: dict) -> float:
+    """2D parts (start dimension x direction), each a ring phase per dimension in its own
+    order, each phase one compressed step that lists, per transfer, the prod(later dims) ids of one
+    inner block; per part and dimension a reduce-scatter phase, an all-gather phase, or both."""
+    per_dim = 2 if c == "all-reduce" else 1
+    dims = [d for d in _dims(p, o) if d > 1] or [p]
+    D = len(dims)
+    total = 0.0
+    for i in range(D):  # the part starting on dimension i: order i, i+1, ...
+        order = [dims[(i + j) % D] for j in range(D)]
+        total += sum(p * math.prod(order[j + 1:]) for j in range(D))
+    return 2.0 * per_dim * total + 2.0 * p
 
 
 def _in_network(c: str, p: int, o: dict) -> float:
@@ -83,10 +107,6 @@ def _in_network_tree(c: str, p: int, o: dict) -> float:
 
 def _swing(c: str, p: int, o: dict) -> float:
     return 8.0 * len(_dims(p, o)) * p * _log2(p)  # 2D ports x log2 p steps x 2 phases, ranges
-
-
-def _bucket(c: str, p: int, o: dict) -> float:
-    return _lifted_rings(p, o, 10, slow_only=False)  # parts start on every dimension
 
 
 def _hamiltonian_rings(c: str, p: int, o: dict) -> float:

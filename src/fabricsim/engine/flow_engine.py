@@ -21,7 +21,8 @@ same answers (`CommPricer.demand`, `injection_for`, `held`):
   flow runs at 1 / its roofline stretch under the larger share of each resource held
   (`network.flow.Holds`);
 - injection limit: a private endpoint link per NPU (capacity 1) that the NPU's outgoing traffic
-  of a collective crosses at weight 1 / rate.
+  of a collective crosses at weight 1 / rate: a transfer at its source, a stream at every member
+  it leaves (`network.flow_model.with_injection`), as when the collective is priced alone.
 
 Building the flows is vectorized (GPT-3 on 1024 NPUs: 463 k tasks, 6.4 M flows): a task's flows
 are consecutive (compute: one; p2p: the transfer, after an entry marker where holds apply;
@@ -37,7 +38,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..network.dataflow import schedule_flows
+from ..network.dataflow import runs_as_streams, schedule_flows
 from ..network.flow import Flows, Holds
 from ..network.flow_model import endpoint_topology, with_injection
 from ..system.model import System
@@ -98,7 +99,8 @@ class _Template:
     dep_rel: np.ndarray  # int64
     route_ptr: np.ndarray  # int64 [n + 1], CSR over route_links
     route_links: np.ndarray  # int64 link ids
-    route_weight: np.ndarray | None = None  # per route_links entry (None: 1), where injection is limited
+    stream: bool  # streams fed by every member (else transfers, each fed by its source)
+    route_weight: np.ndarray | None = None  # per route_links entry (None: 1): reduction units, injection
 
     @property
     def n(self) -> int:
@@ -106,9 +108,9 @@ class _Template:
         return len(self.src)
 
 
-def _template(topo, fl: Flows, first_member: int, rate: float, key: tuple, div: int = 0) -> _Template:
+def _template(topo, fl: Flows, first_member: int, rate: float, key: tuple, stream: bool, div: int = 0) -> _Template:
     """A unit flow set `fl` as a template: its sources wait for the entry, its exit for its sinks
-    (the flows nothing in it waits for); routed here once (explicit link sets kept)."""
+    (the flows nothing in it waits for); routed here once (explicit link sets and weights kept)."""
     n, private = len(fl), topo.n_links + int(first_member)
     cnt = np.diff(fl.dep_ptr)
     d_ptr = np.zeros(n + 2, dtype=np.int64)
@@ -124,18 +126,22 @@ def _template(topo, fl: Flows, first_member: int, rate: float, key: tuple, div: 
     r_ptr, r_links = (fl.route_ptr, fl.route_links) if explicit else topo.route(fl.src, fl.dst)
     lat = fl.latency if explicit and fl.latency is not None else np.full(n, np.nan)
     m0 = np.array([first_member], dtype=np.int64)
+    weight = None
+    if explicit and fl.route_weight is not None:
+        weight = np.concatenate([np.asarray(fl.route_weight, float), [1.0]])
     return _Template(key, np.concatenate([fl.src, m0]), np.concatenate([fl.dst, m0]),
                      np.concatenate([fl.size, [0.0]]), div, np.concatenate([np.asarray(lat, float), [np.nan]]),
                      float(rate), d_ptr, rel, np.concatenate([r_ptr, [r_ptr[-1] + 1]]).astype(np.int64),
-                     np.concatenate([r_links, [private]]).astype(np.int64))
+                     np.concatenate([r_links, [private]]).astype(np.int64), bool(stream), weight)
 
 
-def _inject(aug, ptr: np.ndarray, links: np.ndarray, rate: np.ndarray, base: int):
-    """Routes (CSR) with each flow of finite `rate` charged to the endpoint links of the NPUs whose
-    links it leaves (`network.flow_model.with_injection` on explicit routes): (ptr, links, weight)."""
-    n = len(ptr) - 1
-    fl = Flows(np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n), route_ptr=ptr, route_links=links)
-    fl = with_injection(aug, fl, rate, link_base=base)
+def _inject(aug, src: np.ndarray, ptr: np.ndarray, links: np.ndarray, weight, rate: np.ndarray, base: int,
+            stream: bool):
+    """Routes (CSR, weights or None) with each flow of finite `rate` charged to the endpoint link of
+    its source NPU, or of every NPU whose links it leaves for streams (`network.flow_model.with_injection`
+    on explicit routes): (ptr, links, weight)."""
+    fl = Flows(src, src, np.zeros(len(src)), route_ptr=ptr, route_links=links, route_weight=weight)
+    fl = with_injection(aug, fl, rate, link_base=base, stream=stream)
     return fl.route_ptr, fl.route_links, fl.route_weight
 
 
@@ -143,7 +149,7 @@ def _injected(aug, tp: _Template, base: int) -> _Template:
     """`tp` with its transfers charged to their NPUs' endpoint links (weights 1 / its rate)."""
     rate = np.full(tp.n, tp.rate)
     rate[-1] = np.inf  # the exit marker moves nothing
-    ptr, links, weight = _inject(aug, tp.route_ptr, tp.route_links, rate, base)
+    ptr, links, weight = _inject(aug, tp.src, tp.route_ptr, tp.route_links, tp.route_weight, rate, base, tp.stream)
     return replace(tp, route_ptr=ptr, route_links=links, route_weight=weight)
 
 
@@ -180,12 +186,14 @@ class _FlowGraph:
                 d, shards = int(g.peer[t]), int(g.coll[t])
                 fl = io_flows(topo, d, members, shards, 1.0)
                 out.append(_template(topo, fl, members[0], pc.injection_for(pc.io_demand(shards)),
-                                     ("io", d, members, shards), div=len(fl)))
+                                     ("io", d, members, shards), True, div=len(fl)))
             else:
                 c = COLLECTIVES[g.coll[t]]
                 rate = pc.injection_for(pc.demand(c, members))
-                fl = schedule_flows(topo, pc.schedule(c, members), 1.0, stream=pc.model.streams)
-                out.append(_template(topo, fl, members[0], rate, ("coll", c, members)))
+                sched = pc.schedule(c, members)
+                fl = schedule_flows(topo, sched, 1.0, stream=pc.model.streams)
+                out.append(_template(topo, fl, members[0], rate, ("coll", c, members),
+                                     runs_as_streams(sched, pc.model.streams)))
         return tasks, inv.reshape(-1), out
 
     def _held(self, t: int, tp: _Template | None):
@@ -232,7 +240,7 @@ class _FlowGraph:
         aug = endpoint_topology(topo, (1 + inject) * n_npus, 1.0)  # endpoint links after the private compute links
         if inject:  # each NPU's outgoing traffic crosses its endpoint link (once per template)
             templates = [_injected(aug, tp, L + n_npus) for tp in templates]
-            p_ptr, p_links, p_weight = _inject(aug, p_ptr, p_links, p_rate, L + n_npus)
+            p_ptr, p_links, p_weight = _inject(aug, npu[pt], p_ptr, p_links, None, p_rate, L + n_npus, False)
         # flows per task: its entry (compute flow, marker, or an unheld p2p transfer), then its tail
         cnt = np.ones(n, dtype=np.int64)
         cnt[pt] += hold
@@ -292,8 +300,9 @@ class _FlowGraph:
         p_at = _expand(ptr[q], np.diff(p_ptr))
         links[p_at] = p_links
         weight = None
-        if inject:
+        if inject or any(tp.route_weight is not None for tp in templates):
             weight = np.ones(len(links))
+        if inject:
             weight[p_at] = p_weight
         del p_at
         for tp, T in blocks:

@@ -410,7 +410,7 @@ class CommPricer:
             rate = self.injection_for(self.io_demand(shards))
             topo = self.topo
             if np.isfinite(rate):  # what leaves an NPU crosses its endpoint (stores)
-                fl = with_injection(topo, fl, np.full(len(fl), rate))
+                fl = with_injection(topo, fl, np.full(len(fl), rate), stream=True)
                 topo = endpoint_topology(topo, topo.n_npus, 1.0)
             t = self._times[key] = self.model.flows(topo, fl).makespan
         return t

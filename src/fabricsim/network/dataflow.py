@@ -8,6 +8,10 @@
   joined as runs of contiguous ids (`block_deps`), as the Schedule IR keeps them in range form,
   never as (transfer, block) pairs.
 `merge_flows` puts several independent flow sets into one simulation.
+
+Streams and routed transfers differ for an endpoint injection limit (`flow_model.with_injection`):
+a stream is fed by every member whose links it leaves, a routed transfer (explicit route or not)
+only by its source. `runs_as_streams` says which a schedule's flows are.
 """
 
 from __future__ import annotations
@@ -19,6 +23,24 @@ import numpy as np
 from ..collectives.schedule import Schedule, Step
 from ..topology.graph import Topology
 from .flow import Flows
+
+
+def runs_as_streams(schedule: Schedule, stream: bool = True) -> bool:
+    """Whether `schedule_flows` makes the schedule's flows streams through its switch tree.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        A placed schedule.
+    stream : bool
+        Whether the model lets data stream through switches (a store-and-forward model does not).
+
+    Returns
+    -------
+    bool
+        True: explicit link sets fed by every member; False: transfers, each fed by its source.
+    """
+    return bool(schedule.streaming and stream)
 
 
 def schedule_flows(topo: Topology, schedule: Schedule, size: float, *, start: float = 0.0,
@@ -47,7 +69,7 @@ def schedule_flows(topo: Topology, schedule: Schedule, size: float, *, start: fl
     Flows
         With dependencies (dataflow) or explicit link sets (streams).
     """
-    if schedule.streaming and stream:
+    if runs_as_streams(schedule, stream):
         return streaming_flows(topo, schedule, size, start=start, priority=priority)
     flows = collective_flows(schedule, size, start=start, priority=priority)
     if topo.reduce_link is not None and (topo.reduce_link >= 0).any():

@@ -47,7 +47,7 @@ class FlowRun:
         whole at every event, the reference).
     """
 
-    def __init__(self, topo, flows, U, record_timeline: bool, incremental: bool = True):
+    def __init__(self, topo, flows, U, record_timeline: bool, incremental: bool = True, succ=None):
         self.topo, self.flows, self.U, self.record = topo, flows, U, record_timeline
         n = len(U.size)
         self.hops = np.diff(U.ptr)
@@ -90,7 +90,7 @@ class FlowRun:
         from .flow import successors
 
         self.K = flow_kernel
-        self.succ_ptr, self.succ = successors(U.dep_ptr, U.dep_idx)
+        self.succ_ptr, self.succ = successors(U.dep_ptr, U.dep_idx) if succ is None else succ  # (ptr, ids)
         self.waiting = np.diff(U.dep_ptr).copy()
         self.t_start, self.t_sent, self.t_done = (np.full(n, np.nan) for _ in range(3))
         self.n_pos = np.zeros(topo.n_links, dtype=np.int64)  # sending classes with a positive rate per link

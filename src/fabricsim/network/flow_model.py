@@ -17,7 +17,7 @@ import numpy as np
 
 from ..collectives.schedule import Schedule
 from ..topology.graph import Topology
-from .dataflow import schedule_flows
+from .dataflow import runs_as_streams, schedule_flows
 from .flow import MODES, FlowResult, Flows, simulate_flows
 
 
@@ -48,14 +48,16 @@ def endpoint_topology(topo: Topology, extra_links: int, capacity) -> Topology:
                    link_class=None if topo.link_class is None else np.concatenate([topo.link_class, np.full(k, -1)]))
 
 
-def with_injection(topo: Topology, flows: Flows, rate: np.ndarray, link_base: int | None = None) -> Flows:
+def with_injection(topo: Topology, flows: Flows, rate: np.ndarray, link_base: int | None = None, *,
+                   stream=False) -> Flows:
     """`flows` charged to an endpoint link per NPU, so each NPU's outgoing traffic is rate-limited.
 
     Every flow with a finite `rate[flow]` also crosses the endpoint link (`link_base + npu`,
     capacity 1) of the NPU it leaves, at weight 1/rate: an NPU's outgoing traffic of a collective
-    together moves at most `rate` bytes/s. A routed flow is charged at its source only (NPUs it
-    crosses on a direct network forward it in their routers, not through their endpoints); a flow
-    with an explicit link set (a stream through switches) at every NPU whose links it leaves (every
+    together moves at most `rate` bytes/s. A transfer is charged at its source only (NPUs it
+    crosses on a direct network forward it in their routers, not through their endpoints), also
+    when it carries an explicit route (through a reduction unit, `Topology.route_reducing`); a
+    stream through switches (`dataflow.runs_as_streams`) at every NPU whose links it leaves (every
     member feeds it).
 
     Parameters
@@ -68,26 +70,30 @@ def with_injection(topo: Topology, flows: Flows, rate: np.ndarray, link_base: in
         Injection limit of each flow's NPUs, bytes/s (inf: none).
     link_base : int, optional
         Id of NPU 0's endpoint link (default `topo.n_links`; see `endpoint_topology`).
+    stream : bool or bool array
+        Whether the flows (or each flow) are streams fed by every member; a stream needs an
+        explicit link set.
 
     Returns
     -------
     Flows
-        The same flows with explicit routes and weights.
+        The same flows with explicit routes and weights (kept where given).
     """
     base = topo.n_links if link_base is None else int(link_base)
-    routed = flows.route_ptr is None
-    if not routed:
+    n = len(flows)
+    stream = np.broadcast_to(np.asarray(stream, dtype=bool), (n,))
+    if flows.route_ptr is not None:
         ptr, links = np.asarray(flows.route_ptr, np.int64), np.asarray(flows.route_links, np.int64)
         w = np.ones(len(links)) if flows.route_weight is None else np.asarray(flows.route_weight, float)
     else:
+        if stream.any():
+            raise ValueError("with_injection: streams need explicit link sets")
         ptr, links = topo.route(flows.src, flows.dst)
         w = np.ones(len(links))
-    n = len(flows)
     tid = np.repeat(np.arange(n), np.diff(ptr))
     src = topo.link_src[links]
     hit = (src < topo.n_npus) & np.isfinite(rate[tid])
-    if routed:  # the source's endpoint only
-        hit &= src == flows.src[tid]
+    hit &= stream[tid] | (src == flows.src[tid])  # a transfer: its source's endpoint only
     # one endpoint entry per (flow, NPU it leaves)
     pairs = np.unique(np.stack([tid[hit], src[hit]], axis=1), axis=0) if hit.any() else np.zeros((0, 2), np.int64)
     all_t = np.concatenate([tid, pairs[:, 0]])
@@ -130,7 +136,8 @@ class FlowCollective:
             return
         unit = schedule_flows(topo, schedule, 1.0, stream=model.streams)
         if injection is not None and np.isfinite(injection):
-            unit = with_injection(topo, unit, np.full(len(unit), float(injection)))
+            unit = with_injection(topo, unit, np.full(len(unit), float(injection)),
+                                  stream=runs_as_streams(schedule, model.streams))
             topo = endpoint_topology(topo, topo.n_npus, 1.0)
         self.topo, self.unit = topo, unit
 
