@@ -9,6 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from fabricsim.collectives.bucket import bucket
 from fabricsim.collectives.double_binary_tree import (
     double_binary_tree,
     in_order_tree,
@@ -17,7 +18,7 @@ from fabricsim.collectives.double_binary_tree import (
 from fabricsim.collectives.hierarchical import hierarchical
 from fabricsim.collectives.in_network import in_network
 from fabricsim.collectives.registry import ALGORITHMS, get_algorithm
-from fabricsim.collectives.schedule import Schedule
+from fabricsim.collectives.schedule import Schedule, Step
 from fabricsim.collectives.verify import ScheduleError, verify
 from fabricsim.errors import ConfigError, UnsupportedGroupSize
 
@@ -243,7 +244,7 @@ def test_hierarchical_errors():
 
 
 def _broken_variants(s: Schedule):
-    st = s.steps[0]
+    st = s.steps[0].explicit()  # its ids listed, so each variant breaks one entry
     yield "drop a transfer", replace(s, steps=(replace(st, src=st.src[1:], dst=st.dst[1:], reduce=st.reduce[1:],
                                                      ptr=st.ptr[1:] - st.ptr[1], blocks=st.blocks[st.ptr[1]:],
                                                      shift=None if st.shift is None else st.shift[st.ptr[1]:],
@@ -268,6 +269,55 @@ def test_verify_catches_broken_schedules(build):
     for what, bad in _broken_variants(s):
         with pytest.raises(ScheduleError):
             verify(bad)
+
+
+def _ranged_variants(s: Schedule):
+    """Breakages of the first repeated range-form step (each run a rotating tile of c ids)."""
+    i = next(i for i, st in enumerate(s.steps) if st.ranges and st.repeat > 1 and st.shift is not None)
+    st = s.steps[i]
+    c = int(st.blocks_per_transfer[0])
+
+    def put(bad):
+        return replace(s, steps=s.steps[:i] + (bad,) + s.steps[i + 1:])
+
+    moved = st.blocks.copy()
+    o = moved[0] % st.mod[0]
+    moved[0] += (o + c) % st.mod[0] - o  # the next tile of its range
+    yield "run on the wrong tile", put(replace(st, blocks=moved))
+    turn = st.shift.copy()
+    turn[0] = (turn[0] + c) % st.mod[0]  # one tile too far at every repetition
+    yield "rotated too far", put(replace(st, shift=turn))
+    yield "a transfer dropped", put(Step(st.src[1:], st.dst[1:], st.reduce[1:], st.ptr[1:] - st.ptr[1], st.blocks[1:],
+                                         repeat=st.repeat, shift=st.shift[1:], mod=st.mod[1:], ranges=True))
+    yield "one repetition short", put(replace(st, repeat=st.repeat - 1))
+
+
+@pytest.mark.parametrize("build", [
+    lambda: hierarchical("all-reduce", 16, dims=(4, 4)),
+    lambda: hierarchical("reduce-scatter", 24, dims=(4, 2, 3)),
+    lambda: bucket("all-reduce", 24, dims=(3, 2, 4)),
+])
+def test_repeated_runs_are_checked_in_full_and_by_sample(build):
+    """Lifted ring phases are range-form steps whose runs rotate as tiles: a listed copy of the
+    schedule gives the same answer, and full and sampled verification both catch a run on the
+    wrong tile, a wrong rotation, a missing transfer and a missing repetition."""
+    from fabricsim.collectives.verify_sampled import run_sampled
+
+    s = build()
+    assert any(st.ranges and st.repeat > 1 for st in s.steps)
+    listed = replace(s, steps=tuple(st.explicit() for st in s.steps))
+    assert sum(len(st.blocks) for st in listed.steps) > sum(len(st.blocks) for st in s.steps)
+    for st, ls in zip(s.steps, listed.steps):  # the same ids at every repetition
+        for k in range(st.repeat):
+            assert np.array_equal(np.sort(st.blocks_at(k)), np.sort(ls.blocks_at(k)))
+    verify(s)
+    verify(listed)
+    run_sampled(s, np.arange(s.nblocks), np.random.default_rng(0))
+    for what, bad in _ranged_variants(s):
+        with pytest.raises(ScheduleError):
+            verify(bad)
+        with pytest.raises(ScheduleError):
+            run_sampled(bad, np.arange(s.nblocks), np.random.default_rng(0))
 
 
 # ---- registry --------------------------------------------------------------------------------

@@ -56,7 +56,12 @@ def _corrupted(s, rng, n=3):
             new = replace(st, dst=dst)
         elif kind == 1:
             b = st.blocks.copy()
-            b[t] = (b[t] + 1) % s.nblocks
+            c = int(st.ptr[t + 1] - st.ptr[t])
+            if st.ranges and st.repeat > 1 and st.shift is not None and c and st.shift[t] % st.mod[t]:
+                o = b[t] % st.mod[t]  # a rotating run: the next tile of its aligned range
+                b[t] += (o + c) % st.mod[t] - o
+            else:
+                b[t] = (b[t] + 1) % s.nblocks
             new = replace(st, blocks=b)
         elif kind == 2:
             r = st.reduce.copy()

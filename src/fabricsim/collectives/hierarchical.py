@@ -151,6 +151,10 @@ def lift(step: Step, nodes: np.ndarray, base: np.ndarray, offsets: np.ndarray, w
             return [make_range_step(nodes[:, step.src].reshape(-1), nodes[:, step.dst].reshape(-1), start,
                                     np.tile(step.blocks_per_transfer * width, L), np.tile(step.reduce, L))]
         step = step.explicit()
+    elif width > 1 and np.array_equal(offsets, np.arange(width)) and np.all(step.blocks_per_transfer == 1):
+        ranged = _lift_as_runs(step, nodes, base, width)  # one run of `width` ids per transfer
+        if ranged is not None:
+            return [ranged]
     K = len(step.blocks)
     n_off = len(offsets)
     j = step.blocks
@@ -188,6 +192,27 @@ def lift(step: Step, nodes: np.ndarray, base: np.ndarray, offsets: np.ndarray, w
         shift = np.broadcast_to(lshift[None, :, None], ids.shape).reshape(-1)
         mod = np.broadcast_to(lmod[None, :, None], ids.shape).reshape(-1)
     return [Step(src, dst, red, ptr, ids.reshape(-1), repeat=step.repeat, shift=shift, mod=mod)]
+
+
+def _lift_as_runs(step: Step, nodes: np.ndarray, base: np.ndarray, width: int) -> Step | None:
+    """`lift` of a step moving one inner block j per transfer, in range form: the run
+    base[l] + j*width .. + width - 1. A rotating entry (j moving by s inside its aligned range of m
+    inner ids) rotates as a tile of width ids by s*width inside m*width ids, which is the same
+    rotation of every lifted id when each line's base is a multiple of m*width; None otherwise."""
+    L = nodes.shape[0]
+    j = step.blocks
+    shift = mod = None
+    if step.repeat > 1 and step.shift is not None:
+        rot = step.shift % step.mod != 0
+        m = np.where(rot, step.mod, 1)
+        if np.any(m > (1 << 40) // width) or np.any(base[:, None] % (m * width)[None, :] != 0):
+            return None
+        shift = np.tile(np.where(rot, step.shift * width, 0), L)
+        mod = np.tile(m * width, L)
+    ptr = np.arange(0, L * step.n_transfers * width + 1, width, dtype=np.int64)
+    return Step(nodes[:, step.src].reshape(-1), nodes[:, step.dst].reshape(-1), np.tile(step.reduce, L), ptr,
+                (base[:, None] + (j * width)[None, :]).reshape(-1), repeat=step.repeat, shift=shift, mod=mod,
+                ranges=True)
 
 
 def _lift_all(steps: list[Step], nodes, base, offsets, width) -> list[Step]:

@@ -26,6 +26,12 @@ A `Step` may stand for a run of `repeat` steps of the same shape: the same sourc
 destinations and block counts, with every block id moving by `shift` inside its aligned range
 of `mod` ids at each repetition (a ring step is one pattern, rotated). Network models time the
 shape once; `verify` expands it.
+
+Range form (`ranges=True`): transfer t moves the contiguous ids `blocks[t] .. blocks[t] + n_t - 1`.
+Repeated, its run moves as one tile: the start by `shift[t]` inside its aligned range of
+`mod[t]` ids, the run never straddling the range's end (n_t divides mod and shift, and the start's
+offset in the range), so every id of the run rotates exactly as in the listed form (`explicit`).
+A lifted ring phase on a 256x256 torus is p entries in this form instead of p x 256 listed.
 """
 
 from __future__ import annotations
@@ -67,7 +73,8 @@ class Step:
         Per entry: id change per repetition, and the size of the aligned id range it rotates in
         (both None: the ids do not change).
     ranges : bool
-        Range form: transfer t moves the contiguous ids `blocks[t] .. blocks[t] + ptr[t+1] - ptr[t] - 1`.
+        Range form: transfer t moves the contiguous ids `blocks[t] .. blocks[t] + ptr[t+1] - ptr[t] - 1`;
+        `shift` and `mod` are then per transfer and move the run as one tile (module doc).
     lane : (int, int), optional
         (block, lane) tag: the step belongs to an independent sub-collective (module doc, "lanes").
     """
@@ -93,8 +100,17 @@ class Step:
         if len(self.dst) != t or len(self.reduce) != t or len(self.ptr) != t + 1:
             raise ValueError("Step: src, dst, reduce and ptr lengths disagree")
         if self.ranges:
-            if len(self.blocks) != t or self.repeat != 1 or self.shift is not None:
-                raise ValueError("Step: range form needs one start per transfer and no repetition")
+            if len(self.blocks) != t:
+                raise ValueError("Step: range form needs one start per transfer")
+            if self.shift is not None:
+                if len(self.shift) != t or len(self.mod) != t:
+                    raise ValueError("Step: range form needs one shift and mod per transfer")
+                c, m = np.diff(self.ptr), self.mod
+                turn = (c > 0) & (self.shift % m != 0)  # runs that rotate: whole tiles of their range
+                c, m = c[turn], m[turn]
+                if np.any(m % c) or np.any(self.shift[turn] % c) or np.any((self.blocks[turn] % m) % c):
+                    raise ValueError("Step: a rotating run must be a tile of its aligned range "
+                                     "(its length dividing mod, shift and its offset)")
         elif self.ptr[-1] != len(self.blocks) or (t and self.ptr[0] != 0):
             raise ValueError("Step: ptr does not cover blocks")
         if self.repeat < 1:
@@ -122,12 +138,37 @@ class Step:
         return np.where(np.diff(self.ptr) > 0, self.blocks[np.minimum(self.ptr[:-1], len(self.blocks) - 1)], -1)
 
     def explicit(self) -> "Step":
-        """The same step with every block id listed (range form expanded)."""
+        """The same step with every block id listed (range form expanded; a run's rotation given
+        to each of its ids)."""
         if not self.ranges:
             return self
         counts = self.blocks_per_transfer
         ids = np.repeat(self.blocks - self.ptr[:-1], counts) + np.arange(self.ptr[-1])
-        return Step(self.src, self.dst, self.reduce, self.ptr, ids)
+        shift = mod = None
+        if self.shift is not None:
+            shift, mod = np.repeat(self.shift, counts), np.repeat(self.mod, counts)
+        return Step(self.src, self.dst, self.reduce, self.ptr, ids, repeat=self.repeat, shift=shift, mod=mod,
+                    lane=self.lane)
+
+    def starts_at(self, k: int) -> np.ndarray:
+        """Range form: the first id of each transfer's run at repetition k.
+
+        Parameters
+        ----------
+        k : int
+            Repetition, 0-based.
+
+        Returns
+        -------
+        int64 array [T]
+            The rotated starts (ValueError for a step in listed form).
+        """
+        if not self.ranges:
+            raise ValueError("Step.starts_at: the step lists its ids (use blocks_at)")
+        if k == 0 or self.shift is None:
+            return self.blocks
+        base = self.blocks - self.blocks % self.mod
+        return base + (self.blocks % self.mod + k * self.shift) % self.mod
 
     def blocks_at(self, k: int) -> np.ndarray:
         """Block ids of all entries at one repetition.
@@ -143,7 +184,7 @@ class Step:
             The rotated ids, aligned with `blocks` (range form: every id listed).
         """
         if self.ranges:
-            return self.explicit().blocks
+            return self.single(k).explicit().blocks
         if k == 0 or self.shift is None:
             return self.blocks
         base = self.blocks - self.blocks % self.mod
@@ -176,7 +217,7 @@ class Step:
         """
         if not 0 <= k0 < k1 <= self.repeat:
             raise ValueError("Step.window out of range")
-        return replace(self, blocks=self.blocks_at(k0), repeat=k1 - k0)
+        return replace(self, blocks=self.starts_at(k0) if self.ranges else self.blocks_at(k0), repeat=k1 - k0)
 
     def single(self, k: int) -> "Step":
         """Repetition k alone, without rotation.
@@ -189,8 +230,10 @@ class Step:
         Returns
         -------
         Step
-            `repeat` = 1, the ids of repetition k listed.
+            `repeat` = 1, the ids of repetition k listed (range form: its runs at k).
         """
+        if self.ranges:
+            return Step(self.src, self.dst, self.reduce, self.ptr, self.starts_at(k), ranges=True)
         return Step(self.src, self.dst, self.reduce, self.ptr, self.blocks_at(k))
 
 
@@ -584,11 +627,6 @@ def merge_steps(x: Step, y: Step) -> Step:
         The transfers of `x` then those of `y` (range form when both are in range form).
     """
     assert x.repeat == y.repeat
-    if x.ranges and y.ranges:
-        return Step(np.concatenate([x.src, y.src]), np.concatenate([x.dst, y.dst]),
-                    np.concatenate([x.reduce, y.reduce]), np.concatenate([x.ptr, y.ptr[1:] + x.ptr[-1]]),
-                    np.concatenate([x.blocks, y.blocks]), ranges=True)
-    x, y = x.explicit(), y.explicit()
     rotating = x.shift is not None or y.shift is not None
 
     def rot(s: Step):
@@ -596,6 +634,16 @@ def merge_steps(x: Step, y: Step) -> Step:
             return s.shift, s.mod
         z = np.zeros(len(s.blocks), dtype=np.int64)
         return z, np.full(len(s.blocks), np.iinfo(np.int64).max // 4, dtype=np.int64)
+
+    if x.ranges and y.ranges:
+        shift = mod = None
+        if rotating and x.repeat > 1:
+            (sx, mx), (sy, my) = rot(x), rot(y)
+            shift, mod = np.concatenate([sx, sy]), np.concatenate([mx, my])
+        return Step(np.concatenate([x.src, y.src]), np.concatenate([x.dst, y.dst]),
+                    np.concatenate([x.reduce, y.reduce]), np.concatenate([x.ptr, y.ptr[1:] + x.ptr[-1]]),
+                    np.concatenate([x.blocks, y.blocks]), repeat=x.repeat, shift=shift, mod=mod, ranges=True)
+    x, y = x.explicit(), y.explicit()
 
     ptr = np.concatenate([x.ptr, y.ptr[1:] + x.ptr[-1]])
     shift = mod = None

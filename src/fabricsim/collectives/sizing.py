@@ -55,11 +55,10 @@ def _double_binary_tree(c: str, p: int, o: dict) -> float:
 
 
 def _hierarchical(c: str, p: int, o: dict) -> float:
-    """Phase d (a line of q = dims[d] ranks, every line at once) lists, per transfer, the ids of one
-    inner block: W = prod(dims[d+1:]) of them (the digits after d free), or p/q in baseline order
-    (the whole buffer's blocks with digit d = j). A ring keeps one compressed step per part; a
-    halving-doubling step stays in range form (one entry per transfer) except in baseline order,
-    where its strided ids are listed; direct lists q-1 transfers per rank."""
+    """Phase d (a line of q = dims[d] ranks, every line at once) moves, per transfer, one inner
+    block: a run of prod(dims[d+1:]) contiguous ids (range form, one entry per transfer, a ring's
+    rotation kept), or in baseline order past the first active dimension the p/q ids with digit
+    d = j, listed. Per rank and phase: a ring one transfer, halving-doubling log2 q, direct q - 1."""
     if c == "all-to-all":
         return 4.0 * p * p
     dims = _dims(p, o)
@@ -67,34 +66,29 @@ def _hierarchical(c: str, p: int, o: dict) -> float:
     inner = (inner,) * len(dims) if isinstance(inner, str) else tuple(inner)
     baseline = c == "all-reduce" and o.get("order") == "baseline"
     parts = 2 if c == "all-reduce" else 1  # reduce-scatter and all-gather (baseline: each dimension's all-reduce)
-    total = 0.0
+    total, first = 0.0, True
     for d, q in enumerate(dims):
         if q <= 1:
             continue
-        ids = p // q if baseline else math.prod(dims[d + 1:])
+        listed = baseline and not first  # ids strided over the whole buffer
+        first = False
         name = inner[d] if d < len(inner) else "ring"
         if name == "ring":
-            per = p * ids
-        elif name == "halving_doubling" and not baseline:
-            per = p * (_log2(q) + 1)
-        else:  # direct, or halving-doubling's halves listed id by id: q - 1 inner blocks per rank
-            per = p * (q - 1) * ids
-        total += parts * per
+            transfers = p
+        elif name == "halving_doubling" and not listed:
+            transfers = p * (_log2(q) + 1)
+        else:  # direct; halving-doubling listed: q - 1 inner blocks per rank in all
+            transfers = p * (q - 1)
+        total += parts * transfers * (p // q if listed else 1)
     return total + 2.0 * p
 
 
 def _bucket(c: str, p: int, o: dict) -> float:
-    """2D parts (start dimension x direction), each a ring phase per dimension in its own
-    order, each phase one compressed step that lists, per transfer, the prod(later dims) ids of one
-    inner block; per part and dimension a reduce-scatter phase, an all-gather phase, or both."""
-    per_dim = 2 if c == "all-reduce" else 1
-    dims = [d for d in _dims(p, o) if d > 1] or [p]
-    D = len(dims)
-    total = 0.0
-    for i in range(D):  # the part starting on dimension i: order i, i+1, ...
-        order = [dims[(i + j) % D] for j in range(D)]
-        total += sum(p * math.prod(order[j + 1:]) for j in range(D))
-    return 2.0 * per_dim * total + 2.0 * p
+    """2D parts (start dimension x direction), each a ring phase per dimension and direction of
+    the collective (reduce-scatter, all-gather: one; all-reduce: two), each one compressed step of
+    p transfers, one run of ids each (range form)."""
+    D = max(1, sum(1 for d in _dims(p, o) if d > 1))
+    return 2.0 * D * D * (2 if c == "all-reduce" else 1) * p + 2.0 * p
 
 
 def _in_network(c: str, p: int, o: dict) -> float:

@@ -160,17 +160,47 @@ def _rotating_events(st: Step, idx: np.ndarray, reps: int, sample: np.ndarray):
     return np.concatenate(ks), np.concatenate(es)
 
 
+def _run_events(st: Step, tr: np.ndarray, starts: np.ndarray, sample: np.ndarray):
+    """(transfer, entry position, column) of the chosen blocks inside runs `starts` of transfers `tr`."""
+    i0 = np.searchsorted(sample, starts)
+    n = np.searchsorted(sample, starts + st.blocks_per_transfer[tr]) - i0
+    tot = int(n.sum())
+    j = np.repeat(np.arange(len(tr)), n)
+    col = np.repeat(i0 - (np.cumsum(n) - n), n) + np.arange(tot)
+    return tr[j], st.ptr[tr[j]] + (sample[col] - starts[j]), col, j
+
+
+def _range_events(st: Step, reps: int, sample: np.ndarray):
+    """`_step_events` of a step in range form: runs that stay put give the same moves at every
+    repetition; a rotating run (a tile of c ids) covers a chosen block b exactly when its start
+    reaches b's tile start b - b % c, which `_rotating_events` solves per tile length."""
+    cnt = st.blocks_per_transfer
+    turn = np.zeros(len(cnt), dtype=bool)
+    if st.shift is not None and reps > 1:
+        turn = (cnt > 0) & (st.shift % st.mod != 0)
+    still = np.flatnonzero(~turn & (cnt > 0))
+    tr, pos, col, _ = _run_events(st, still, st.blocks[still], sample)
+    ks, trs, poss, cols = [np.repeat(np.arange(reps, dtype=np.int64), len(tr))], [np.tile(tr, reps)], \
+        [np.tile(pos, reps)], [np.tile(col, reps)]
+    for c in np.unique(cnt[turn]).tolist():
+        idx = np.flatnonzero(turn & (cnt == c))
+        k, t = _rotating_events(st, idx, reps, np.unique(sample - sample % c))
+        m = st.mod[t]
+        sh = (st.shift[t] + m // 2) % m - m // 2  # small magnitude, as in _rotating_events
+        o = st.blocks[t] % m
+        start = st.blocks[t] - o + (o + k * sh) % m
+        tr, pos, col, j = _run_events(st, t, start, sample)
+        ks.append(k[j])
+        trs.append(tr)
+        poss.append(pos)
+        cols.append(col)
+    return np.concatenate(ks), np.concatenate(trs), np.concatenate(poss), np.concatenate(cols)
+
+
 def _step_events(st: Step, reps: int, sample: np.ndarray):
     """(repetition, transfer, entry position, column) of the chosen blocks' moves in reps 0..reps-1."""
     if st.ranges:
-        a = st.blocks
-        i0 = np.searchsorted(sample, a)
-        n = np.searchsorted(sample, a + st.blocks_per_transfer) - i0
-        tot = int(n.sum())
-        tr = np.repeat(np.arange(len(a)), n)
-        col = np.repeat(i0 - (np.cumsum(n) - n), n) + np.arange(tot)
-        pos = st.ptr[tr] + (sample[col] - a[tr])
-        return np.zeros(tot, np.int64), tr, pos, col
+        return _range_events(st, reps, sample)
     b = st.blocks
     rot = np.zeros(len(b), dtype=bool)
     if st.shift is not None and reps > 1:
@@ -209,6 +239,12 @@ def _collect(s: Schedule, sample: np.ndarray):
             if st.ranges:
                 bad = len(st.blocks) and (st.blocks.min() < 0 or (st.blocks + st.blocks_per_transfer).max() > s.nblocks)
                 k_bad = 0 if bad else None
+                if k_bad is None and st.repeat > 1 and st.shift is not None:  # a run's last id rotates as one
+                    nz = np.flatnonzero(st.blocks_per_transfer > 0)
+                    ends = Step(st.src[nz], st.dst[nz], st.reduce[nz], np.arange(len(nz) + 1),
+                                st.blocks[nz] + st.blocks_per_transfer[nz] - 1, repeat=st.repeat,
+                                shift=st.shift[nz], mod=st.mod[nz])
+                    k_bad = _first_bad_rep(ends, s.nblocks)
             else:
                 k_bad = _first_bad_rep(st, s.nblocks)
             if k_bad is not None:

@@ -191,7 +191,8 @@ def step_runs(st: Step, k: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     counts = st.blocks_per_transfer
     if st.ranges:
         t = np.flatnonzero(counts > 0)
-        return t, st.blocks[t], st.blocks[t] + counts[t]
+        starts = st.starts_at(k)[t]
+        return t, starts, starts + counts[t]
     return entry_runs(np.repeat(np.arange(st.n_transfers), counts), st.blocks_at(k))
 
 

@@ -115,9 +115,17 @@ class _Domain:
 def _sel_runs(st: Step, sel: np.ndarray):
     """Block runs of the transfers `sel` of a step at every repetition: (rep, index in sel, lo, hi)."""
     cnt = st.blocks_per_transfer[sel]
-    if st.ranges:
+    if st.ranges:  # one run per transfer and repetition (a repeated run moves as one tile)
         j = np.flatnonzero(cnt > 0)
-        return np.zeros(len(j), np.int64), j, st.blocks[sel[j]], st.blocks[sel[j]] + cnt[j]
+        ks = np.repeat(np.arange(st.repeat, dtype=np.int64), len(j))
+        b = st.blocks[sel[j]]
+        if st.repeat > 1 and st.shift is not None:
+            m, sh = st.mod[sel[j]], st.shift[sel[j]]
+            b = (b - b % m + (b % m + ks.reshape(st.repeat, -1) * sh) % m).ravel()
+        else:
+            b = np.tile(b, st.repeat)
+        jj = np.tile(j, st.repeat)
+        return ks, jj, b, b + cnt[jj]
     e = span_indices(st.ptr[sel], cnt)
     j = np.repeat(np.arange(len(sel)), cnt)
     b = st.blocks[e]

@@ -162,6 +162,8 @@ class StepShape:
     """
 
     def __init__(self, st: Step, n_nodes: int, nblocks: int):
+        if st.ranges and st.repeat > 1:  # a repeated run's rotation is checked id by id
+            st = st.explicit()
         self.st, self.n, self.nb = st, n_nodes, nblocks
         key = st.src * n_nodes + st.dst
         self.order = np.argsort(key, kind="stable")
