@@ -67,6 +67,43 @@ def test_fred_fabric_shape():
     assert topo_of("D").can_reduce[l1].all() and topo_of("D").can_reduce[l2]
 
 
+@pytest.mark.parametrize("spec", ["fred:5x4", "fred:4x8,reduce", "fred:1x6", "fred:8x3,ios=2", "fred:3x3,ios=0"])
+def test_fred_tree_paths_are_the_fewest_hop_paths(spec):
+    """Parent pointers give, for every ordered pair of nodes (NPUs, L1s, the L2, I/O controllers),
+    the path of the fewest-hop table they replace (a tree has one simple path per pair)."""
+    from fabricsim.topology.graph import ShortestPathRouter
+
+    t = parse_topology(spec)
+    n = t.n_nodes
+    s, d = (a.ravel() for a in np.meshgrid(np.arange(n), np.arange(n)))
+    got = t.route(s, d)
+    want = ShortestPathRouter.build(n, t.link_src, t.link_dst).route(t, s, d)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    # NPU 0 to the last NPU: up to its L1, to the L2, down to the other L1, to the NPU
+    hops = np.diff(t.route(np.array([0]), np.array([t.n_npus - 1]))[0])[0]
+    assert hops == (4 if t.leaf_of[0] != t.leaf_of[-1] else 2)
+
+
+def test_tree_router_refuses_what_is_not_a_tree():
+    from fabricsim.topology.tree_paths import ParentTreeRouter
+
+    with pytest.raises(ValueError, match="cycle"):  # a triangle
+        ParentTreeRouter.build(3, np.array([0, 1, 1, 2, 2, 0]), np.array([1, 0, 2, 1, 0, 2]), 0)
+    with pytest.raises(ValueError, match="not reached"):
+        ParentTreeRouter.build(3, np.array([0, 1]), np.array([1, 0]), 0)
+    with pytest.raises(ValueError, match="one way"):
+        ParentTreeRouter.build(2, np.array([0]), np.array([1]), 0)
+
+
+def test_a_65536_npu_fred_fabric_routes_without_a_table():
+    """256 L1 switches of 256 NPUs: 4.3 G fewest-hop table entries before, parent arrays now; the
+    in-network all-reduce streams up and down the tree (4 hops between leaves)."""
+    t = parse_topology("fred:256x256,reduce")
+    assert t.n_npus == 65536
+    ptr, links = t.route(np.array([0, 0]), np.array([255, 65535]))
+    assert np.diff(ptr).tolist() == [2, 4]
+
+
 def test_hamiltonian_cycle_of_the_wafer():
     o = hamiltonian_cycle(5, 4)
     x, y = o % 5, o // 5

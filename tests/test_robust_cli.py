@@ -134,6 +134,11 @@ def test_options_that_apply_still_run(capsys):
     ("bucket", "all-gather", {"dims": (4, 2, 4)}),
     # three dimensions of 16: the first phase lists p/16 ids per transfer (the old estimate was 0.37x / 0.16x)
     ("hierarchical", "all-reduce", {"dims": (16, 16, 16)}), ("bucket", "all-reduce", {"dims": (16, 16, 16)}),
+    # blocks as runs: every block but the rank's own is two
+    ("in_network", "all-gather", {}), ("in_network", "reduce-scatter", {}),
+    ("in_network", "all-gather", {"lockstep": True, "chunks": 3}),
+    ("in_network_tree", "all-gather", {"leaf_of": tuple(i // 4 for i in range(32))}),
+    ("in_network_tree", "reduce-scatter", {"leaf_of": tuple(i % 3 for i in range(32))}),
 ])
 def test_the_blocks_estimate_bounds_what_the_builder_makes(alg, coll_name, opts):
     p = math.prod(opts["dims"]) if "dims" in opts else 32

@@ -12,8 +12,8 @@ means more raises the one limit the message names. The limits in force are a con
 
     npus          65,536       NPUs of one topology (a 256x256 torus)
     links         4,194,304    directed links of one topology
-    route_table   67,108,864   entries (nodes x nodes) of one fewest-hop routing table: direct,
-                               circulant and FRED topologies (8192 nodes, ~1.4 GB, ~10 s)
+    route_table   67,108,864   entries (nodes x nodes) of one fewest-hop routing table: direct and
+                               circulant topologies (8192 nodes, ~1.4 GB, ~10 s)
     ranks         65,536       ranks named by one group or range (`-g 0-65535`)
     sizes         10,000       message sizes in one `--sizes` range
     blocks        50,000,000   transfers x blocks of one collective schedule (memory ~ 40 B each)

@@ -113,3 +113,47 @@ def channel_count(channels, default: int) -> int:
         The channel count; ConfigError naming `channels` unless an integer >= 1.
     """
     return default if channels is None else _positive_int("channels", channels)
+
+
+def set_runs(member: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Maximal runs of contiguous ids in the sets that `member` describes.
+
+    Parameters
+    ----------
+    member : bool array [S, n]
+        Row s: which of the ids 0..n-1 set s holds.
+
+    Returns
+    -------
+    (int64 array, int64 array, int64 array)
+        (set, first id, ids in the run) per run, by set then id: the sets as range-form transfers
+        (one per run), so "every block but the rank's own" is two runs, not p - 1 ids.
+    """
+    S, n = member.shape
+    pad = np.zeros((S, n + 2), dtype=np.int8)
+    pad[:, 1:-1] = member
+    edge = np.diff(pad, axis=1)
+    s_up, at_up = np.nonzero(edge == 1)
+    _, at_down = np.nonzero(edge == -1)
+    return s_up.astype(np.int64), at_up.astype(np.int64), (at_down - at_up).astype(np.int64)
+
+
+def all_but_own_runs(p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runs of "every id of 0..p-1 but r", for each r: `set_runs` without the p x p matrix.
+
+    Parameters
+    ----------
+    p : int
+        Ids (and sets).
+
+    Returns
+    -------
+    (int64 array, int64 array, int64 array)
+        (r, first id, ids in the run): [0, r) and [r+1, p), the empty ones left out, by r.
+    """
+    r = np.arange(p, dtype=np.int64)
+    who = np.concatenate([r[1:], r[:-1]])
+    start = np.concatenate([np.zeros(p - 1, np.int64), r[:-1] + 1])
+    count = np.concatenate([r[1:], p - 1 - r[:-1]])
+    order = np.argsort(who * 2 + (start > 0), kind="stable")
+    return who[order], start[order], count[order]

@@ -30,9 +30,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from ._common import require_collective, require_group, require_root
+from ._common import all_but_own_runs, require_collective, require_group, require_root
 from .algorithm import Algorithm, Option, lockstep_option
-from .schedule import Schedule, Step, make_step, merge_steps
+from .schedule import Schedule, Step, make_range_step, make_step, merge_steps
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce")
 
@@ -98,6 +98,16 @@ def in_network(collective: str, p: int, *, lockstep: bool = False, chunks: int =
     root = require_root(root, p) if rooted else 0
     q = p if collective in ("reduce-scatter", "all-gather") else 1  # blocks per piece
     nblocks = q * chunks
+    meta = {"switch_node": p, "chunks": chunks, "lockstep": bool(lockstep)}
+    if q == p and chunks == 1:  # runs of blocks (range form): O(p) entries, not p x p
+        r, sw = np.arange(p, dtype=np.int64), np.full(p, p, dtype=np.int64)
+        if collective == "reduce-scatter":  # the whole buffer up, block r down
+            steps = (make_range_step(r, sw, 0, p, True), make_range_step(sw, r, r, 1, False))
+        else:  # block r up, every block but r down: two runs
+            who, start, count = all_but_own_runs(p)
+            steps = (make_range_step(r, sw, r, 1, False), make_range_step(sw[who], who, start, count, False))
+        return Schedule(collective, "in_network", p, nblocks, steps, owner=np.arange(p), n_extra=1, meta=meta,
+                        streaming=not lockstep)
     (us, ud, ub, ur), (ds, dd, db, dr) = _piece(collective, p, root, q)
     up = make_step(us, ud, ub, ur)
     down = make_step(ds, dd, db, dr)
@@ -115,7 +125,6 @@ def in_network(collective: str, p: int, *, lockstep: bool = False, chunks: int =
     last = down.blocks + (chunks - 1) * q
     steps.append(Step(down.src, down.dst, down.reduce, down.ptr, last))
     owner = np.tile(np.arange(p), chunks) if q == p else None
-    meta = {"switch_node": p, "chunks": chunks, "lockstep": bool(lockstep)}
     return Schedule(collective, "in_network", p, nblocks, tuple(steps), owner=owner,
                     root=root if rooted else None, n_extra=1, meta=meta, streaming=not lockstep)
 

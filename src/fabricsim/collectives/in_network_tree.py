@@ -24,9 +24,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from ._common import require_collective, require_group, require_root
+from ._common import all_but_own_runs, require_collective, require_group, require_root, set_runs
 from .algorithm import Algorithm, lockstep_option
-from .schedule import Schedule, make_step
+from .schedule import Schedule, make_range_step, make_step
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce")
 
@@ -68,21 +68,24 @@ def in_network_tree(collective: str, p: int, *, leaf_of=None, lockstep: bool = F
     L = p + np.arange(m, dtype=np.int64)  # leaf switch nodes
     top = p + m  # root switch node (m > 1)
     q = p if collective in ("reduce-scatter", "all-gather") else 1
-    allb = np.arange(q, dtype=np.int64)
     steps = []
 
     def up(src, dst, blocks, reduce):
         steps.append(make_step(src, dst, blocks, reduce))
 
+    def runs(src, dst, member, reduce):  # every set of blocks as its runs (range form)
+        s, start, count = set_runs(member)
+        steps.append(make_range_step(src[s], dst[s], start, count, reduce))
+
+    of_leaf = leaf[None, :] == np.arange(m)[:, None] if q == p and m > 1 else None  # [m, p]: blocks of its ranks
     if collective in ("all-reduce", "reduce", "reduce-scatter"):
-        up(r, L[leaf], np.broadcast_to(allb, (p, q)), True)
+        steps.append(make_range_step(r, L[leaf], 0, q, True))
         if m > 1:
-            up(L, np.full(m, top), np.broadcast_to(allb, (m, q)), True)
+            steps.append(make_range_step(L, np.full(m, top), 0, q, True))
     elif collective == "all-gather":
         up(r, L[leaf], r[:, None], False)
         if m > 1:  # each leaf forwards the blocks of its ranks
-            blocks = [np.flatnonzero(leaf == i) for i in range(m)]
-            steps.append(make_step(L, np.full(m, top), blocks, False))
+            runs(L, np.full(m, top), of_leaf, False)
     else:  # broadcast
         up(np.array([root]), np.array([L[leaf[root]]]), np.zeros((1, 1), np.int64), False)
         if m > 1:
@@ -104,13 +107,13 @@ def in_network_tree(collective: str, p: int, *, leaf_of=None, lockstep: bool = F
         up(L[leaf[others]], others, np.zeros((p - 1, 1), np.int64), False)
     elif collective == "reduce-scatter":
         if m > 1:  # each leaf gets the blocks of its ranks
-            steps.append(make_step(np.full(m, top), L, [np.flatnonzero(leaf == i) for i in range(m)], False))
+            runs(np.full(m, top), L, of_leaf, False)
         up(L[leaf], r, r[:, None], False)
     else:  # all-gather
         if m > 1:  # each leaf gets the blocks of the other leaves' ranks
-            steps.append(make_step(np.full(m, top), L, [np.flatnonzero(leaf != i) for i in range(m)], False))
-        k = np.arange(p - 1, dtype=np.int64)[None, :]
-        up(L[leaf], r, k + (k >= r[:, None]), False)
+            runs(np.full(m, top), L, ~of_leaf, False)
+        who, start, count = all_but_own_runs(p)  # every block but the rank's own: two runs
+        steps.append(make_range_step(L[leaf[who]], who, start, count, False))
     owner = r if q == p else None
     return Schedule(collective, "in_network_tree", p, q, tuple(steps), owner=owner,
                     root=root if rooted else None, n_extra=m + (1 if m > 1 else 0),

@@ -92,11 +92,14 @@ def _bucket(c: str, p: int, o: dict) -> float:
 
 
 def _in_network(c: str, p: int, o: dict) -> float:
-    return 2.0 * (p * p if c in _SPLIT else p) + 4.0 * p  # pieces repeat one step: no factor `chunks`
+    # pieces repeat one step: no factor `chunks`; one piece's blocks are runs (range form), several
+    # pieces' all-gather lists every block but the rank's own
+    listed = c in _SPLIT and int(o.get("chunks") or 1) > 1
+    return 2.0 * (p * p if listed else p) + 4.0 * p
 
 
 def _in_network_tree(c: str, p: int, o: dict) -> float:
-    return 4.0 * (p * p if c in _SPLIT else p) + 8.0 * p
+    return 16.0 * p  # blocks as runs (range form): a rank's, its leaf's, all but those
 
 
 def _swing(c: str, p: int, o: dict) -> float:

@@ -77,7 +77,7 @@ def schedule_flows(topo: Topology, schedule: Schedule, size: float, *, start: fl
         # each step's inputs into one switch sharing one output
         nodes = schedule.topology_nodes()
         parts = [topo.route_reducing(nodes[st.src], nodes[st.dst], st.reduce, st.first_block)
-                 for _, st in schedule.expanded() for st in [st.explicit()]]
+                 for _, st in schedule.expanded()]
         if parts:
             lens = np.concatenate([np.diff(p[0]) for p in parts])
             flows = replace(flows, route_ptr=np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
@@ -366,8 +366,7 @@ def _one_stream(topo: Topology, schedule: Schedule, size: float, start: float, p
     n_l = topo.n_links
     load = np.zeros(n_l)
     lat = 0.0
-    for _, st in schedule.expanded():
-        st = st.explicit()
+    for _, st in schedule.expanded():  # the first block and the counts: range form as it stands
         ptr, links, use = topo.route_reducing(nodes[st.src], nodes[st.dst], st.reduce, st.first_block)
         frac = schedule.transfer_fraction(st)
         tid = np.repeat(np.arange(st.n_transfers), np.diff(ptr))

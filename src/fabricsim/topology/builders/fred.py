@@ -5,7 +5,8 @@ L1 switches; switches that reduce and multicast for Fred-B/D.
 switch i // per_group), L1 switches on one L2 switch (`up_bandwidth` per L1, each direction), I/O
 controllers spread over the L1 switches (round robin). Switches reduce and multicast when
 `reduce` is set (Fred-B, Fred-D). Nodes: NPUs, L1 switches, the L2 switch, I/O controllers.
-Paths are the unique tree paths.
+Paths are the unique tree paths (`topology.tree_paths.ParentTreeRouter`: parent pointers, no
+nodes x nodes table, so a 256 x 256 fabric routes at once).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from ..family import (
     parse_int,
     parse_shape,
 )
-from ..graph import ShortestPathRouter, Topology
+from ..graph import Topology
+from ..tree_paths import ParentTreeRouter
 
 
 def fred_size(groups: int, per_group: int, io_controllers: int = 18) -> tuple[int, int, int]:
@@ -44,15 +46,15 @@ def fred_size(groups: int, per_group: int, io_controllers: int = 18) -> tuple[in
     -------
     (int, int, int)
         n = groups x per_group NPUs; 2 (n + groups + io_controllers) links (each edge both ways);
-        (n + groups + 1 + io_controllers)^2 entries of the fewest-hop routing table.
+        0 routing-table entries (tree paths from parent pointers).
 
     Examples
     --------
     >>> fred_size(5, 4)
-    (20, 86, 1936)
+    (20, 86, 0)
     """
     n = groups * per_group
-    return n, 2 * (n + groups + io_controllers), (n + groups + 1 + io_controllers) ** 2
+    return n, 2 * (n + groups + io_controllers), 0
 
 
 def fred_fabric(groups: int, per_group: int, bandwidth: float, up_bandwidth: float, latency: float, *,
@@ -113,7 +115,7 @@ def fred_fabric(groups: int, per_group: int, bandwidth: float, up_bandwidth: flo
     n_nodes = n + groups + 1 + io_controllers
     half = np.concatenate([np.zeros(n), np.ones(groups), np.full(io_controllers, -1)]).astype(np.int64)
     link_dim = np.concatenate([half, half])  # 0: NPU-L1, 1: L1-L2, -1: I/O
-    router = ShortestPathRouter.build(n_nodes, src, dst)
+    router = ParentTreeRouter.build(n_nodes, src, dst, root=l2)
     sw = np.zeros(n_nodes, bool)
     sw[n: n + groups + 1] = reduce
     return Topology(f"fred:{groups}x{per_group}", n, src, dst, bw, lat, router, n_switches=groups + 1 + io_controllers,
@@ -187,5 +189,4 @@ def _build(p: FredParams, bandwidth: LinkValues, latency: LinkValues) -> Topolog
 FAMILY = TopologyFamily("fred", "fred:5x4,up=12TB/s[,reduce]",
                         "FRED: L1 switches of NPUs under one L2 (up = L1-L2 per L1), I/O on L1; reduce = in-network",
                         FredParams, _parse, _build,
-                        size=lambda p: fred_size(p.groups, p.per_group, p.io_controllers)[:2],
-                        table=lambda p: fred_size(p.groups, p.per_group, p.io_controllers)[2])
+                        size=lambda p: fred_size(p.groups, p.per_group, p.io_controllers)[:2])  # no table
