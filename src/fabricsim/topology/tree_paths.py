@@ -90,21 +90,9 @@ class ParentTreeRouter:
         return cls(parent, up, down, depth)
 
     def route(self, topo, src: np.ndarray, dst: np.ndarray):
-        """Paths of every (src, dst): up from src to the lowest common ancestor, then down to dst.
-
-        Parameters
-        ----------
-        topo : Topology
-            The topology this router belongs to.
-        src, dst : int64 arrays [T]
-            Nodes of each transfer: any nodes.
-
-        Returns
-        -------
-        ptr : int64 array [T + 1]
-        links : int64 array
-            Transfer t uses links `links[ptr[t]:ptr[t + 1]]`, in path order (none when src == dst).
-        """
+        """Paths of every (src, dst) as `graph.Router.route` gives them (CSR, in path order, none
+        when src == dst; any nodes): up from src to the lowest common ancestor, then down to dst,
+        the deeper end climbing first, both ends together at equal depth."""
         src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
         n_t = len(src)
         a, b = src.copy(), dst.copy()
