@@ -98,6 +98,26 @@ def test_a_schedule_beyond_the_blocks_limit_is_refused_before_it_is_built(capsys
             needles=("group size", "16", "direct all-to-all", "--limit blocks="))
     rc, out, err = run(capsys, *coll("-a", "direct", "-c", "all-to-all", t="ring:16"))
     assert rc == 0 and not err
+    # the default pieces (chunks = p for a ring broadcast: p x p entries) are what is too many: say so
+    line = refused(capsys, *coll("-c", "broadcast", t="ring:16384"), needles=("group size", "268,435,456"))
+    assert "fewer pipeline pieces fit: --option chunks=N" in line
+    line = refused(capsys, *coll("-a", "direct", t="ring:16384"), needles=("group size",))
+    assert "chunks" not in line  # direct has no pieces to drop
+
+
+def test_in_network_split_collectives_are_sized_by_what_the_models_build(capsys):
+    """A streaming reduce-scatter is p serial streams over every rank's path (p^2 link entries):
+    refused with the way out (lock-step); lock-step all-gather on the flow model joins runs of
+    p - 1 blocks against p writes at the switch (p^2 dataflow segments): refused before the join."""
+    lim = ("--limit", "blocks=1000")
+    refused(capsys, *lim, *coll("-a", "in_network", "-c", "reduce-scatter", t="switch:64,reduce"),
+            needles=("group size", "8,192 stream link entries", "--option lockstep=true", "--limit blocks="))
+    rc, out, err = run(capsys, *lim, *coll("-a", "in_network", "-c", "reduce-scatter", "-o", "lockstep=true",
+                                           t="switch:64,reduce"))
+    assert rc == 0 and not err  # range form: 2p runs
+    refused(capsys, *lim, *coll("-a", "in_network", "-c", "all-gather", "-o", "lockstep=true", "-m", "flow",
+                                t="switch:64,reduce"),
+            needles=("schedule:", "dataflow segments", "--limit blocks="))
 
 
 @pytest.mark.parametrize("extra, needle", [

@@ -21,6 +21,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..collectives.schedule import Schedule, Step
+from ..limits import check_limit
 from ..topology.graph import Topology
 from .flow import Flows
 
@@ -244,7 +245,9 @@ def block_deps(reads: tuple, writes: tuple, nblocks: int) -> tuple[np.ndarray, n
     Returns
     -------
     (int64 array, int64 array)
-        (reader id, writer id) per pair found, with repeats.
+        (reader id, writer id) per pair found, with repeats. The elementary segments and the pairs
+        are counted before they are made: beyond the `blocks` limit, a ConfigError (a run of p - 1
+        blocks read at one node where p runs of one were written, p times: p^2 segments).
     """
     r_id, r_node, r_step, r_lo, r_hi = reads
     w_id, w_node, w_step, w_lo, w_hi = writes
@@ -257,6 +260,8 @@ def block_deps(reads: tuple, writes: tuple, nblocks: int) -> tuple[np.ndarray, n
     def segments(node, lo, hi):
         a = np.searchsorted(bounds, node * span + lo)
         cnt = np.searchsorted(bounds, node * span + hi) - a
+        check_limit("blocks", int(cnt.sum()), "dataflow segments (block runs cut at every run end of their node)",
+                    "schedule", f"{len(r_id)} reads of {len(w_id)} writes")
         return span_indices(a, cnt), cnt
 
     n_steps = int(max(r_step.max(), w_step.max())) + 1
@@ -270,6 +275,8 @@ def block_deps(reads: tuple, writes: tuple, nblocks: int) -> tuple[np.ndarray, n
     lo = np.searchsorted(w_key, key)
     cnt = np.searchsorted(w_key, key + np.repeat(r_step, r_cnt)) - lo
     del key, r_seg
+    check_limit("blocks", int(cnt.sum()), "dataflow dependencies (read, earlier write) pairs", "schedule",
+                f"{len(r_id)} reads of {len(w_id)} writes")
     return np.repeat(np.repeat(r_id, r_cnt), cnt), w_who[span_indices(lo, cnt)]
 
 
