@@ -13,7 +13,10 @@ its compiled kernels from cache), measured on a 2-flow run before the case and n
 With `--before COMMIT` every case also runs on that commit's source (git archive into a temporary
 directory, same virtual environment) under `--before-timeout` seconds, recorded as `before`.
 
-Run: `.venv/bin/python benchmarks/bench_flow.py [--before f0c550e]` -> benchmarks/results/flow.json
+Cases not run (`--cases`) keep their recorded rows, and a case run without `--before` keeps its
+recorded `before`.
+
+Run: `.venv/bin/python benchmarks/bench_flow.py [--before f0c550e] [--cases a,b]` -> benchmarks/results/flow.json
 """
 
 from __future__ import annotations
@@ -108,11 +111,20 @@ def main() -> dict:
         archive = subprocess.run(["git", "archive", args.before], cwd=ROOT, capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
         old_dir = Path(tmp) / "src"
+    path = ROOT / "benchmarks" / "results" / "flow.json"
+    old = {r.get("key"): r for r in json.loads(path.read_text())["results"]} if path.exists() else {}
+    chosen = args.cases.split(",")
     rows = []
-    for case in args.cases.split(","):
+    for case in CASES:  # cases not run keep their recorded row; a case run without --before keeps its "before"
+        if case not in chosen:
+            if case in old:
+                rows.append(old[case])
+            continue
         row = {"case": CASES[case], "key": case, **run_case(case, ROOT / "src", args.timeout)}
         if old_dir is not None:
             row["before"] = {"commit": args.before, **run_case(case, old_dir, args.before_timeout)}
+        elif "before" in old.get(case, {}):
+            row["before"] = old[case]["before"]
         rows.append(row)
         b = row.get("before", {})
         print(f"{case}: {row.get('flows', '?')} flows, simulate {row.get('wall_s', row.get('outcome'))} s wall "

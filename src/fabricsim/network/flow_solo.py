@@ -30,15 +30,19 @@ def _solo(ptr, links, weight, bw, size, cap, start0, lat, dep_ptr, dep_idx, succ
     n = len(size)
     n_links = len(bw)
     rate = np.empty(n)
+    seen = np.full(n_links, -1, np.int64)  # the unit that last touched each link (stamps: O(route))
+    load = np.zeros(n_links)
     for u in range(n):  # solo rate: a link listed twice on a route carries both weights
+        for e in range(ptr[u], ptr[u + 1]):
+            ln = links[e]
+            if seen[ln] != u:
+                seen[ln] = u
+                load[ln] = 0.0
+            load[ln] += weight[e]
         r = cap[u]
         for e in range(ptr[u], ptr[u + 1]):
-            w = 0.0
-            for e2 in range(ptr[u], ptr[u + 1]):
-                if links[e2] == links[e]:
-                    w += weight[e2]
-            if w > 0.0:
-                r = min(r, bw[links[e]] / w)
+            if load[links[e]] > 0.0:
+                r = min(r, bw[links[e]] / load[links[e]])
         rate[u] = r
     t_start, t_sent, t_done = np.empty(n), np.empty(n), np.empty(n)
     ready_at = start0.copy()
@@ -81,13 +85,11 @@ def _solo(ptr, links, weight, bw, size, cap, start0, lat, dep_ptr, dep_idx, succ
             if busy_until[links[e]] > horizon:
                 return False, t_start, t_sent, t_done, link_busy, 0
         for e in range(ptr[u], ptr[u + 1]):
-            first = True
-            for e2 in range(ptr[u], e):
-                if links[e2] == links[e]:
-                    first = False
-            if first:
-                busy_until[links[e]] = t_sent[u]
-                link_busy[links[e]] += t_sent[u] - t_start[u]
+            ln = links[e]
+            if seen[ln] != n + u:  # once per distinct link of the unit
+                seen[ln] = n + u
+                busy_until[ln] = t_sent[u]
+                link_busy[ln] += t_sent[u] - t_start[u]
     # events as the loop counts them: times within its merge tolerance of an event are that event
     times = np.concatenate((t_start, t_sent, t_done))
     times.sort()
