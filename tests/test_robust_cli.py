@@ -105,6 +105,17 @@ def test_a_schedule_beyond_the_blocks_limit_is_refused_before_it_is_built(capsys
     assert "chunks" not in line  # direct has no pieces to drop
 
 
+def test_a_collective_alone_on_the_flow_model_is_sized_when_every_transfer_is_a_flow(capsys):
+    """Hamiltonian rings on a 4x4 torus are invariant only under diagonal translations (no quotient):
+    all 2 x 4 x 15 x 16 = 1,920 transfers would be flows, refused at once beyond the `flows` limit; a
+    ring, one flow per orbit, runs under the same limit."""
+    lim = ("--limit", "flows=1000")
+    refused(capsys, *lim, *coll("-a", "hamiltonian_rings", "-m", "flow", t="torus:4x4"),
+            needles=("algorithm: invalid value 'hamiltonian_rings'", "1,920 flows", "--limit flows="))
+    rc, out, err = run(capsys, *lim, *coll("-a", "ring", "-m", "flow", t="torus:4x4"))
+    assert rc == 0 and not err
+
+
 def test_in_network_split_collectives_are_sized_by_what_the_models_build(capsys):
     """A streaming reduce-scatter is p serial streams over every rank's path (p^2 link entries):
     refused with the way out (lock-step); lock-step all-gather on the flow model joins runs of

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..collectives.schedule import Schedule
+from ..limits import check_limit
 from ..topology.graph import Topology
 from .dataflow import runs_as_streams, schedule_flows
 from .flow import MODES, FlowResult, Flows, simulate_flows
@@ -134,6 +135,10 @@ class FlowCollective:
         if q is not None:  # alone on a symmetric network: one flow per orbit
             self.topo, self.unit = q.topo, q.flows
             return
+        if not runs_as_streams(schedule, model.streams):  # every transfer a flow: sized before it is built
+            check_limit("flows", schedule.n_transfers,
+                        f"flows ({schedule.algorithm} {schedule.collective} on {topo.name} alone: every transfer a "
+                        "flow, no translation maps the schedule onto itself)", "algorithm", schedule.algorithm)
         unit = schedule_flows(topo, schedule, 1.0, stream=model.streams)
         if injection is not None and np.isfinite(injection):
             unit = with_injection(topo, unit, np.full(len(unit), float(injection)),
