@@ -6,7 +6,7 @@ from __future__ import annotations
 import heapq
 from typing import Callable
 
-_NOOP = (None, ())  # a reserved place in a tick's event list (EventQueue.reserve)
+_NOOP = (None, ())  # a reserved place in a tick's event list (EventQueue.reserve; inlined in emu_network)
 
 
 class EventQueue:
@@ -59,13 +59,8 @@ class EventQueue:
         tuple of (list, int)
             The tick's event list and the place's index in it.
         """
-        if t < self.now:
-            raise RuntimeError("event scheduled in the past")
-        bucket = self._buckets.get(t)
-        if bucket is None:
-            bucket = self._buckets[t] = []
-            heapq.heappush(self._ticks, t)
-        bucket.append(_NOOP)
+        self.schedule(t, None)  # the place: (None, ()) = _NOOP, run as nothing until filled in
+        bucket = self._buckets[t]
         return bucket, len(bucket) - 1
 
     def run(self, on_progress: Callable[[], None] | None = None, every: int = 1 << 16) -> None:

@@ -49,6 +49,28 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def rotate(ids, shift, mod, k):
+    """Block ids after k repetitions of their step: each moves by k x shift inside its aligned
+    range of `mod` ids (module doc). The one rotation rule every reader of repeated steps uses.
+
+    Parameters
+    ----------
+    ids, shift, mod : int arrays (or ints)
+        Ids at repetition 0 (range form: the runs' starts), and per id its shift and range size.
+    k : int or int array
+        Repetition(s); broadcast against `ids` (e.g. a column of repetitions for a row of ids).
+
+    Returns
+    -------
+    int64 array
+        The rotated ids. The shift is taken at its smallest magnitude modulo `mod`, so k x shift
+        stays within int64 for the ranges of 2^62 ids that never wrap.
+    """
+    o = ids % mod
+    s = (shift + mod // 2) % mod - mod // 2
+    return ids - o + (o + k * s) % mod
+
+
 @dataclass(frozen=True, eq=False)
 class Step:
     """Concurrent transfers of blocks between schedule nodes, repeated `repeat` times.
@@ -167,8 +189,7 @@ class Step:
             raise ValueError("Step.starts_at: the step lists its ids (use blocks_at)")
         if k == 0 or self.shift is None:
             return self.blocks
-        base = self.blocks - self.blocks % self.mod
-        return base + (self.blocks % self.mod + k * self.shift) % self.mod
+        return rotate(self.blocks, self.shift, self.mod, k)
 
     def blocks_at(self, k: int) -> np.ndarray:
         """Block ids of all entries at one repetition.
@@ -187,8 +208,7 @@ class Step:
             return self.single(k).explicit().blocks
         if k == 0 or self.shift is None:
             return self.blocks
-        base = self.blocks - self.blocks % self.mod
-        return base + (self.blocks % self.mod + k * self.shift) % self.mod
+        return rotate(self.blocks, self.shift, self.mod, k)
 
     def entry_src(self) -> np.ndarray:
         """Source node of every (transfer, block) entry, aligned with `blocks` (int64[K])."""

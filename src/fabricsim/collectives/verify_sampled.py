@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import spsolve_triangular
 
 from ..errors import ScheduleError
-from .schedule import Schedule, Step
+from .schedule import Schedule, Step, rotate
 
 _VALUE_BOUND = 1 << 20  # random values below this: float64 sums stay exact (module doc)
 _QUERY_CHUNK = 1 << 20  # (block, repetition) lookups built at once, bounds memory
@@ -185,11 +185,7 @@ def _range_events(st: Step, reps: int, sample: np.ndarray):
     for c in np.unique(cnt[turn]).tolist():
         idx = np.flatnonzero(turn & (cnt == c))
         k, t = _rotating_events(st, idx, reps, np.unique(sample - sample % c))
-        m = st.mod[t]
-        sh = (st.shift[t] + m // 2) % m - m // 2  # small magnitude, as in _rotating_events
-        o = st.blocks[t] % m
-        start = st.blocks[t] - o + (o + k * sh) % m
-        tr, pos, col, j = _run_events(st, t, start, sample)
+        tr, pos, col, j = _run_events(st, t, rotate(st.blocks[t], st.shift[t], st.mod[t], k), sample)
         ks.append(k[j])
         trs.append(tr)
         poss.append(pos)
@@ -215,9 +211,7 @@ def _step_events(st: Step, reps: int, sample: np.ndarray):
         k, e = np.concatenate([k, k2]), np.concatenate([e, e2])
     ids = b[e]  # the id each event carries at its repetition
     if rot.any():
-        m = st.mod[e]
-        sh = (st.shift[e] + m // 2) % m - m // 2  # small magnitude, as in _rotating_events
-        ids = np.where(rot[e], ids - ids % m + (ids % m + k * sh) % m, ids)
+        ids = np.where(rot[e], rotate(ids, st.shift[e], st.mod[e], k), ids)
     tr = np.searchsorted(st.ptr, e, "right") - 1
     return k, tr, e, np.searchsorted(sample, ids)
 

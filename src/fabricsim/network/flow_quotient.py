@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..collectives.schedule import Schedule, Step
+from ..collectives.schedule import Schedule, Step, rotate
 from ..topology.graph import Topology
 from .dataflow import block_deps, dep_csr, entry_runs, sorted_unique, span_indices
 from .flow import Flows
@@ -115,26 +115,18 @@ class _Domain:
 def _sel_runs(st: Step, sel: np.ndarray):
     """Block runs of the transfers `sel` of a step at every repetition: (rep, index in sel, lo, hi)."""
     cnt = st.blocks_per_transfer[sel]
-    if st.ranges:  # one run per transfer and repetition (a repeated run moves as one tile)
-        j = np.flatnonzero(cnt > 0)
-        ks = np.repeat(np.arange(st.repeat, dtype=np.int64), len(j))
-        b = st.blocks[sel[j]]
-        if st.repeat > 1 and st.shift is not None:
-            m, sh = st.mod[sel[j]], st.shift[sel[j]]
-            b = (b - b % m + (b % m + ks.reshape(st.repeat, -1) * sh) % m).ravel()
-        else:
-            b = np.tile(b, st.repeat)
-        jj = np.tile(j, st.repeat)
-        return ks, jj, b, b + cnt[jj]
-    e = span_indices(st.ptr[sel], cnt)
-    j = np.repeat(np.arange(len(sel)), cnt)
-    b = st.blocks[e]
+    # the ids (range form: the runs' starts, one run per transfer) at every repetition, one row each
+    e = sel[cnt > 0] if st.ranges else span_indices(st.ptr[sel], cnt)
     ks = np.arange(st.repeat, dtype=np.int64)[:, None]
+    b = st.blocks[e]
     if st.repeat > 1 and st.shift is not None:  # Step.blocks_at for every repetition at once
-        s, m = st.shift[e], st.mod[e]
-        b = b - b % m + (b % m + ks * s) % m
+        b = rotate(b, st.shift[e], st.mod[e], ks)
     else:
         b = np.broadcast_to(b, (st.repeat, len(b)))
+    if st.ranges:
+        j = np.tile(np.flatnonzero(cnt > 0), st.repeat)
+        return np.repeat(ks.ravel(), len(e)), j, b.ravel(), b.ravel() + cnt[j]
+    j = np.repeat(np.arange(len(sel)), cnt)
     t, lo, hi = entry_runs((ks * max(len(sel), 1) + j).ravel(), b.ravel())
     return t // max(len(sel), 1), t % max(len(sel), 1), lo, hi
 

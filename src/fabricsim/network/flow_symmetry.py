@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..collectives.schedule import Schedule, Step
+from ..collectives.schedule import Schedule, Step, rotate
 from ..topology.graph import DimensionOrderRouter, Topology
 from .dataflow import sorted_unique
 
@@ -249,7 +249,7 @@ def _blocks_match(shape: StepShape, match: np.ndarray, pi: _Perm) -> bool:
         if x is None:  # rotating in a range wider than the ids
             return False
         y = pi(x)
-        if not np.array_equal(pi(x - x % m + (x % m + s) % m), y - y % m + (y % m + s) % m):
+        if not np.array_equal(pi(rotate(x, s, m, 1)), rotate(y, s, m, 1)):
             return False
     return True
 
