@@ -9,7 +9,12 @@ own process; the answers must be those of before (per-NPU finish, compute, expos
 communication times, hashed). `--before DIR` also runs each on the code in DIR/src (e.g.
 `git archive HEAD` before issue 20); without it the "before" numbers in the results file are kept.
 
-Run: `.venv/bin/python benchmarks/bench_astra.py [--before /tmp/before_astra]` -> benchmarks/results/astra.json
+Also a workload graph that differs per NPU (5, 6 or 7 us of compute before the all-reduce), which no
+mirror serves: every NPU simulated, N^2 messages.
+
+Run: `.venv/bin/python benchmarks/bench_astra.py [--before /tmp/before_astra] [--cases a,b]` ->
+benchmarks/results/astra.json (`--cases`: only the non-symmetric cases whose name contains one of
+the strings, the other rows kept as recorded)
 """
 
 from __future__ import annotations
@@ -75,8 +80,12 @@ NONSYM = [  # (case, all-reduce implementation, trace shape)
     ("doubleBinaryTree all-reduce", "doubleBinaryTree", "collective"),
     ("halvingDoubling all-reduce", "halvingDoubling", "collective"),
     ("workload graph: 5 us compute, ring all-reduce", "ring", "workload"),
+    # each NPU its own graph (as real per-rank Chakra traces): no mirror; every NPU simulated, N^2 messages
+    ("workload graph differing per NPU: 5-7 us compute, ring all-reduce", "ring", "workload-varied"),
 ]
 NONSYM_NPUS = 1024
+DESCRIPTION = ("ASTRA-sim compatibility, ring all-reduce 1 MiB, 4 chunks, 50 GB/s, 500 ns; 1024-NPU doubleBinaryTree, "
+               "halvingDoubling and workload-graph cases (the same graph on every NPU, and one per NPU) before/after issue 20")
 
 
 def nonsym_inputs(tmp: Path, impl: str, shape: str, n: int) -> tuple[str, str, str]:
@@ -91,17 +100,19 @@ def nonsym_inputs(tmp: Path, impl: str, shape: str, n: int) -> tuple[str, str, s
         traces = collective_traces("all-reduce", SIZE, n)
         if shape == "workload":
             traces = [_after_compute(t) for t in traces]
+        elif shape == "workload-varied":
+            traces = [_after_compute(t, 5 + i % 3) for i, t in enumerate(traces)]
         write_traces(prefix, traces)
     return str(prefix), str(sys_), str(net)
 
 
-def _after_compute(trace):
-    """The trace with a 5 us GPU compute node before its collective (which then depends on it)."""
+def _after_compute(trace, micros: int = 5):
+    """The trace with a GPU compute node of `micros` us before its collective (which then depends on it)."""
     from dataclasses import replace
 
     from fabricsim.workload.chakra_trace import COMP_NODE, EtNode
 
-    comp = EtNode(0, "comp", COMP_NODE, duration_micros=5, attrs={"is_cpu_op": False}, attr_kinds={"is_cpu_op": "bool_val"})
+    comp = EtNode(0, "comp", COMP_NODE, duration_micros=micros, attrs={"is_cpu_op": False}, attr_kinds={"is_cpu_op": "bool_val"})
     coll = trace.nodes[0]
     return replace(trace, nodes=(comp, EtNode(1, coll.name, coll.type, data_deps=(0,), attrs=dict(coll.attrs),
                                              attr_kinds=dict(coll.attr_kinds))))
@@ -131,12 +142,18 @@ def run_child(case: str, backend: str, src: str | None) -> dict:
     return json.loads(lines[-1]) if out.returncode == 0 and lines else {"error": out.stderr.strip()[-300:]}
 
 
-def nonsym_rows(before_src: str | None, old_rows: list) -> list[dict]:
-    """The non-symmetric cases, after (this tree) and before (`before_src`, or the recorded numbers)."""
+def nonsym_rows(before_src: str | None, old_rows: list, only: list[str] | None = None) -> list[dict]:
+    """The non-symmetric cases, after (this tree) and before (`before_src`, or the recorded numbers);
+    with `only`, just the cases whose name contains one of its strings (the others keep their rows)."""
     old = {(r.get("case"), r["backend"]): r.get("before") for r in old_rows if "case" in r}
+    kept = {(r.get("case"), r["backend"]): r for r in old_rows if "case" in r}
     rows = []
     for case, _, _ in NONSYM:
         for backend in ("congestion-unaware", "congestion-aware"):
+            if only is not None and not any(o in case for o in only):
+                if (case, backend) in kept:
+                    rows.append(kept[(case, backend)])
+                continue
             after = run_child(case, backend, None)
             before = run_child(case, backend, before_src) if before_src else old.get((case, backend))
             same = bool(before) and before.get("results_sha256") == after.get("results_sha256")
@@ -150,8 +167,12 @@ def nonsym_rows(before_src: str | None, old_rows: list) -> list[dict]:
 
 def main(argv: list[str]) -> dict:
     before = argv[argv.index("--before") + 1] + "/src" if "--before" in argv else None
+    only = argv[argv.index("--cases") + 1].split(",") if "--cases" in argv else None
     path = Path(__file__).parent / "results" / "astra.json"
     old_rows = json.loads(path.read_text())["results"] if path.exists() else []
+    if only is not None:  # just those non-symmetric cases: every other row as recorded
+        rows = [r for r in old_rows if "case" not in r] + nonsym_rows(before, old_rows, only)
+        return write_results("astra", DESCRIPTION, rows)
     rows = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -160,8 +181,7 @@ def main(argv: list[str]) -> dict:
                 rows.append(case(tmp, (n,), backend))
         rows.append(case(tmp, (64, 64), "congestion-unaware"))
     rows += nonsym_rows(before, old_rows)
-    return write_results("astra", "ASTRA-sim compatibility, ring all-reduce 1 MiB, 4 chunks, 50 GB/s, 500 ns; "
-                         "1024-NPU doubleBinaryTree, halvingDoubling and workload-graph cases before/after issue 20", rows)
+    return write_results("astra", DESCRIPTION, rows)
 
 
 if __name__ == "__main__":

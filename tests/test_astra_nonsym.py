@@ -199,6 +199,32 @@ def test_event_queue_is_tick_then_insertion_order():
     assert seen == ["b", "d", "e", "a", "c"] and eq.now == 5
 
 
+def test_event_loop_collects_garbage_less_often_and_restores_the_thresholds():
+    """While events run the youngest GC generation waits for YOUNG_GC_THRESHOLD allocations; the
+    process's thresholds are back afterwards, also when an event raises, and never lowered."""
+    import gc
+
+    from fabricsim.astra.emu_events import YOUNG_GC_THRESHOLD
+
+    old = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        eq, seen = EventQueue(), []
+        eq.schedule(1, lambda: seen.append(gc.get_threshold()))
+        eq.run()
+        assert seen == [(YOUNG_GC_THRESHOLD, 10, 10)] and gc.get_threshold() == (700, 10, 10)
+        eq.schedule(2, lambda: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            eq.run()
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(50_000, 5, 5)  # a process that asked for fewer passes keeps them
+        eq.schedule(3, lambda: seen.append(gc.get_threshold()))
+        eq.run()
+        assert seen[-1] == (50_000, 5, 5)
+    finally:
+        gc.set_threshold(*old)
+
+
 # ---- halvingDoubling on dimensions that are not powers of two --------------------------------
 
 

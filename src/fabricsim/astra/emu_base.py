@@ -33,7 +33,7 @@ class Algorithm:
             Message size, bytes.
         """
         s = self.stream
-        s.sys.world.net.sim_send(s.sys.id, dst, s.id, size, None)
+        s.net.sim_send(s.npu, dst, s.id, size, None)
 
     def recv(self, src: int, size: int) -> None:
         """Post a receive of `size` bytes from NPU `src`; the stream hears "recv" when it arrives.
@@ -46,7 +46,7 @@ class Algorithm:
             Message size, bytes.
         """
         s = self.stream
-        s.sys.world.net.sim_recv(s.sys.id, src, s.id, size, s.received)
+        s.net.sim_recv(s.npu, src, s.id, size, s.received)
 
     def exit(self) -> None:
         """Leave this phase: the system layer moves the stream to its next phase (or ends it)."""

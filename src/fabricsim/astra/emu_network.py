@@ -194,10 +194,14 @@ class Network:
         on_sent : callable or None
             Called with no arguments when the message arrives.
         """
-        cid = self.tracker.next_send((tag, src, dst, size))
-        e = self.tracker.entries.get(cid)
+        key = (tag, src, dst, size)  # Tracker.next_send written out: once per message
+        tr = self.tracker
+        n = tr.send_seq.get(key, 0) + 1
+        tr.send_seq[key] = n
+        cid = key + (n,)
+        e = tr.entries.get(cid)
         if e is None:
-            e = self.tracker.entries[cid] = _Entry()
+            e = tr.entries[cid] = _Entry()
         e.send_cb, e.has_send = on_sent, True
         self.transmit(src, dst, size, cid)
 
@@ -216,16 +220,21 @@ class Network:
         on_recv : callable
             Called with no arguments.
         """
-        cid = self.tracker.next_recv((tag, src, dst, size))
-        e = self.tracker.entries.get(cid)
+        key = (tag, src, dst, size)  # Tracker.next_recv written out: once per message
+        tr = self.tracker
+        n = tr.recv_seq.get(key, 0) + 1
+        tr.recv_seq[key] = n
+        cid = key + (n,)
+        entries = tr.entries
+        e = entries.get(cid)
         if e is not None:
             if e.finished:
-                del self.tracker.entries[cid]
+                del entries[cid]
                 self.eq.schedule(self.eq.now, on_recv)
             else:
                 e.recv_cb, e.has_recv = on_recv, True
         else:
-            e = self.tracker.entries[cid] = _Entry()
+            e = entries[cid] = _Entry()
             e.recv_cb, e.has_recv = on_recv, True
 
     def arrived(self, cid) -> None:
@@ -316,7 +325,11 @@ class UnawareNetwork(Network):
         cid : tuple
             The message's id (`Tracker.next_send`).
         """
-        self.eq.schedule(self.eq.now + self.delay(src, dst, size), self.arrived, cid)
+        eq = self.eq  # `delay` written out: once per message
+        hop_lat_bw = self._pair_cache.get((src, dst))
+        if hop_lat_bw is None:
+            hop_lat_bw = self._pair_cache[(src, dst)] = self._hop_lat_bw(src, dst)
+        eq.schedule(eq.now + int(hop_lat_bw[0] + size / hop_lat_bw[1]), self.arrived, cid)
 
 
 class _Link:

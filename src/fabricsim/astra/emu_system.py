@@ -5,6 +5,7 @@ with at most `active-chunks-per-dimension` streams at once."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Callable
 
 from ..errors import ConfigError
@@ -29,6 +30,7 @@ class Sys:
 
     def __init__(self, world: "World", npu: int):
         self.world = world
+        self.eq = world.eq
         self.id = npu
         self.events: dict[int, list] = {}
         self.num_streams = 0
@@ -50,12 +52,11 @@ class Sys:
         delta : int or float
             Ticks (ns) from now, truncated to an integer.
         """
-        now = self.world.eq.now
-        t = now + int(delta)
+        t = self.eq.now + int(delta)
         lst = self.events.get(t)
         if lst is None:
             lst = self.events[t] = []
-            self.world.eq.schedule(t, self._call_events, t)
+            self.eq.schedule(t, self._call_events, t)
         lst.append(fn)
 
     def _call_events(self, t: int) -> None:
@@ -101,14 +102,13 @@ class Sys:
             Whether it carries a reduction (adds `mem_cost(size)`).
         """
         d = self.world.sys_spec.endpoint_delay
-
-        def after_bus():
-            if processing:
-                self.register_event(lambda: stream.general(), self.mem_cost(size))
-            else:
-                stream.general()
-
-        self.register_event(after_bus, d)
+        # after the endpoint delay: the algorithm hears "general", or a reduction first takes the
+        # memory bus (registered then, so it queues behind what the NPU registered meanwhile);
+        # bound methods and partials, not closures: this runs once per message
+        if processing:
+            self.register_event(partial(self.register_event, stream.general, self.mem_cost(size)), d)
+        else:
+            self.register_event(stream.general, d)
 
     # scheduling
     def insert_stream(self, queue: list, stream: "Stream") -> None:
@@ -377,6 +377,8 @@ class Stream:
 
     def __init__(self, sys: Sys, dataset: DataSet, sid: int, phases: list, priority: int):
         self.sys = sys
+        self.npu = sys.id
+        self.net = sys.world.net  # the algorithms' sends and receives go straight to it
         self.dataset = dataset
         self.id = sid
         self.phases = phases
