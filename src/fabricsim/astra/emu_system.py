@@ -60,11 +60,8 @@ class Sys:
         lst.append(fn)
 
     def _call_events(self, t: int) -> None:
-        lst = self.events[t]
-        i = 0
-        while i < len(lst):
-            lst[i]()
-            i += 1
+        for fn in self.events[t]:  # a list iterator also sees what the calls append for this tick
+            fn()
         del self.events[t]
 
     # memory bus
