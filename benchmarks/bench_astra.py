@@ -145,7 +145,6 @@ def run_child(case: str, backend: str, src: str | None) -> dict:
 def nonsym_rows(before_src: str | None, old_rows: list, only: list[str] | None = None) -> list[dict]:
     """The non-symmetric cases, after (this tree) and before (`before_src`, or the recorded numbers);
     with `only`, just the cases whose name contains one of its strings (the others keep their rows)."""
-    old = {(r.get("case"), r["backend"]): r.get("before") for r in old_rows if "case" in r}
     kept = {(r.get("case"), r["backend"]): r for r in old_rows if "case" in r}
     rows = []
     for case, _, _ in NONSYM:
@@ -155,7 +154,7 @@ def nonsym_rows(before_src: str | None, old_rows: list, only: list[str] | None =
                     rows.append(kept[(case, backend)])
                 continue
             after = run_child(case, backend, None)
-            before = run_child(case, backend, before_src) if before_src else old.get((case, backend))
+            before = run_child(case, backend, before_src) if before_src else kept.get((case, backend), {}).get("before")
             same = bool(before) and before.get("results_sha256") == after.get("results_sha256")
             speedup = round(before["wall_s"] / after["wall_s"], 1) if before and "wall_s" in before else None
             rows.append({"npus": NONSYM_NPUS, "case": case, "backend": backend, **after,

@@ -194,11 +194,8 @@ class Network:
         on_sent : callable or None
             Called with no arguments when the message arrives.
         """
-        key = (tag, src, dst, size)  # Tracker.next_send written out: once per message
         tr = self.tracker
-        n = tr.send_seq.get(key, 0) + 1
-        tr.send_seq[key] = n
-        cid = key + (n,)
+        cid = tr.next_send((tag, src, dst, size))
         e = tr.entries.get(cid)
         if e is None:
             e = tr.entries[cid] = _Entry()
@@ -220,11 +217,8 @@ class Network:
         on_recv : callable
             Called with no arguments.
         """
-        key = (tag, src, dst, size)  # Tracker.next_recv written out: once per message
         tr = self.tracker
-        n = tr.recv_seq.get(key, 0) + 1
-        tr.recv_seq[key] = n
-        cid = key + (n,)
+        cid = tr.next_recv((tag, src, dst, size))
         entries = tr.entries
         e = entries.get(cid)
         if e is not None:
@@ -325,11 +319,8 @@ class UnawareNetwork(Network):
         cid : tuple
             The message's id (`Tracker.next_send`).
         """
-        eq = self.eq  # `delay` written out: once per message
-        hop_lat_bw = self._pair_cache.get((src, dst))
-        if hop_lat_bw is None:
-            hop_lat_bw = self._pair_cache[(src, dst)] = self._hop_lat_bw(src, dst)
-        eq.schedule(eq.now + int(hop_lat_bw[0] + size / hop_lat_bw[1]), self.arrived, cid)
+        eq = self.eq
+        eq.schedule(eq.now + self.delay(src, dst, size), self.arrived, cid)
 
 
 class _Link:
