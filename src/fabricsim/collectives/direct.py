@@ -12,8 +12,9 @@ with full bisection (or a switch that handles incast well) runs at full speed.
 - broadcast: the root sends the whole buffer (one block) to every other rank (1 step).
 - reduce: every other rank sends its whole buffer to the root, which adds them (1 step).
 
-Every step is built from index arrays (no per-rank Python loop), so p = 1000 costs ~1M
-array entries per step.
+The full-mesh steps are `FullMeshStep`s: the pattern stated, not its p(p-1) transfers listed, so
+a direct all-to-all on 65,536 ranks is a few bytes; readers that cannot take it whole list it
+(within the `blocks` limit).
 """
 
 from __future__ import annotations
@@ -22,20 +23,13 @@ import numpy as np
 
 from ._common import require_collective, require_group, require_root
 from .algorithm import Algorithm
-from .schedule import Schedule, Step, make_step
+from .full_mesh import FullMeshStep
+from .schedule import Schedule, make_step
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast", "reduce")
 
 
-def _pairs(p: int) -> tuple[np.ndarray, np.ndarray]:
-    """All ordered pairs (i, j) with i != j, i-major: p*(p-1) of each."""
-    i = np.repeat(np.arange(p, dtype=np.int64), p - 1)
-    k = np.tile(np.arange(p - 1, dtype=np.int64), p)
-    j = k + (k >= i)  # skip j == i
-    return i, j
-
-
-def direct_reduce_scatter(p: int) -> Step:
+def direct_reduce_scatter(p: int) -> FullMeshStep:
     """Rank i sends block j to rank j (reduce), for all j != i; rank j ends owning block j.
 
     Parameters
@@ -45,14 +39,13 @@ def direct_reduce_scatter(p: int) -> Step:
 
     Returns
     -------
-    Step
-        p*(p-1) transfers of one block.
+    FullMeshStep
+        p*(p-1) transfers of one block, source-major.
     """
-    i, j = _pairs(p)
-    return make_step(i, j, j, True)
+    return FullMeshStep(p, "dst", True)
 
 
-def direct_all_gather(p: int) -> Step:
+def direct_all_gather(p: int) -> FullMeshStep:
     """Rank j sends its block j to every other rank i (copy).
 
     Parameters
@@ -62,14 +55,13 @@ def direct_all_gather(p: int) -> Step:
 
     Returns
     -------
-    Step
-        p*(p-1) transfers of one block.
+    FullMeshStep
+        p*(p-1) transfers of one block, destination-major.
     """
-    i, j = _pairs(p)
-    return make_step(j, i, j, False)
+    return FullMeshStep(p, "src", False, by_dst=True)
 
 
-def direct_all_to_all(p: int) -> Step:
+def direct_all_to_all(p: int) -> FullMeshStep:
     """Rank i sends block i*p+j to rank j (copy), for all j != i.
 
     Parameters
@@ -79,11 +71,10 @@ def direct_all_to_all(p: int) -> Step:
 
     Returns
     -------
-    Step
-        p*(p-1) transfers of one block.
+    FullMeshStep
+        p*(p-1) transfers of one block, source-major.
     """
-    i, j = _pairs(p)
-    return make_step(i, j, i * p + j, False)
+    return FullMeshStep(p, "pair", False)
 
 
 def direct(collective: str, p: int, *, root: int = 0) -> Schedule:

@@ -110,7 +110,7 @@ def _inner_steps(name: str, q: int, part: str, dim: int, collective: str) -> lis
     s = build(coll, q)
     if s.nblocks != q or s.n_extra or (part != "ar" and not np.array_equal(s.owner, np.arange(q))):
         raise RuntimeError(f"hierarchical: inner {name} {coll} on {q} ranks does not use blocks 0..{q - 1} owned by rank i")
-    return list(s.steps)
+    return [st.explicit() if st.full_mesh else st for st in s.steps]  # a full mesh is lifted listed
 
 
 # ---- lifting a 1-D step onto every line of a dimension ----------------------------------------

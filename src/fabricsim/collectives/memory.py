@@ -84,9 +84,8 @@ def npu_memory_traffic(schedule: Schedule) -> MemoryTraffic:
     n = schedule.n_nodes
     read, write = np.zeros(n), np.zeros(n)
     for st in schedule.steps:
-        b = schedule.transfer_fraction(st) * st.repeat
-        np.add.at(read, st.src, b)  # a send reads its blocks
-        np.add.at(write, st.dst, b)  # a receive lands them
+        schedule.node_sum(st, "src", st.repeat, out=read)  # a send reads its blocks
+        schedule.node_sum(st, "dst", st.repeat, out=write)  # a receive lands them
     p = schedule.p
     reduced = reduced_bytes(schedule)
     read[:p] += 2.0 * reduced  # a reduction reads both operands ...
@@ -112,8 +111,7 @@ def reduced_bytes(schedule: Schedule) -> np.ndarray:
     """
     red = np.zeros(schedule.n_nodes)
     for st in schedule.steps:
-        r = st.reduce.astype(bool)
-        np.add.at(red, st.dst[r], (schedule.transfer_fraction(st) * st.repeat)[r])
+        schedule.node_sum(st, "dst", st.repeat, out=red, reduce_only=True)
     return red[: schedule.p]
 
 

@@ -37,7 +37,7 @@ A lifted ring phase on a 256x256 torus is p entries in this form instead of p x 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Iterator, Sequence
+from typing import ClassVar, Iterator, Sequence
 
 import numpy as np
 
@@ -111,6 +111,7 @@ class Step:
     mod: np.ndarray | None = None  # int64[K]: size of the aligned id range it rotates in
     ranges: bool = False  # range form: blocks[t] is the first id of transfer t's contiguous run
     lane: tuple[int, int] | None = None  # (block, lane): see module doc, "lanes"
+    full_mesh: ClassVar[bool] = False  # a `full_mesh.FullMeshStep` states its transfers instead of listing them
 
     def __post_init__(self):
         for name in ("src", "dst", "ptr", "blocks", "shift", "mod"):
@@ -149,6 +150,16 @@ class Step:
     def blocks_per_transfer(self) -> np.ndarray:
         """Number of blocks each transfer moves (int64[T])."""
         return np.diff(self.ptr)
+
+    @property
+    def n_moves(self) -> int:
+        """Block moves in one repetition: blocks summed over transfers (a run counts its ids)."""
+        return int(self.ptr[-1])
+
+    @property
+    def stored_entries(self) -> int:
+        """Block entries the step holds in memory (a run in range form is one): what the `blocks` limit bounds."""
+        return len(self.blocks)  # range form: one start per transfer
 
     @property
     def first_block(self) -> np.ndarray:
@@ -482,6 +493,47 @@ class Schedule:
         """Topology node of each schedule node (identity when not placed)."""
         return self.nodes if self.nodes is not None else np.arange(self.n_nodes, dtype=np.int64)
 
+    def node_sum(self, step: Step, side: str, *factors: float, out: np.ndarray, reduce_only: bool = False) -> np.ndarray:
+        """Add to `out`, per schedule node, `transfer_fraction(step)` x `factors` of each transfer it sends or receives.
+
+        Parameters
+        ----------
+        step : Step
+            One of this schedule's steps (a `FullMeshStep` is summed without listing it).
+        side : {"src", "dst"}
+            Add at each transfer's source or destination.
+        *factors : float
+            Multiplied into each transfer's fraction, in order (e.g. size in bytes, then `repeat`).
+        out : float array [n_nodes]
+            The running sums, updated in place.
+        reduce_only : bool
+            Count only the transfers that reduce.
+
+        Returns
+        -------
+        float array
+            `out`, with the transfers added one by one in transfer order (the same floats whichever
+            form the step is in).
+        """
+        if step.full_mesh:  # n - 1 equal transfers at each of nodes 0..n-1, added in order
+            if step.n > 1 and (step.reduce_all or not reduce_only):
+                x = 1 * self.block_frac  # one block per transfer
+                for f in factors:
+                    x = x * f
+                start = out[: step.n]
+                for v in np.unique(start):  # few distinct running sums: one sequential sum each
+                    start[start == v] = np.cumsum(np.concatenate([[v], np.full(step.n - 1, x)]))[-1]
+            return out
+        w = self.transfer_fraction(step)
+        for f in factors:
+            w = w * f
+        at = step.src if side == "src" else step.dst
+        if reduce_only:
+            r = step.reduce.astype(bool)
+            at, w = at[r], w[r]
+        np.add.at(out, at, w)
+        return out
+
     def bytes_sent(self, size: float) -> np.ndarray:
         """Bytes each schedule node sends in total.
 
@@ -497,7 +549,7 @@ class Schedule:
         """
         out = np.zeros(self.n_nodes)
         for st in self.steps:
-            np.add.at(out, st.src, self.transfer_fraction(st) * size * st.repeat)
+            self.node_sum(st, "src", size, st.repeat, out=out)
         return out
 
     def bytes_received(self, size: float) -> np.ndarray:
@@ -515,7 +567,7 @@ class Schedule:
         """
         out = np.zeros(self.n_nodes)
         for st in self.steps:
-            np.add.at(out, st.dst, self.transfer_fraction(st) * size * st.repeat)
+            self.node_sum(st, "dst", size, st.repeat, out=out)
         return out
 
 

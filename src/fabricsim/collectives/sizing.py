@@ -4,7 +4,7 @@
 lists, a run of ids in range form counting once; a step repeated by rotation counting once: the
 schedule's memory, about 40 B each) from the collective, the
 group size and the typed options, before anything is built, so that `chunks=1000000000` or a
-direct all-to-all on 65,536 ranks is refused with the estimate in the message instead of
+hierarchical all-to-all on 65,536 ranks is refused with the estimate in the message instead of
 running out of memory. The estimates are upper bounds within a small factor of what the builders
 make (tests/test_robust_cli.py compares them); an algorithm without an entry here gets the
 quadratic `p * p * pieces` bound. One exception counts what the models build, not the schedule: an
@@ -39,7 +39,7 @@ def _ring(c: str, p: int, o: dict) -> float:
 
 
 def _direct(c: str, p: int, o: dict) -> float:
-    return 2.0 * p if c in _ROOTED else 2.0 * p * p
+    return 2.0 * p  # rooted: p - 1 transfers; the full-mesh steps are stated, not listed (FullMeshStep)
 
 
 def _recursive_doubling(c: str, p: int, o: dict) -> float:

@@ -222,6 +222,17 @@ def _collect(s: Schedule, sample: np.ndarray):
     parts = []
     t0 = 0
     for st in s.steps:
+        if st.full_mesh:  # the moves of a chosen block: a row or a column of the mesh, never the mesh
+            top = st.n * st.n - 1 if st.block == "pair" else st.n
+            if st.n > n:
+                return parts, (t0, f"step {t0}: transfer names a node outside 0..{n - 1}")
+            if top > s.nblocks:
+                return parts, (t0, f"step {t0}: block id outside 0..{s.nblocks - 1}")
+            col, src, dst = st.moves_of(sample)
+            parts.append((np.full(len(col), t0, np.int64), src, dst, np.full(len(col), st.reduce_all), col,
+                          st.index_of(src, dst)))
+            t0 += 1
+            continue
         err = None
         if len(st.src) and (st.src.min() < 0 or st.dst.min() < 0 or max(st.src.max(), st.dst.max()) >= n):
             err = (t0, f"step {t0}: transfer names a node outside 0..{n - 1}")

@@ -89,11 +89,15 @@ class RoutedStep:
         Links that at least one transfer crosses (rows of `incidence` with an entry), ascending;
         or a function of no arguments that gives them on each access (not kept: it is cheap, and
         32 steps of a 65,536-NPU torus would otherwise hold 64 MB of them).
+    sent : float array [NPUs], optional
+        Bytes each topology NPU sends per byte of collective size, when the rows are not one per
+        transfer (a full mesh's rows are its distinct paths: `full_mesh_route`); default: summed
+        from `src_npu` and `frac`.
     """
 
     def __init__(self, repeat: int, incidence, frac: np.ndarray, path_latency: np.ndarray, path_bw: np.ndarray,
                  src_npu: np.ndarray | None = None, *, link_frac: np.ndarray | None = None,
-                 used_links=None):
+                 used_links=None, sent: np.ndarray | None = None):
         self.repeat = repeat
         self._incidence = incidence
         self.frac = frac  # transfer size / collective size
@@ -102,6 +106,14 @@ class RoutedStep:
         self.src_npu = src_npu  # topology NPU sending each transfer (-1: a switch), for injection limits
         self._link_frac = link_frac
         self._used_links = used_links
+        self._sent = sent
+
+    def npu_sent(self, n_npus: int) -> np.ndarray:
+        """Bytes each topology NPU sends in one repetition, per byte of collective size (float array [n_npus])."""
+        if self._sent is not None:
+            return self._sent
+        npu = self.src_npu >= 0
+        return np.bincount(self.src_npu[npu], weights=self.frac[npu], minlength=n_npus)
 
     @property
     def incidence(self) -> sp.csr_matrix:
@@ -151,6 +163,12 @@ def route_step(topo: Topology, schedule: Schedule, step: Step) -> RoutedStep:
     RoutedStep
         Incidence, transfer sizes per byte, path latencies (s) and path bandwidths (bytes/s).
     """
+    if step.full_mesh:
+        from .full_mesh_route import route_full_mesh
+
+        routed = route_full_mesh(topo, schedule, step)
+        if routed is not None:
+            return routed
     src, dst = _endpoints(schedule, step)
     frac = schedule.transfer_fraction(step)
     src_npu = np.where(src < topo.n_npus, src, -1)
@@ -219,27 +237,16 @@ def _route_straight(topo: Topology, src: np.ndarray, dst: np.ndarray, reduce, fr
         to what the hop list gives; None where the conditions above do not hold (the caller lists
         the hops).
     """
-    from ..topology.graph import DimensionOrderRouter
-
-    router = topo.router
-    if not isinstance(router, DimensionOrderRouter) or any(k not in _STRAIGHT_KINDS for k in router.kinds):
-        return None
     n, n_t, dims = topo.n_npus, len(src), tuple(topo.dims)
-    if len(router.kinds) != len(dims) or router.step_link.shape[:2] != (n, len(dims)):
-        return None
     if n_t and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
         return None  # switches or bad nodes: the general router handles (or rejects) them
     if topo.reduce_link is not None and n_t and (np.asarray(reduce, bool) & (topo.reduce_link[dst] >= 0)).any():
         return None
-    lat_d, bw_d = [], []
-    for d in range(len(dims)):  # one latency and bandwidth per dimension: then a path's depend on its hop counts only
-        ids = router.step_link[:, d, :]
-        ids = ids[ids >= 0]
-        lat, bw = topo.link_lat[ids], topo.link_bw[ids]
-        if len(ids) and (np.any(lat != lat[0]) or np.any(bw != bw[0])):
-            return None
-        lat_d.append(float(lat[0]) if len(ids) else 0.0)
-        bw_d.append(float(bw[0]) if len(ids) else np.inf)
+    per_dim = straight_dims(topo)
+    if per_dim is None:
+        return None
+    lat_d, bw_d = per_dim
+    router = topo.router
     exact = _exact_link_sums(frac)
     if exact is None:
         return None
@@ -312,6 +319,42 @@ def _route_straight(topo: Topology, src: np.ndarray, dst: np.ndarray, reduce, fr
     if np.array_equal(count > 0, link_frac > 0):  # no zero-byte transfer alone on a link: derive, do not keep
         return link_frac, lambda: np.flatnonzero(link_frac > 0), lat, bw
     return link_frac, used, lat, bw
+
+
+def straight_dims(topo: Topology) -> tuple[list[float], list[float]] | None:
+    """Per dimension the one link latency (s) and bandwidth (bytes/s) of a network whose every path is
+    straight per dimension (`_route_straight`'s networks), or None.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+
+    Returns
+    -------
+    (list of float, list of float) or None
+        Latency and bandwidth of each dimension's links (a dimension without links: 0 and inf); None
+        unless a `DimensionOrderRouter` routes over ring, one-way ring and line dimensions only,
+        with one latency and one bandwidth per dimension.
+    """
+    from ..topology.graph import DimensionOrderRouter
+
+    router = topo.router
+    if not isinstance(router, DimensionOrderRouter) or any(k not in _STRAIGHT_KINDS for k in router.kinds):
+        return None
+    dims = tuple(topo.dims)
+    if len(router.kinds) != len(dims) or router.step_link.shape[:2] != (topo.n_npus, len(dims)):
+        return None
+    lat_d, bw_d = [], []
+    for d in range(len(dims)):  # one latency and bandwidth per dimension: then a path's depend on its hop counts only
+        ids = router.step_link[:, d, :]
+        ids = ids[ids >= 0]
+        lat, bw = topo.link_lat[ids], topo.link_bw[ids]
+        if len(ids) and (np.any(lat != lat[0]) or np.any(bw != bw[0])):
+            return None
+        lat_d.append(float(lat[0]) if len(ids) else 0.0)
+        bw_d.append(float(bw[0]) if len(ids) else np.inf)
+    return lat_d, bw_d
 
 
 def _exact_link_sums(frac: np.ndarray):
@@ -430,8 +473,7 @@ def step_times(topo: Topology, routed: RoutedStep, sizes: np.ndarray, model: str
     if model == "congestion-aware":
         per_byte = float(np.max(routed.link_frac / topo.link_bw)) if topo.n_links else 0.0
         if limited:
-            npu = routed.src_npu >= 0
-            sent = np.bincount(routed.src_npu[npu], weights=routed.frac[npu])
+            sent = routed.npu_sent(topo.n_npus)
             per_byte = max(per_byte, float(np.max(sent, initial=0.0)) / injection)
         lat = float(routed.path_latency.max())
         return lat + per_byte * sizes
@@ -636,8 +678,7 @@ class AnalyticalCollective:
             st, r = self.schedule.steps[i], self.routed[i]
             if st.lane is None or r.src_npu is None:
                 continue
-            npu = r.src_npu >= 0
-            per = np.bincount(r.src_npu[npu], weights=r.frac[npu], minlength=self.topo.n_npus) * r.repeat
+            per = r.npu_sent(self.topo.n_npus) * r.repeat
             sent[st.lane[0]] = sent.get(st.lane[0], 0.0) + per
         return {k: float(np.max(v, initial=0.0)) / self.injection * sizes for k, v in sent.items()}
 

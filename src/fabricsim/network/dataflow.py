@@ -226,7 +226,7 @@ def entry_runs(t: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     return t[first], b[first], b[last] + 1
 
 
-def block_deps(reads: tuple, writes: tuple, nblocks: int) -> tuple[np.ndarray, np.ndarray]:
+def block_deps(reads: tuple, writes: tuple, nblocks: int, *, share_above: int | None = None):
     """Which reads see which earlier writes: an interval join on block runs.
 
     Every (read, write) pair at the same node whose block runs overlap, the write in an earlier
@@ -242,17 +242,26 @@ def block_deps(reads: tuple, writes: tuple, nblocks: int) -> tuple[np.ndarray, n
     nblocks : int
         Block ids are below this.
 
+    share_above : int, optional
+        Join shared writer lists: the reads of one segment in one step all see the same earlier
+        writes, so a group of g such reads of c writes whose g x c pairs exceed this becomes one
+        *join* waiting for the c writes and g reads waiting for the join (g + c pairs; a direct
+        all-reduce's all-gather waits for its whole reduce-scatter: p^2 pairs -> 2p). None: no joins.
+
     Returns
     -------
-    (int64 array, int64 array)
+    (int64 array, int64 array) or (int64 array, int64 array, (int64 array, int64 array))
         (reader id, writer id) per pair found, with repeats. The elementary segments and the pairs
         are counted before they are made: beyond the `blocks` limit, a ConfigError (a run of p - 1
-        blocks read at one node where p runs of one were written, p times: p^2 segments).
+        blocks read at one node where p runs of one were written, p times: p^2 segments). With
+        `share_above`, also the joins as a CSR of their writers (ptr, writer ids); a pair whose
+        writer is join k has writer id -1 - k.
     """
     r_id, r_node, r_step, r_lo, r_hi = reads
     w_id, w_node, w_step, w_lo, w_hi = writes
     if not len(r_id) or not len(w_id):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        none = np.zeros(0, np.int64)
+        return (none, none) if share_above is None else (none, none, (np.zeros(1, np.int64), none))
     span = int(nblocks) + 1
     bounds = sorted_unique(np.concatenate([r_node * span + r_lo, r_node * span + r_hi,
                                            w_node * span + w_lo, w_node * span + w_hi]))
@@ -272,12 +281,36 @@ def block_deps(reads: tuple, writes: tuple, nblocks: int) -> tuple[np.ndarray, n
     del w_seg, order
     r_seg, r_cnt = segments(r_node, r_lo, r_hi)
     key = r_seg * n_steps
+    seg_step = key + np.repeat(r_step, r_cnt)
     lo = np.searchsorted(w_key, key)
-    cnt = np.searchsorted(w_key, key + np.repeat(r_step, r_cnt)) - lo
+    cnt = np.searchsorted(w_key, seg_step) - lo
     del key, r_seg
-    check_limit("blocks", int(cnt.sum()), "dataflow dependencies (read, earlier write) pairs", "schedule",
+    who = np.repeat(r_id, r_cnt)
+    joined = np.zeros(len(cnt), bool)
+    if share_above is not None:  # reads of one (segment, step) share their writers: join big groups
+        order = np.argsort(seg_step, kind="stable")
+        first = np.flatnonzero(np.concatenate([[True], seg_step[order][1:] != seg_step[order][:-1]]))
+        g = np.diff(np.concatenate([first, [len(order)]]))
+        c = cnt[order[first]]
+        big = (g >= 2) & (g * c > share_above)
+        group = np.repeat(np.arange(len(first)), g)
+        k_of = np.full(len(first), -1, np.int64)
+        k_of[big] = np.arange(int(big.sum()))
+        jk = np.empty(len(cnt), np.int64)
+        jk[order] = k_of[group]
+        joined = jk >= 0
+        j_lo, j_cnt = lo[order[first[big]]], c[big]
+    check_limit("blocks", int(cnt[~joined].sum()) + int(joined.sum()) + (int(j_cnt.sum()) if joined.any() else 0),
+                "dataflow dependencies (read, earlier write) pairs", "schedule",
                 f"{len(r_id)} reads of {len(w_id)} writes")
-    return np.repeat(np.repeat(r_id, r_cnt), cnt), w_who[span_indices(lo, cnt)]
+    free = ~joined
+    reader = np.repeat(who[free], cnt[free])
+    writer = w_who[span_indices(lo[free], cnt[free])]
+    if share_above is None:
+        return reader, writer
+    j_ptr = np.concatenate([[0], np.cumsum(j_cnt)]).astype(np.int64) if joined.any() else np.zeros(1, np.int64)
+    j_idx = w_who[span_indices(j_lo, j_cnt)] if joined.any() else np.zeros(0, np.int64)
+    return (np.concatenate([reader, who[joined]]), np.concatenate([writer, -1 - jk[joined]]), (j_ptr, j_idx))
 
 
 def sorted_unique(x: np.ndarray) -> np.ndarray:

@@ -19,7 +19,9 @@ starts and finishes at the same time. One flow per orbit is then enough:
   quotient gives every orbit the rate each of its flows has in the full simulation;
 - an orbit waits for the orbits of the transfers its representative waits for (block runs read at
   F joined with those written into F, `dataflow.block_deps`; FIFO channels among representatives),
-  which is exact because every flow of an orbit arrives at the same time.
+  which is exact because every flow of an orbit arrives at the same time. Where many orbit flows wait
+  for the same many orbit flows (a direct all-reduce's all-gather for its whole reduce-scatter: (p-1)^2
+  pairs), one zero-byte join flow on no link stands between them (`JOIN_ABOVE`): the same start times.
 
 The group and its check (per step shape, never on expanded transfers; the block permutation
 derived from what blocks mean, then verified) are `flow_symmetry`'s. Where nothing holds (trees,
@@ -59,12 +61,19 @@ class Quotient:
         a_d per dimension: translations by multiples of a_d along d are symmetries.
     orbit : int
         Flows per orbit of transfers (= links per orbit of links, |H|).
+    joins : int
+        Flows after the orbit flows that only join dependencies (zero bytes, no link): where many
+        orbit flows wait for the same many writes (`dataflow.block_deps`, `share_above`).
     """
 
     topo: Topology
     flows: Flows
     period: tuple[int, ...]
     orbit: int
+    joins: int = 0
+
+
+JOIN_ABOVE = 4_000_000  # (read, write) pairs of one shared writer list above which the quotient joins them
 
 
 class _NoRouter:
@@ -110,6 +119,35 @@ class _Domain:
         if rep is None:  # pragma: no cover - the period was checked on every step
             raise AssertionError("flow_quotient: a translated transfer is missing")
         return rep
+
+
+def _mesh_step(dom: _Domain, schedule: Schedule, st):
+    """A full mesh's orbit flows without listing it: the transfers whose source is in the domain (in
+    the listed order), what each reads, and the writes into the domain named by their orbit.
+
+    Returns
+    -------
+    tuple
+        (rep sources, rep destinations (schedule nodes), rep sizes per byte of collective size,
+        reads (rep index, source node, block), writes (rep index of the orbit, destination node, block)).
+    """
+    n = st.n
+    inside = np.flatnonzero(dom.inside(dom.nodes[:n]))  # ranks whose node is in the domain
+    k = np.tile(np.arange(n - 1, dtype=np.int64), len(inside))
+    i = np.repeat(inside, n - 1)
+    j = k + (k >= i)
+    order = np.argsort(st.index_of(i, j), kind="stable")
+    i, j = i[order], j[order]
+    rep_key = st.index_of(i, j)  # ascending
+    c = i  # writes into the domain: every other rank a sends to each c in it
+    a = j
+    order = np.argsort(st.index_of(a, c), kind="stable")
+    a, c = a[order], c[order]
+    off = -dom.offset(dom.nodes[a])  # the translation that brings the source into the domain
+    a2, c2 = dom.pos[dom.grid.shift(dom.nodes[a], off)], dom.pos[dom.grid.shift(dom.nodes[c], off)]
+    w_rep = np.searchsorted(rep_key, st.index_of(a2, c2))
+    size = np.full(len(i), 1 * schedule.block_frac)  # one block per transfer
+    return i, j, size, (np.arange(len(i)), i, st.blocks_of(i, j)), (w_rep, c, st.blocks_of(a, c))
 
 
 def _sel_runs(st: Step, sel: np.ndarray):
@@ -183,19 +221,27 @@ def quotient_flows(topo: Topology, schedule: Schedule, *, mode: str = "pipelined
     reads, writes = [], []
     base = step0 = 0
     for st in schedule.steps:
-        sh, R = StepShape(st, schedule.n_nodes, schedule.nblocks), st.repeat
-        ts, td = dom.nodes[st.src], dom.nodes[st.dst]
-        reps = np.flatnonzero(dom.inside(ts))
-        n_r = len(reps)
-        rep_pos = np.full(st.n_transfers, -1, np.int64)
-        rep_pos[reps] = np.arange(n_r)
-        k, j, lo, hi = _sel_runs(st, reps)
-        reads.append((base + k * n_r + j, st.src[reps[j]], step0 + k, lo, hi))
-        wr = np.flatnonzero(dom.inside(td))  # writes into the domain, named by their orbit
-        w_orbit = rep_pos[dom.orbit_rep(sh, wr)]
-        k, j, lo, hi = _sel_runs(st, wr)
-        writes.append((base + k * n_r + w_orbit[j], st.dst[wr[j]], step0 + k, lo, hi))
-        ptr, links = topo.route(ts[reps], td[reps])  # the same paths at every repetition
+        R = st.repeat
+        if st.full_mesh:
+            r_src, r_dst, r_size, read, write = _mesh_step(dom, schedule, st)
+            n_r = len(r_src)
+            reads.append((base + read[0], read[1], np.full(n_r, step0), read[2], read[2] + 1))
+            writes.append((base + write[0], write[1], np.full(len(write[0]), step0), write[2], write[2] + 1))
+        else:
+            sh = StepShape(st, schedule.n_nodes, schedule.nblocks)
+            reps = np.flatnonzero(dom.inside(dom.nodes[st.src]))
+            n_r = len(reps)
+            rep_pos = np.full(st.n_transfers, -1, np.int64)
+            rep_pos[reps] = np.arange(n_r)
+            k, j, lo, hi = _sel_runs(st, reps)
+            reads.append((base + k * n_r + j, st.src[reps[j]], step0 + k, lo, hi))
+            wr = np.flatnonzero(dom.inside(dom.nodes[st.dst]))  # writes into the domain, named by their orbit
+            w_orbit = rep_pos[dom.orbit_rep(sh, wr)]
+            k, j, lo, hi = _sel_runs(st, wr)
+            writes.append((base + k * n_r + w_orbit[j], st.dst[wr[j]], step0 + k, lo, hi))
+            r_src, r_dst, r_size = st.src[reps], st.dst[reps], schedule.transfer_fraction(st)[reps]
+        ts, td = dom.nodes[r_src], dom.nodes[r_dst]
+        ptr, links = topo.route(ts, td)  # the same paths at every repetition
         hops = np.diff(ptr)
         fid = np.repeat(np.arange(n_r), hops)
         lat = np.bincount(fid, weights=topo.link_lat[links], minlength=n_r)
@@ -209,13 +255,13 @@ def quotient_flows(topo: Topology, schedule: Schedule, *, mode: str = "pipelined
         if rate is not None:  # the source's endpoint first, as with_injection puts it
             out = np.flatnonzero(hops > 0)
             fid = np.concatenate([out, fid])
-            ent = np.concatenate([len(orb) + dom.index(ts[reps[out]]), ent])
+            ent = np.concatenate([len(orb) + dom.index(ts[out]), ent])
             w = np.concatenate([np.full(len(out), H / rate), w])
             order = np.argsort(fid, kind="stable")
             fid, ent, w = fid[order], ent[order], w[order]
         n_ent = np.bincount(fid, minlength=n_r)
-        for name, v in (("src", st.src[reps]), ("dst", st.dst[reps]), ("fsrc", dom.index(ts[reps])),
-                        ("fdst", dom.index(td[reps])), ("size", schedule.transfer_fraction(st)[reps]),
+        for name, v in (("src", r_src), ("dst", r_dst), ("fsrc", dom.index(ts)),
+                        ("fdst", dom.index(td)), ("size", r_size),
                         ("lat", lat), ("n_ent", n_ent), ("ent", ent), ("w", w)):
             cols[name].append(np.tile(v, R))
         base += R * n_r
@@ -224,13 +270,22 @@ def quotient_flows(topo: Topology, schedule: Schedule, *, mode: str = "pipelined
     n = base
     cat_t = lambda i: np.concatenate([x[i] for x in reads] + [np.zeros(0, np.int64)])  # noqa: E731
     cat_w = lambda i: np.concatenate([x[i] for x in writes] + [np.zeros(0, np.int64)])  # noqa: E731
-    reader, writer = block_deps(tuple(cat_t(i) for i in range(5)), tuple(cat_w(i) for i in range(5)), schedule.nblocks)
-    dep_ptr, dep_idx = dep_csr(n, reader, writer, cat["src"], cat["dst"])
+    reader, writer, (j_ptr, j_idx) = block_deps(tuple(cat_t(i) for i in range(5)), tuple(cat_w(i) for i in range(5)),
+                                                schedule.nblocks, share_above=JOIN_ABOVE)
+    n_j = len(j_ptr) - 1
+    if n_j:  # join flows after the orbits: nothing to send, no link, their own channel each
+        writer = np.where(writer < 0, n - 1 - writer, writer)
+        reader = np.concatenate([reader, n + np.repeat(np.arange(n_j), np.diff(j_ptr))])
+        writer = np.concatenate([writer, j_idx])
+        ch = -1 - np.arange(n_j)
+        for name, v in (("src", ch), ("dst", ch), ("fsrc", 0), ("fdst", 0), ("size", 0.0), ("lat", 0.0), ("n_ent", 0)):
+            cat[name] = np.concatenate([cat[name], np.broadcast_to(v, (n_j,))])
+    dep_ptr, dep_idx = dep_csr(n + n_j, reader, writer, cat["src"], cat["dst"])
     route_ptr = np.concatenate([[0], np.cumsum(cat["n_ent"])]).astype(np.int64)
     flows = Flows(cat["fsrc"], cat["fdst"], cat["size"], dep_ptr=dep_ptr, dep_idx=dep_idx, route_ptr=route_ptr,
                   route_links=cat["ent"].astype(np.int64), latency=cat["lat"] if merged else None,
                   route_weight=cat["w"])
-    return Quotient(_quotient_topology(topo, dom, orb, rate is not None), flows, period, H)
+    return Quotient(_quotient_topology(topo, dom, orb, rate is not None), flows, period, H, n_j)
 
 
 def _quotient_topology(topo: Topology, dom: _Domain, orb: np.ndarray, endpoints: bool) -> Topology:

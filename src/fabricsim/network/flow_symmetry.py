@@ -93,8 +93,8 @@ def _eligible(topo: Topology, schedule: Schedule) -> bool:
 class _Perm:
     """A candidate pi_g: block ids to block ids, with range minimum and maximum for range-form steps."""
 
-    def __init__(self, fn, nblocks: int):
-        self.fn, self.nb, self._tab = fn, nblocks, None
+    def __init__(self, fn, nblocks: int, kind: str = ""):
+        self.fn, self.nb, self._tab, self.kind = fn, nblocks, None, kind
 
     def __call__(self, b: np.ndarray) -> np.ndarray:
         return self.fn(b)
@@ -134,7 +134,7 @@ def _candidates(schedule: Schedule, sig: np.ndarray) -> list[_Perm]:
             pi[table.ravel()] = table[sig].ravel()
             out.append(_Perm(lambda b, pi=pi: pi[b], nb))
     if nb == p * p:  # all-to-all: block i*p + j goes from rank i to rank j
-        out.append(_Perm(lambda b: sig[b // p] * p + sig[b % p], nb))
+        out.append(_Perm(lambda b: sig[b // p] * p + sig[b % p], nb, "all-to-all"))
     elif nb % p == 0:  # rank-indexed layouts without an owner table
         m = nb // p
         out.append(_Perm(lambda b: b - b % p + sig[b % p], nb))
@@ -162,6 +162,10 @@ class StepShape:
     """
 
     def __init__(self, st: Step, n_nodes: int, nblocks: int):
+        self.st, self.n, self.nb = st, n_nodes, nblocks
+        if st.full_mesh:  # every node permutation maps the mesh's channels onto themselves: nothing to key
+            self.unique, self._entries = True, None
+            return
         if st.ranges and st.repeat > 1:  # a repeated run's rotation is checked id by id
             st = st.explicit()
         self.st, self.n, self.nb = st, n_nodes, nblocks
@@ -200,6 +204,11 @@ class StepShape:
 
     def find(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
         """The transfer on each channel (src, dst); None when one is missing."""
+        if self.st.full_mesh:
+            n = self.st.n
+            if len(src) and (np.any(src == dst) or min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
+                return None
+            return self.st.index_of(src, dst)
         key = src * self.n + dst
         i = np.minimum(np.searchsorted(self.key, key), max(len(self.key) - 1, 0))
         if not len(self.key) or np.any(self.key[i] != key):
@@ -210,6 +219,8 @@ class StepShape:
 def _channels_match(sh: StepShape, sig: np.ndarray) -> np.ndarray | None:
     """The image of every transfer under the node map `sig`, if it is a transfer of the same kind."""
     st = sh.st
+    if st.full_mesh:  # channel (i, j) goes to (sig i, sig j), a channel of the mesh: the match is sig itself
+        return sig if len(sig) >= st.n and np.array_equal(np.sort(sig[: st.n]), np.arange(st.n)) else None
     match = sh.find(sig[st.src], sig[st.dst]) if sh.unique else None
     if match is None:
         return None
@@ -222,6 +233,10 @@ def _channels_match(sh: StepShape, sig: np.ndarray) -> np.ndarray | None:
 def _blocks_match(shape: StepShape, match: np.ndarray, pi: _Perm) -> bool:
     """Whether pi maps every transfer's blocks onto its image's, at every repetition."""
     st = shape.st
+    if st.full_mesh:  # (i, j) moves B(i, j); its image moves B(sig i, sig j): pi must agree on the rule's ids
+        if st.block == "pair":  # i*n + j -> sig(i)*n + sig(j) is the all-to-all candidate itself
+            return pi.kind == "all-to-all" and st.n * st.n == shape.nb
+        return bool(np.array_equal(pi(np.arange(st.n, dtype=np.int64)), match[: st.n]))
     cnt = st.blocks_per_transfer
     if st.ranges:
         nz = np.flatnonzero(cnt > 0)

@@ -1,0 +1,207 @@
+"""A full-mesh step: every node of 0..n-1 sends one block to every other node at once.
+
+The direct algorithms' steps have n(n-1) transfers: 4.3 billion on 65,536 ranks, which no list
+holds. `FullMeshStep` states the pattern instead -- the transfers are every ordered pair (i, j),
+i != j, in a fixed order, each moving one block named by a rule -- and the readers that matter at
+scale read that statement directly: the analytical model (link loads of all pairs on a torus, ring
+or mesh from per-dimension counts, `network.analytical`), the sampled verification (the moves of a
+chosen block are a row or a column of the mesh), the flow model's quotient (every translation maps
+the mesh onto itself) and the per-node byte counts. Any other reader sees the usual `Step`
+attributes (`src`, `dst`, `blocks`, ...): the listed form, built on first use, within the `blocks`
+limit (one line naming the limit beyond it). Both forms give the same answers: the listed form is
+the definition, and the tests compare every native reader with it.
+
+Block rules (`block`):
+- "dst": transfer (i, j) moves block j (a direct reduce-scatter: block j ends at rank j);
+- "src": it moves block i (a direct all-gather: rank i's block to everyone);
+- "pair": it moves block i*n + j (a direct all-to-all).
+
+Order: source-major (i, then j ascending, j != i), or destination-major with `by_dst` (j, then
+i ascending): the order of `Step.src`/`dst` in the listed form, kept so that every model sees the
+transfers in the order the direct builders always listed them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from .schedule import Step, make_step
+
+RULES = ("dst", "src", "pair")
+
+
+def ordered_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """All ordered pairs (a, b) of 0..n-1 with a != b, a-major, b ascending: n(n-1) of each.
+
+    Parameters
+    ----------
+    n : int
+        Nodes.
+
+    Returns
+    -------
+    (int64 array, int64 array)
+        a and b.
+    """
+    a = np.repeat(np.arange(n, dtype=np.int64), n - 1)
+    k = np.tile(np.arange(n - 1, dtype=np.int64), n)
+    return a, k + (k >= a)  # skip b == a
+
+
+@dataclass(frozen=True, eq=False)
+class FullMeshStep:
+    """Every ordered pair of distinct nodes 0..n-1 as one transfer of one block (module doc).
+
+    Parameters
+    ----------
+    n : int
+        Nodes taking part (schedule nodes 0..n-1), >= 2.
+    block : {"dst", "src", "pair"}
+        Which block transfer (i, j) moves: j, i, or i*n + j.
+    reduce_all : bool
+        Whether every transfer adds its block into the destination (else copies it).
+    by_dst : bool
+        List the transfers destination-major instead of source-major.
+    """
+
+    n: int
+    block: str
+    reduce_all: bool
+    by_dst: bool = False
+    _listed: list = field(default_factory=list, init=False, repr=False)  # the listed Step, once built
+
+    full_mesh: ClassVar[bool] = True
+    repeat: ClassVar[int] = 1
+    shift: ClassVar[None] = None
+    mod: ClassVar[None] = None
+    ranges: ClassVar[bool] = False
+    lane: ClassVar[None] = None
+
+    def __post_init__(self):
+        if self.block not in RULES:
+            raise ValueError(f"FullMeshStep: block must be one of {RULES}, got {self.block!r}")
+        if int(self.n) < 2:
+            raise ValueError("FullMeshStep: n must be >= 2")
+        object.__setattr__(self, "n", int(self.n))
+
+    # ---- what a native reader uses ----------------------------------------------------------
+
+    @property
+    def n_transfers(self) -> int:
+        """Transfers in the step: n(n-1)."""
+        return self.n * (self.n - 1)
+
+    n_moves = n_transfers  # one block per transfer
+
+    @property
+    def stored_entries(self) -> int:
+        """Block entries the step holds: none listed (the pattern is stated)."""
+        return 1
+
+    def blocks_of(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """The block transfer (src, dst) moves, for arrays of pairs (int64)."""
+        if self.block == "dst":
+            return np.asarray(dst, dtype=np.int64)
+        if self.block == "src":
+            return np.asarray(src, dtype=np.int64)
+        return np.asarray(src, dtype=np.int64) * self.n + dst
+
+    def index_of(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """Position of each transfer (src, dst), src != dst, in the listed order (int64)."""
+        a, b = (dst, src) if self.by_dst else (src, dst)
+        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+        return a * (self.n - 1) + b - (b > a)
+
+    def moves_of(self, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every transfer that moves one of `blocks`: (index into `blocks`, src, dst), grouped by block.
+
+        Parameters
+        ----------
+        blocks : int64 array
+            Block ids (ids outside the rule's range move nowhere).
+
+        Returns
+        -------
+        tuple of int64 arrays
+            A "dst" or "src" block b in 0..n-1 moves n-1 times (into b, or out of b); a "pair"
+            block i*n + j with i != j once.
+        """
+        blocks = np.asarray(blocks, dtype=np.int64)
+        n = self.n
+        if self.block == "pair":
+            i, j = blocks // n, blocks % n
+            ok = (blocks >= 0) & (blocks < n * n) & (i != j)
+            c = np.flatnonzero(ok)
+            return c, i[c], j[c]
+        c = np.flatnonzero((blocks >= 0) & (blocks < n))
+        col = np.repeat(c, n - 1)
+        b = blocks[col]
+        k = np.tile(np.arange(n - 1, dtype=np.int64), len(c))
+        other = k + (k >= b)
+        return (col, other, b) if self.block == "dst" else (col, b, other)
+
+    def node_transfers(self, n_nodes: int) -> np.ndarray:
+        """Transfers each schedule node sends (= receives) in the step: n-1 for nodes 0..n-1."""
+        out = np.zeros(n_nodes, dtype=np.int64)
+        out[: self.n] = self.n - 1
+        return out
+
+    # ---- the listed form: what every other reader sees ---------------------------------------
+
+    def explicit(self) -> Step:
+        """The same step with every transfer listed (a `Step`), built once, within the `blocks` limit."""
+        if not self._listed:
+            from ..limits import check_limit
+
+            check_limit("blocks", self.n_transfers,
+                        f"schedule entries (a full mesh of {self.n} ranks, listed transfer by transfer for a "
+                        "reader that cannot take it whole: a group or network without the translations of a "
+                        "torus, ring or mesh, or a full check on data)", "group size", self.n)
+            a, b = ordered_pairs(self.n)
+            src, dst = (b, a) if self.by_dst else (a, b)
+            self._listed.append(make_step(src, dst, self.blocks_of(src, dst), self.reduce_all))
+        return self._listed[0]
+
+    src = property(lambda self: self.explicit().src, doc="Source node of each transfer (listed form).")
+    dst = property(lambda self: self.explicit().dst, doc="Destination node of each transfer (listed form).")
+    reduce = property(lambda self: self.explicit().reduce, doc="Reduce flag of each transfer (listed form).")
+    ptr = property(lambda self: self.explicit().ptr, doc="CSR offsets of the blocks (listed form).")
+    blocks = property(lambda self: self.explicit().blocks, doc="Block of each transfer (listed form).")
+    blocks_per_transfer = property(lambda self: self.explicit().blocks_per_transfer,
+                                   doc="1 for every transfer (listed form).")
+    first_block = property(lambda self: self.explicit().first_block, doc="Block of each transfer (listed form).")
+
+    def entry_src(self) -> np.ndarray:
+        """Source node of every entry (listed form)."""
+        return self.explicit().entry_src()
+
+    def entry_dst(self) -> np.ndarray:
+        """Destination node of every entry (listed form)."""
+        return self.explicit().entry_dst()
+
+    def entry_reduce(self) -> np.ndarray:
+        """Reduce flag of every entry (listed form)."""
+        return self.explicit().entry_reduce()
+
+    def blocks_at(self, k: int) -> np.ndarray:
+        """Block ids at repetition k (= 0: the step does not repeat; listed form)."""
+        return self.single(k).blocks
+
+    def starts_at(self, k: int) -> np.ndarray:
+        """Not in range form (as `Step.starts_at`)."""
+        raise ValueError("FullMeshStep.starts_at: the step is not in range form (use blocks_at)")
+
+    def single(self, k: int) -> "FullMeshStep":
+        """Repetition k alone: the step itself (k = 0)."""
+        if k != 0:
+            raise ValueError("FullMeshStep.single: the step does not repeat")
+        return self
+
+    def window(self, k0: int, k1: int) -> "FullMeshStep":
+        """Repetitions k0..k1-1: the step itself (0, 1)."""
+        if (k0, k1) != (0, 1):
+            raise ValueError("Step.window out of range")
+        return self

@@ -1,0 +1,121 @@
+"""A full mesh routed on a torus, ring or mesh without listing its transfers (the analytical model).
+
+A `FullMeshStep` over every NPU sends one equal message between every ordered pair of NPUs. On a
+network whose paths are straight per dimension (`analytical.straight_dims`: dimension-order
+routing over ring, one-way ring and line dimensions, one latency and bandwidth per dimension)
+the load of a link follows from one dimension at a time. A message travels dimension d after
+dimensions 0..d-1 (its coordinates below d are its destination's, those above its source's), so
+the link leaving position x along dimension d carries, for every pair (a, b) of positions on that
+ring or line whose one-dimensional path crosses it, one message per choice of the source's
+coordinates below d and of the destination's above d: c_d(x) x p / n_d messages, c_d(x) counted
+once per dimension and direction (`line_counts`). The paths' latencies and bandwidths depend
+only on the hop count per dimension, and every combination of per-dimension hop counts but all
+zeros occurs, so those combinations are the rows the models need: the largest latency (the
+congestion-aware model) and the distinct (latency, bytes / bandwidth) pairs (the unaware model).
+
+Exactly the numbers of listing the n(n-1) transfers (`analytical._route_straight`): link loads
+are the same sequential sums of one message size (tabulated once), latencies the same
+sequential sums of link latencies (`analytical._path_lat_bw`). tests/test_full_mesh.py compares
+the two on small networks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..collectives.schedule import Schedule
+from ..topology.graph import Topology
+from .analytical import RoutedStep, _path_lat_bw, straight_dims
+
+
+def line_counts(kind: str, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ordered pairs of distinct positions of one ring or line whose path leaves position x, per x.
+
+    Parameters
+    ----------
+    kind : {"ring", "uniring", "line"}
+        The dimension: a ring routed the short way (a half-way tie going +), a one-way ring (+),
+        or a line.
+    size : int
+        Positions.
+
+    Returns
+    -------
+    (int64 array [size], int64 array [size])
+        Pairs whose path leaves x in the + direction, and in the - direction.
+    """
+    x = np.arange(size, dtype=np.int64)
+    if kind == "line":
+        return (x + 1) * (size - 1 - x), x * (size - x)
+    f = np.arange(1, size, dtype=np.int64)  # forward distance; on a ring every x sees each once per hop
+    plus = f <= size - f if kind == "ring" else np.ones(len(f), bool)
+    return (np.full(size, int(f[plus].sum()), np.int64),
+            np.full(size, int((size - f[~plus]).sum()), np.int64))
+
+
+def _hop_rows(kinds, dims) -> np.ndarray:
+    """Every combination of per-dimension hop counts but all zeros: one row per path shape."""
+    tops = [size // 2 if kind == "ring" else size - 1 for kind, size in zip(kinds, dims)]
+    grids = np.meshgrid(*[np.arange(t + 1, dtype=np.int64) for t in tops], indexing="ij")
+    rows = np.stack([g.reshape(-1) for g in grids], axis=1)
+    return rows[rows.any(axis=1)]
+
+
+def route_full_mesh(topo: Topology, schedule: Schedule, step) -> RoutedStep | None:
+    """Route a full-mesh step of every NPU from per-dimension counts (module doc), or None.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    schedule : Schedule
+        The schedule the step belongs to, placed.
+    step : FullMeshStep
+        Its full mesh.
+
+    Returns
+    -------
+    RoutedStep or None
+        Rows = distinct path shapes (frac, latency s, bandwidth bytes/s each), link loads and the
+        bytes each NPU sends; None where the mesh is not over every NPU of a network with straight
+        paths (the caller routes the listed transfers).
+    """
+    n = topo.n_npus
+    if step.n != n or schedule.p != n:
+        return None
+    nodes = schedule.topology_nodes()[:n]
+    if not np.array_equal(np.sort(nodes), np.arange(n)):
+        return None
+    if step.reduce_all and topo.reduce_link is not None and (topo.reduce_link[:n] >= 0).any():
+        return None
+    per_dim = straight_dims(topo)
+    if per_dim is None:
+        return None
+    lat_d, bw_d = per_dim
+    router, dims = topo.router, tuple(int(d) for d in topo.dims)
+    one = float(schedule.block_frac)  # one block per transfer: every message the same size
+    coords = topo.coords(np.arange(n))
+    count = np.zeros(topo.n_links)  # messages crossing each link (exact integers in float64)
+    for d, kind in enumerate(router.kinds):
+        if dims[d] < 2:
+            continue
+        for direction, c in enumerate(line_counts(kind, dims[d])):
+            per_node = c[coords[:, d]] * (n // dims[d])
+            links = router.step_link[:, d, direction]
+            hit = per_node > 0
+            if (links[hit] < 0).any():
+                raise ValueError("routing used a link that does not exist")
+            np.add.at(count, links[hit], per_node[hit])
+    k = count.astype(np.int64)
+    # k messages of size `one` added one by one from 0, as listing them adds them
+    table = np.concatenate([[0.0], np.cumsum(np.full(int(k.max(initial=0)), one))])
+    link_frac = table[k]
+    lat, bw = _path_lat_bw(_hop_rows(router.kinds, dims), lat_d, bw_d)
+    sent = np.full(n, np.cumsum(np.full(n - 1, one))[-1])  # n - 1 messages from every NPU, summed in order
+
+    def listed_incidence():
+        raise ValueError("a full mesh routed by its counts has no per-transfer incidence; list the step "
+                         "(FullMeshStep.explicit) and route that")
+
+    return RoutedStep(step.repeat, listed_incidence, np.full(len(lat), one), lat, bw, np.zeros(len(lat), np.int64),
+                      link_frac=link_frac, used_links=lambda: np.flatnonzero(link_frac > 0), sent=sent)
