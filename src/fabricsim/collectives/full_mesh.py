@@ -33,21 +33,24 @@ from .schedule import Step, make_step
 RULES = ("dst", "src", "pair")
 
 
-def ordered_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """All ordered pairs (a, b) of 0..n-1 with a != b, a-major, b ascending: n(n-1) of each.
+def ordered_pairs(n: int, firsts=None) -> tuple[np.ndarray, np.ndarray]:
+    """Ordered pairs (a, b) of 0..n-1 with a != b, a-major, b ascending: n - 1 per a.
 
     Parameters
     ----------
     n : int
         Nodes.
+    firsts : int array, optional
+        The values of a, in this order (default: 0..n-1, every pair).
 
     Returns
     -------
     (int64 array, int64 array)
-        a and b.
+        a and b, (n - 1) x len(firsts) of each.
     """
-    a = np.repeat(np.arange(n, dtype=np.int64), n - 1)
-    k = np.tile(np.arange(n - 1, dtype=np.int64), n)
+    firsts = np.arange(n, dtype=np.int64) if firsts is None else np.asarray(firsts, dtype=np.int64)
+    a = np.repeat(firsts, n - 1)
+    k = np.tile(np.arange(n - 1, dtype=np.int64), len(firsts))
     return a, k + (k >= a)  # skip b == a
 
 
@@ -137,17 +140,9 @@ class FullMeshStep:
             c = np.flatnonzero(ok)
             return c, i[c], j[c]
         c = np.flatnonzero((blocks >= 0) & (blocks < n))
+        b, other = ordered_pairs(n, blocks[c])
         col = np.repeat(c, n - 1)
-        b = blocks[col]
-        k = np.tile(np.arange(n - 1, dtype=np.int64), len(c))
-        other = k + (k >= b)
         return (col, other, b) if self.block == "dst" else (col, b, other)
-
-    def node_transfers(self, n_nodes: int) -> np.ndarray:
-        """Transfers each schedule node sends (= receives) in the step: n-1 for nodes 0..n-1."""
-        out = np.zeros(n_nodes, dtype=np.int64)
-        out[: self.n] = self.n - 1
-        return out
 
     # ---- the listed form: what every other reader sees ---------------------------------------
 

@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import ConfigError
 from ._common import all_but_own_runs, require_collective, require_group, require_root
 from .algorithm import Algorithm, Option, lockstep_option
+from .full_mesh import ordered_pairs
 from .schedule import Schedule, Step, make_range_step, make_step, merge_steps
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce")
@@ -59,9 +60,7 @@ def _piece(collective: str, p: int, root: int, q: int) -> tuple[tuple, tuple]:
 
 def _others(p: int) -> np.ndarray:
     """Row i: 0..p-1 without i (vectorized)."""
-    k = np.arange(p - 1, dtype=np.int64)[None, :]
-    i = np.arange(p, dtype=np.int64)[:, None]
-    return k + (k >= i)
+    return ordered_pairs(p)[1].reshape(p, p - 1)
 
 
 def in_network(collective: str, p: int, *, lockstep: bool = False, chunks: int = 1, root: int = 0) -> Schedule:

@@ -310,9 +310,7 @@ def _route_straight(topo: Topology, src: np.ndarray, dst: np.ndarray, reduce, fr
         link_frac = np.ldexp(load, unit)
     else:
         k = count[used].astype(np.int64)
-        # table[k]: k transfers of size `one` added one by one from 0, as the sparse product adds
-        # them; np.cumsum (add.accumulate) is strictly sequential, unlike np.sum's pairwise sum
-        table = np.concatenate([[0.0], np.cumsum(np.full(int(k.max(initial=0)), one))])
+        table = equal_sums(one, int(k.max(initial=0)))
         link_frac = np.zeros(topo.n_links)
         link_frac[used] = table[k]
     lat, bw = _path_lat_bw(hops_all, lat_d, bw_d)
@@ -355,6 +353,25 @@ def straight_dims(topo: Topology) -> tuple[list[float], list[float]] | None:
         lat_d.append(float(lat[0]) if len(ids) else 0.0)
         bw_d.append(float(bw[0]) if len(ids) else np.inf)
     return lat_d, bw_d
+
+
+def equal_sums(x: float, most: int) -> np.ndarray:
+    """Sums of k equal terms x added one by one from 0, as the sparse product and `np.add.at` add them.
+
+    Parameters
+    ----------
+    x : float
+        The term.
+    most : int
+        The largest k needed.
+
+    Returns
+    -------
+    float array [most + 1]
+        Entry k: x + x + ... (k terms), left to right (np.cumsum is strictly sequential, unlike
+        np.sum's pairwise sum).
+    """
+    return np.concatenate([[0.0], np.cumsum(np.full(most, x))])
 
 
 def _exact_link_sums(frac: np.ndarray):

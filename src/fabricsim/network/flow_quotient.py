@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..collectives.full_mesh import ordered_pairs
 from ..collectives.schedule import Schedule, Step, rotate
 from ..topology.graph import Topology
 from .dataflow import block_deps, dep_csr, entry_runs, sorted_unique, span_indices
@@ -131,17 +132,12 @@ def _mesh_step(dom: _Domain, schedule: Schedule, st):
         (rep sources, rep destinations (schedule nodes), rep sizes per byte of collective size,
         reads (rep index, source node, block), writes (rep index of the orbit, destination node, block)).
     """
-    n = st.n
-    inside = np.flatnonzero(dom.inside(dom.nodes[:n]))  # ranks whose node is in the domain
-    k = np.tile(np.arange(n - 1, dtype=np.int64), len(inside))
-    i = np.repeat(inside, n - 1)
-    j = k + (k >= i)
-    order = np.argsort(st.index_of(i, j), kind="stable")
-    i, j = i[order], j[order]
+    inside = np.flatnonzero(dom.inside(dom.nodes[: st.n]))  # ranks whose node is in the domain
+    c, a = ordered_pairs(st.n, inside)  # (c in the domain, every other rank a)
+    order = np.argsort(st.index_of(c, a), kind="stable")  # reps: c sends to a, in the listed order
+    i, j = c[order], a[order]
     rep_key = st.index_of(i, j)  # ascending
-    c = i  # writes into the domain: every other rank a sends to each c in it
-    a = j
-    order = np.argsort(st.index_of(a, c), kind="stable")
+    order = np.argsort(st.index_of(a, c), kind="stable")  # writes into the domain: a sends to c
     a, c = a[order], c[order]
     off = -dom.offset(dom.nodes[a])  # the translation that brings the source into the domain
     a2, c2 = dom.pos[dom.grid.shift(dom.nodes[a], off)], dom.pos[dom.grid.shift(dom.nodes[c], off)]

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..collectives.schedule import Schedule
 from ..topology.graph import Topology
-from .analytical import RoutedStep, _path_lat_bw, straight_dims
+from .analytical import RoutedStep, _path_lat_bw, equal_sums, straight_dims
 
 
 def line_counts(kind: str, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -107,11 +107,10 @@ def route_full_mesh(topo: Topology, schedule: Schedule, step) -> RoutedStep | No
                 raise ValueError("routing used a link that does not exist")
             np.add.at(count, links[hit], per_node[hit])
     k = count.astype(np.int64)
-    # k messages of size `one` added one by one from 0, as listing them adds them
-    table = np.concatenate([[0.0], np.cumsum(np.full(int(k.max(initial=0)), one))])
+    table = equal_sums(one, max(int(k.max(initial=0)), n - 1))  # k messages added one by one, as listed
     link_frac = table[k]
     lat, bw = _path_lat_bw(_hop_rows(router.kinds, dims), lat_d, bw_d)
-    sent = np.full(n, np.cumsum(np.full(n - 1, one))[-1])  # n - 1 messages from every NPU, summed in order
+    sent = np.full(n, table[n - 1])  # n - 1 messages from every NPU
 
     def listed_incidence():
         raise ValueError("a full mesh routed by its counts has no per-transfer incidence; list the step "
