@@ -43,7 +43,7 @@ CASES = [
     ("hamiltonian_rings", TORUS, 300.0, None, True),
     ("circulant_rings", TORUS, 300.0, None, True),
     ("nccl_ring", DGX, 300.0, None, True),
-    ("nccl_tree", DGX, None, None, False),  # every (edge, piece) listed: refused by the blocks limit
+    ("nccl_tree", DGX, None, None, False),  # every (edge, piece) listed: refused by the blocks limit (now composed steps)
     ("swing", "torus:64x64", 14.6, 184, False),
     ("swing", "torus:128x128", 63.81, 540, False),
     ("swing", "ring:4096", 26.73, 997, False),

@@ -28,7 +28,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .schedule import Step, make_step
+from .schedule import ListedView, Step, make_step
 
 RULES = ("dst", "src", "pair")
 
@@ -55,7 +55,7 @@ def ordered_pairs(n: int, firsts=None) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True, eq=False)
-class FullMeshStep:
+class FullMeshStep(ListedView):
     """Every ordered pair of distinct nodes 0..n-1 as one transfer of one block (module doc).
 
     Parameters
@@ -77,6 +77,7 @@ class FullMeshStep:
     _listed: list = field(default_factory=list, init=False, repr=False)  # the listed Step, once built
 
     full_mesh: ClassVar[bool] = True
+    composed: ClassVar[bool] = False
     repeat: ClassVar[int] = 1
     shift: ClassVar[None] = None
     mod: ClassVar[None] = None
@@ -160,34 +161,9 @@ class FullMeshStep:
             self._listed.append(make_step(src, dst, self.blocks_of(src, dst), self.reduce_all))
         return self._listed[0]
 
-    src = property(lambda self: self.explicit().src, doc="Source node of each transfer (listed form).")
-    dst = property(lambda self: self.explicit().dst, doc="Destination node of each transfer (listed form).")
-    reduce = property(lambda self: self.explicit().reduce, doc="Reduce flag of each transfer (listed form).")
-    ptr = property(lambda self: self.explicit().ptr, doc="CSR offsets of the blocks (listed form).")
-    blocks = property(lambda self: self.explicit().blocks, doc="Block of each transfer (listed form).")
-    blocks_per_transfer = property(lambda self: self.explicit().blocks_per_transfer,
-                                   doc="1 for every transfer (listed form).")
-    first_block = property(lambda self: self.explicit().first_block, doc="Block of each transfer (listed form).")
-
-    def entry_src(self) -> np.ndarray:
-        """Source node of every entry (listed form)."""
-        return self.explicit().entry_src()
-
-    def entry_dst(self) -> np.ndarray:
-        """Destination node of every entry (listed form)."""
-        return self.explicit().entry_dst()
-
-    def entry_reduce(self) -> np.ndarray:
-        """Reduce flag of every entry (listed form)."""
-        return self.explicit().entry_reduce()
-
     def blocks_at(self, k: int) -> np.ndarray:
         """Block ids at repetition k (= 0: the step does not repeat; listed form)."""
         return self.single(k).blocks
-
-    def starts_at(self, k: int) -> np.ndarray:
-        """Not in range form (as `Step.starts_at`)."""
-        raise ValueError("FullMeshStep.starts_at: the step is not in range form (use blocks_at)")
 
     def single(self, k: int) -> "FullMeshStep":
         """Repetition k alone: the step itself (k = 0)."""

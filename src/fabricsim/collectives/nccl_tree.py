@@ -22,8 +22,12 @@ Schedule: each channel's buffer share is split into `chunks` pipelined pieces: c
 blocks [k*chunks, (k+1)*chunks). As in `double_binary_tree`, in lock-step step t a non-root
 rank of height h (leaves 0) sends piece t-h up to its parent (reduce), and a rank at depth d
 copies piece t-H-d to its children, H = G - 1 + the node tree's height being the height of every
-channel's tree. All channels run in the same steps: 2H + chunks - 1 steps; the steady middle of
-the pipeline, where every edge is busy, is one repeated `Step`.
+channel's tree. All channels run in the same steps: 2H + chunks - 1 steps. The edges of one child height (going
+up) or one parent depth (going down) form one repeated `Step` (piece k at repetition k), and each
+lock-step step is a `ComposedStep` of the ones it runs (`collectives/composed.py`): every (edge,
+piece) is stored once per direction, not once per step (2 x 16 x 65,535 entries on 65,536 GPUs
+instead of 134 M); the steady middle of the pipeline, where every edge is busy, is one composed
+step repeated.
 """
 
 from __future__ import annotations
@@ -33,9 +37,10 @@ import numpy as np
 from ..errors import ConfigError
 from ._common import channel_count, cluster_group_reason, cluster_layout, require_collective, require_group
 from .algorithm import Algorithm, Option
+from .composed import compose_pipeline
 from .double_binary_tree import _compress, _depth_height, in_order_tree, second_tree_map
 from .nccl_ring import CLUSTER_OPTIONS
-from .schedule import Schedule
+from .schedule import Schedule, make_step
 
 TREE_CHUNKS = 64
 """Default pipeline pieces per channel: NCCL streams a large buffer through the tree in many small
@@ -43,6 +48,31 @@ chunks; in lock-step the pipeline's fill and drain cost (2H - 1) of the 2H + chu
 a quarter at H = 12 (8 GPUs, 32 nodes), against 3/4 with 8 pieces."""
 
 COLLECTIVES = ("all-reduce",)
+
+COMPOSE_ABOVE = 128
+"""Edges per class (child height up, parent depth down), on average over the 2H classes at most,
+from which the steps are stored as the classes they run (`ComposedStep`) instead of listed
+(`stored_form`): a class costs a few microseconds of Python per step that names it, a listed entry
+about 40 ns and 40 bytes. A DGX cluster's tree has about 40 classes of 50,000 edges (composed);
+one node's chain of 16,384 GPUs 32,766 classes of one edge per channel (listed)."""
+
+
+def stored_form(channels: int, p: int, gpus_per_node: int) -> str:
+    """How `nccl_tree` stores its steps by default (the `blocks` estimate asks the same).
+
+    Parameters
+    ----------
+    channels, p, gpus_per_node : int
+        Trees, ranks and GPUs per node G (a divisor of p).
+
+    Returns
+    -------
+    str
+        "composed" when the channels x (p - 1) edges average at least `COMPOSE_ABOVE` per class
+        of the 2H at most (H = G - 1 + floor(log2(p / G)), the trees' height), else "listed".
+    """
+    height = gpus_per_node - 1 + (p // gpus_per_node).bit_length() - 1
+    return "composed" if channels * (p - 1) >= COMPOSE_ABOVE * max(height, 1) else "listed"
 
 
 def head_gpu(k: int, gpus_per_node: int, nics_per_node: int) -> int:
@@ -149,6 +179,42 @@ def channel_tree(k: int, p: int, gpus_per_node: int, nics_per_node: int, trees) 
     return parent, depth, height
 
 
+def _composed_steps(e_child, e_parent, e_base, e_h, e_pd, up, down, H, chunks, nblocks) -> list:
+    """One part per class, piece k at its repetition k; step t runs up class h at t - h, down
+    class d at t - H - d (module doc)."""
+    rot = {"repeat": chunks, "shift": 1, "mod": nblocks} if chunks > 1 else {}  # ids never wrap: base + k < nblocks
+    parts, offsets = [], []
+    for order, key, is_up in ((up, e_h, True), (down, e_pd, False)):
+        k = key[order]
+        cut = np.flatnonzero(np.diff(k)) + 1
+        for idx in np.split(order, cut):
+            ends = (e_child[idx], e_parent[idx]) if is_up else (e_parent[idx], e_child[idx])
+            offsets.append(int(key[idx[0]]) + (0 if is_up else H))
+            parts.append(make_step(*ends, e_base[idx], is_up, **rot))
+    return compose_pipeline(parts, offsets)
+
+
+def _listed_steps(e_child, e_parent, e_base, e_h, e_pd, H, chunks, nblocks) -> list:
+    """Every (edge, piece) listed, in the composed form's order (per step: up before down, by
+    class, by edge); runs of steps whose ids grow by one merged into repeated steps."""
+    E = len(e_child)
+    piece = np.arange(chunks, dtype=np.int64)
+    edge = np.tile(np.repeat(np.arange(E, dtype=np.int64), chunks), 2)
+    pc = np.tile(piece, 2 * E)
+    down = np.repeat(np.array([False, True]), E * chunks)
+    cls = np.where(down, e_pd[edge], e_h[edge])
+    t = np.where(down, H + cls, cls) + pc
+    order = np.lexsort((edge, cls, down, t))
+    t, edge, pc, down = t[order], edge[order], pc[order], down[order]
+    src = np.where(down, e_parent[edge], e_child[edge])
+    dst = np.where(down, e_child[edge], e_parent[edge])
+    blk = e_base[edge] + pc
+    cut = np.flatnonzero(np.diff(t)) + 1
+    raw = [(s, d, b, ~dn) for s, d, b, dn in zip(np.split(src, cut), np.split(dst, cut), np.split(blk, cut),
+                                                 np.split(down, cut))]
+    return _compress(raw, nblocks)
+
+
 def nccl_tree(
     collective: str,
     p: int,
@@ -158,6 +224,7 @@ def nccl_tree(
     gpus_per_node: int | None = None,
     nics_per_node: int | None = None,
     root: int = 0,
+    form: str = "auto",
 ) -> Schedule:
     """Multi-channel tree all-reduce: chains inside the nodes, a double binary tree between them.
 
@@ -178,6 +245,9 @@ def nccl_tree(
         NICs per node N, a divisor of G (default 1).
     root : int
         Accepted for a uniform signature and ignored.
+    form : {"auto", "composed", "listed"}
+        How the steps are stored (the same transfers in the same order either way): composed
+        steps over the edge classes, or every (edge, piece) listed; auto: `stored_form`.
 
     Returns
     -------
@@ -207,27 +277,22 @@ def nccl_tree(
         base.append(np.full(len(v), k * chunks, dtype=np.int64))
     e_child, e_parent, e_h, e_pd, e_base = (np.concatenate(a) for a in (child, par, h_up, d_par, base))
     H = G - 1 + int(trees[0][2].max())
-    E = len(e_child)
 
-    # every (edge, piece) once up at step h + piece and once down at step H + depth(parent) + piece
-    piece = np.arange(chunks, dtype=np.int64)
-    edge = np.tile(np.repeat(np.arange(E, dtype=np.int64), chunks), 2)
-    pc = np.tile(piece, 2 * E)
-    down = np.repeat(np.array([False, True]), E * chunks)
-    t = np.where(down, H + e_pd[edge], e_h[edge]) + pc
-    order = np.lexsort((edge, down, t))
-    t, edge, pc, down = t[order], edge[order], pc[order], down[order]
-    src = np.where(down, e_parent[edge], e_child[edge])
-    dst = np.where(down, e_child[edge], e_parent[edge])
-    blk = e_base[edge] + pc
-    cut = np.flatnonzero(np.diff(t)) + 1
-    raw = [(s, d, b, ~dn) for s, d, b, dn in zip(np.split(src, cut), np.split(dst, cut), np.split(blk, cut),
-                                                 np.split(down, cut))]
-    steps = _compress(raw, c * chunks)
+    nblocks = c * chunks
+    up = np.argsort(e_h, kind="stable")  # the parts: edges of one child height up, of one parent depth down
+    down = np.argsort(e_pd, kind="stable")
+    if form == "auto":
+        form = stored_form(c, p, G)
+    if form == "composed":
+        steps = _composed_steps(e_child, e_parent, e_base, e_h, e_pd, up, down, H, chunks, nblocks)
+    elif form == "listed":
+        steps = _listed_steps(e_child, e_parent, e_base, e_h, e_pd, H, chunks, nblocks)
+    else:
+        raise ConfigError("form", form, "accepted: auto, composed, listed")
     meta = {"channels": c, "chunks": chunks, "gpus_per_node": G, "nics_per_node": N, "nodes": nodes,
             "heads": tuple(head_gpu(k, G, N) for k in range(c)),
             "trees": tuple(tree_of_channel(k, N) for k in range(c)), "tree_height": H}
-    return Schedule(collective, "nccl_tree", p, c * chunks, tuple(steps), meta=meta)
+    return Schedule(collective, "nccl_tree", p, nblocks, tuple(steps), meta=meta)
 
 
 ALGORITHM = Algorithm(

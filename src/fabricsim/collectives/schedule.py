@@ -112,6 +112,7 @@ class Step:
     ranges: bool = False  # range form: blocks[t] is the first id of transfer t's contiguous run
     lane: tuple[int, int] | None = None  # (block, lane): see module doc, "lanes"
     full_mesh: ClassVar[bool] = False  # a `full_mesh.FullMeshStep` states its transfers instead of listing them
+    composed: ClassVar[bool] = False  # a `composed.ComposedStep` runs repetitions of other steps side by side
 
     def __post_init__(self):
         for name in ("src", "dst", "ptr", "blocks", "shift", "mod"):
@@ -266,6 +267,41 @@ class Step:
         if self.ranges:
             return Step(self.src, self.dst, self.reduce, self.ptr, self.starts_at(k), ranges=True)
         return Step(self.src, self.dst, self.reduce, self.ptr, self.blocks_at(k))
+
+
+class ListedView:
+    """The `Step` attributes of a stated step (`FullMeshStep`, `ComposedStep`), read from its listed
+    form: a subclass defines `explicit()`, which builds that `Step` once; every reader that does
+    not take the stated form whole sees these."""
+
+    def explicit(self) -> Step:  # pragma: no cover - defined by each stated step
+        """The same step with every transfer listed."""
+        raise NotImplementedError
+
+    src = property(lambda self: self.explicit().src, doc="Source node of each transfer (listed form).")
+    dst = property(lambda self: self.explicit().dst, doc="Destination node of each transfer (listed form).")
+    reduce = property(lambda self: self.explicit().reduce, doc="Reduce flag of each transfer (listed form).")
+    ptr = property(lambda self: self.explicit().ptr, doc="CSR offsets of the blocks (listed form).")
+    blocks = property(lambda self: self.explicit().blocks, doc="Block ids at repetition 0 (listed form).")
+    blocks_per_transfer = property(lambda self: self.explicit().blocks_per_transfer,
+                                   doc="Blocks each transfer moves (listed form).")
+    first_block = property(lambda self: self.explicit().first_block, doc="First block of each transfer (listed form).")
+
+    def entry_src(self) -> np.ndarray:
+        """Source node of every entry (listed form)."""
+        return self.explicit().entry_src()
+
+    def entry_dst(self) -> np.ndarray:
+        """Destination node of every entry (listed form)."""
+        return self.explicit().entry_dst()
+
+    def entry_reduce(self) -> np.ndarray:
+        """Reduce flag of every entry (listed form)."""
+        return self.explicit().entry_reduce()
+
+    def starts_at(self, k: int) -> np.ndarray:
+        """Not in range form (as `Step.starts_at`)."""
+        raise ValueError(f"{type(self).__name__}.starts_at: the step is not in range form (use blocks_at)")
 
 
 def make_range_step(src, dst, start, count, reduce) -> Step:
@@ -448,6 +484,20 @@ class Schedule:
         """Transfers over all steps, repetitions included."""
         return sum(s.n_transfers * s.repeat for s in self.steps)
 
+    @property
+    def stored_entries(self) -> int:
+        """Block entries the steps hold in memory (`Step.stored_entries`), a part shared by several
+        composed steps counted once: what the `blocks` limit bounds."""
+        seen: dict[int, int] = {}
+        total = 0
+        for st in self.steps:
+            if st.composed:
+                for part in st.parts:
+                    seen[id(part)] = part.stored_entries
+            else:
+                total += st.stored_entries
+        return total + sum(seen.values())
+
     def transfer_fraction(self, step: Step) -> np.ndarray:
         """Bytes of each transfer of `step`, as a fraction of the collective's size.
 
@@ -499,7 +549,7 @@ class Schedule:
         Parameters
         ----------
         step : Step
-            One of this schedule's steps (a `FullMeshStep` is summed without listing it).
+            One of this schedule's steps (a `FullMeshStep` or a `ComposedStep` is summed without listing it).
         side : {"src", "dst"}
             Add at each transfer's source or destination.
         *factors : float
@@ -515,6 +565,10 @@ class Schedule:
             `out`, with the transfers added one by one in transfer order (the same floats whichever
             form the step is in).
         """
+        if step.composed:  # the parts in listing order: the same additions as the listed form
+            for part in step.parts:
+                self.node_sum(part, side, *factors, out=out, reduce_only=reduce_only)
+            return out
         if step.full_mesh:  # n - 1 equal transfers at each of nodes 0..n-1, added in order
             if step.n > 1 and (step.reduce_all or not reduce_only):
                 x = 1 * self.block_frac  # one block per transfer

@@ -128,12 +128,17 @@ def _nccl_ring(c: str, p: int, o: dict) -> float:
 
 
 def _nccl_tree(c: str, p: int, o: dict) -> float:
-    """Every (edge, piece) is listed once up and once down, except in the steady middle of the
-    pipeline, which is one step: at most min(chunks, 4H + 2) listings of the channels x (p-1) edges
-    each way, H = G - 1 + the node tree's height."""
+    """Composed (`nccl_tree.stored_form`): every tree edge once up and once down, 2 x channels x
+    (p - 1) entries. Listed: every (edge, piece) once up and once down, except in the steady middle
+    of the pipeline, which is one step: at most min(chunks, 4H + 2) listings of the channels x (p-1)
+    edges each way, H = G - 1 + the node tree's height."""
+    from .nccl_tree import stored_form  # lazy: numpy, only when sizing this algorithm
+
     channels = int(o.get("channels") or max(2, 2 * int(o.get("nics_per_node") or 1)))
-    chunks = int(o.get("chunks") or 64)
     gpus = int(o.get("gpus_per_node") or p)
+    if p % gpus == 0 and stored_form(channels, p, gpus) == "composed":
+        return 2.0 * channels * p
+    chunks = int(o.get("chunks") or 64)
     height = gpus - 1 + (_log2(p // gpus) if p >= 2 * gpus else 0)
     return 2.0 * channels * p * min(chunks, 4 * height + 2)
 

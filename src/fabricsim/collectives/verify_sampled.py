@@ -216,12 +216,84 @@ def _step_events(st: Step, reps: int, sample: np.ndarray):
     return k, tr, e, np.searchsorted(sample, ids)
 
 
+def _bad_rep(st: Step, nblocks: int) -> int | None:
+    """The first repetition at which a block id of the step leaves 0..nblocks-1 (None: never),
+    range form included (a run's first and last ids rotate as one)."""
+    if not st.ranges:
+        return _first_bad_rep(st, nblocks)
+    if len(st.blocks) and (st.blocks.min() < 0 or (st.blocks + st.blocks_per_transfer).max() > nblocks):
+        return 0
+    if st.repeat > 1 and st.shift is not None:
+        nz = np.flatnonzero(st.blocks_per_transfer > 0)
+        ends = Step(st.src[nz], st.dst[nz], st.reduce[nz], np.arange(len(nz) + 1),
+                    st.blocks[nz] + st.blocks_per_transfer[nz] - 1, repeat=st.repeat,
+                    shift=st.shift[nz], mod=st.mod[nz])
+        return _first_bad_rep(ends, nblocks)
+    return None
+
+
+def _structure_error(st: Step, n: int, t0: int) -> tuple[int, str] | None:
+    """A transfer naming a node outside 0..n-1, or sending to itself, in a step run at t0."""
+    if len(st.src) and (st.src.min() < 0 or st.dst.min() < 0 or max(st.src.max(), st.dst.max()) >= n):
+        return (t0, f"step {t0}: transfer names a node outside 0..{n - 1}")
+    if np.any(st.src == st.dst):
+        tt = int(np.flatnonzero(st.src == st.dst)[0])
+        return (t0, f"step {t0}: node {st.src[tt]} sends to itself")
+    return None
+
+
+def _composed_events(s: Schedule, st, t0: int, sample: np.ndarray, seen: dict):
+    """The events of a `ComposedStep` run from t0, and its first structural error: each part's
+    events over all its repetitions are found once (`seen`, shared by the composed steps) and cut
+    to the repetitions this step runs; entry positions count from the part's place in the listed
+    form, so errors rank as in it."""
+    events, err = [], None
+    _, e_off = st.offsets()
+    r = st.repeat
+    for i, (part, f) in enumerate(zip(st.parts, st.first)):
+        hit = seen.get(id(part))
+        if hit is None or hit[0] is not part:
+            bad = _bad_rep(part, s.nblocks)
+            k, tr, pos, col = _step_events(part, part.repeat if bad is None else bad, sample)
+            order = np.argsort(k, kind="stable")
+            hit = seen[id(part)] = (part, bad, k[order], tr[order], pos[order], col[order])
+        _, bad, k, tr, pos, col = hit
+        part_err = _structure_error(part, s.n_nodes, t0)
+        if part_err is not None:
+            err = min(err or part_err, part_err)
+            continue
+        if bad is not None and bad < f + r:  # a block id leaves the range in the run: this window, exactly
+            w = part.window(f, f + r)
+            kb = _bad_rep(w, s.nblocks)
+            if kb is not None:
+                e = (t0 + kb, f"step {t0 + kb}: block id outside 0..{s.nblocks - 1}")
+                err = min(err or e, e)
+            if kb != 0:
+                wk, wtr, wpos, wcol = _step_events(w, r if kb is None else kb, sample)
+                events.append((t0 + wk, part.src[wtr], part.dst[wtr], part.reduce[wtr], wcol, wpos + e_off[i]))
+            continue
+        lo, hi = np.searchsorted(k, f), np.searchsorted(k, f + r)
+        j = tr[lo:hi]
+        events.append((t0 + k[lo:hi] - f, part.src[j], part.dst[j], part.reduce[j], col[lo:hi], pos[lo:hi] + e_off[i]))
+    if err is not None:  # the step-by-step run stops at the error: nothing from its step on
+        events = [tuple(a[ev[0] < err[0]] for a in ev) for ev in events]
+    return events, err
+
+
 def _collect(s: Schedule, sample: np.ndarray):
     """Events of all steps in run order, and the first structural error (step, message) if any."""
     n = s.n_nodes
     parts = []
+    seen: dict = {}  # parts of composed steps: their events, found once
     t0 = 0
     for st in s.steps:
+        if st.composed:
+            events, err = _composed_events(s, st, t0, sample, seen)
+            parts.extend(events)
+            if err is not None:
+                return parts, err
+            t0 += st.repeat
+            continue
         if st.full_mesh:  # the moves of a chosen block: a row or a column of the mesh, never the mesh
             top = st.n * st.n - 1 if st.block == "pair" else st.n
             if st.n > n:
@@ -233,25 +305,10 @@ def _collect(s: Schedule, sample: np.ndarray):
                           st.index_of(src, dst)))
             t0 += 1
             continue
-        err = None
-        if len(st.src) and (st.src.min() < 0 or st.dst.min() < 0 or max(st.src.max(), st.dst.max()) >= n):
-            err = (t0, f"step {t0}: transfer names a node outside 0..{n - 1}")
-        elif np.any(st.src == st.dst):
-            tt = int(np.flatnonzero(st.src == st.dst)[0])
-            err = (t0, f"step {t0}: node {st.src[tt]} sends to itself")
+        err = _structure_error(st, n, t0)
         reps = st.repeat
         if err is None:
-            if st.ranges:
-                bad = len(st.blocks) and (st.blocks.min() < 0 or (st.blocks + st.blocks_per_transfer).max() > s.nblocks)
-                k_bad = 0 if bad else None
-                if k_bad is None and st.repeat > 1 and st.shift is not None:  # a run's last id rotates as one
-                    nz = np.flatnonzero(st.blocks_per_transfer > 0)
-                    ends = Step(st.src[nz], st.dst[nz], st.reduce[nz], np.arange(len(nz) + 1),
-                                st.blocks[nz] + st.blocks_per_transfer[nz] - 1, repeat=st.repeat,
-                                shift=st.shift[nz], mod=st.mod[nz])
-                    k_bad = _first_bad_rep(ends, s.nblocks)
-            else:
-                k_bad = _first_bad_rep(st, s.nblocks)
+            k_bad = _bad_rep(st, s.nblocks)
             if k_bad is not None:
                 err = (t0 + k_bad, f"step {t0 + k_bad}: block id outside 0..{s.nblocks - 1}")
                 reps = k_bad

@@ -89,10 +89,11 @@ class RoutedStep:
         Links that at least one transfer crosses (rows of `incidence` with an entry), ascending;
         or a function of no arguments that gives them on each access (not kept: it is cheap, and
         32 steps of a 65,536-NPU torus would otherwise hold 64 MB of them).
-    sent : float array [NPUs], optional
+    sent : float array [NPUs] or callable, optional
         Bytes each topology NPU sends per byte of collective size, when the rows are not one per
-        transfer (a full mesh's rows are its distinct paths: `full_mesh_route`); default: summed
-        from `src_npu` and `frac`.
+        transfer (a full mesh's rows are its distinct paths: `full_mesh_route`; a composed step's
+        the distinct rows of its parts), or a function of no arguments that gives it (called on
+        first use); default: summed from `src_npu` and `frac`.
     """
 
     def __init__(self, repeat: int, incidence, frac: np.ndarray, path_latency: np.ndarray, path_bw: np.ndarray,
@@ -110,6 +111,8 @@ class RoutedStep:
 
     def npu_sent(self, n_npus: int) -> np.ndarray:
         """Bytes each topology NPU sends in one repetition, per byte of collective size (float array [n_npus])."""
+        if callable(self._sent):
+            self._sent = self._sent()
         if self._sent is not None:
             return self._sent
         npu = self.src_npu >= 0
@@ -139,7 +142,7 @@ class RoutedStep:
         return self._used_links
 
 
-def route_step(topo: Topology, schedule: Schedule, step: Step) -> RoutedStep:
+def route_step(topo: Topology, schedule: Schedule, step: Step, cache: dict | None = None) -> RoutedStep:
     """Route one step shape of a placed schedule.
 
     On rings, tori and meshes (dimension-order routing over ring, one-way ring and line
@@ -157,12 +160,17 @@ def route_step(topo: Topology, schedule: Schedule, step: Step) -> RoutedStep:
         The schedule the step belongs to (placed, or on NPUs 0..p-1).
     step : Step
         One of its steps.
+    cache : dict, optional
+        Routes of the parts of composed steps, kept between calls (`route_schedule` passes one:
+        a part shared by many composed steps is routed once).
 
     Returns
     -------
     RoutedStep
         Incidence, transfer sizes per byte, path latencies (s) and path bandwidths (bytes/s).
     """
+    if step.composed:
+        return _route_composed(topo, schedule, step, {} if cache is None else cache)
     if step.full_mesh:
         from .full_mesh_route import route_full_mesh
 
@@ -458,7 +466,104 @@ def route_schedule(topo: Topology, schedule: Schedule) -> list[RoutedStep]:
     """
     if schedule.nodes is None and schedule.n_nodes > topo.n_npus:
         raise ValueError("schedule with helper nodes must be placed on the topology first")
-    return [route_step(topo, schedule, st) for st in schedule.steps]
+    cache: dict = {}
+    return [route_step(topo, schedule, st, cache) for st in schedule.steps]
+
+
+def _part_route(topo: Topology, schedule: Schedule, part: Step) -> tuple:
+    """A composed step's part routed once: (link_frac, its distinct rows (frac, latency, bw, sent
+    by an NPU), bytes per NPU, used links, the one transfer size x or None, and where every link
+    sum is a sequential sum of x: (links, counts) with link_frac[links] = equal_sums(x)[counts])."""
+    r = route_step(topo, schedule, part)
+    rows = np.stack([r.frac, r.path_latency, r.path_bw, (r.src_npu >= 0).astype(float)])
+    if rows.shape[1]:
+        order = np.lexsort(rows[::-1])
+        rows = rows[:, order]
+        keep = np.ones(rows.shape[1], dtype=bool)
+        keep[1:] = np.any(rows[:, 1:] != rows[:, :-1], axis=0)
+        rows = rows[:, keep]
+    one = float(rows[0, 0]) if rows.shape[1] and rows[0, 0] > 0 and np.all(rows[0] == rows[0, 0]) else None
+    lf = r.link_frac
+    counts = None
+    if one is not None:
+        links = np.flatnonzero(lf)
+        k = np.rint(lf[links] / one).astype(np.int64)
+        if np.array_equal(equal_sums(one, int(k.max(initial=0)))[k], lf[links]):
+            counts = (links, k)
+    return lf, rows, r.npu_sent(topo.n_npus), r.used_links, one, counts
+
+
+def _link_total(routes: list, parts: tuple, one: float | None, cache: dict, n_links: int) -> np.ndarray:
+    """The parts' link loads added as the listed form adds them: one by one in transfer order.
+
+    When every part's sums are sequential sums of one size x, the total is the entry of the
+    summed counts in `equal_sums(x)` (exact: the same floats as the listed form); the counts are
+    kept in `cache` and moved from the previous composed step by the parts that changed (a
+    pipeline's neighbouring steps share most parts). Otherwise the parts' sums are added (the same
+    up to rounding)."""
+    if one is None or any(r[5] is None for r in routes):
+        out = np.zeros(n_links)
+        for r in routes:
+            out += r[0]
+        return out
+    ids = {id(p) for p in parts}
+    last = cache.get("composed counts")
+    if last is not None and last[0] == one:
+        _, had, total = last
+        total = total.copy()
+    else:
+        had, total = {}, np.zeros(n_links, np.int64)
+    now = {id(p): r for p, r in zip(parts, routes)}
+    for key, r in had.items():
+        if key not in ids:
+            total[r[5][0]] -= r[5][1]
+    for key, r in now.items():
+        if key not in had:
+            total[r[5][0]] += r[5][1]
+    cache["composed counts"] = (one, now, total)
+    return equal_sums(one, int(total.max(initial=0)))[total]
+
+
+def _route_composed(topo: Topology, schedule: Schedule, step, cache: dict) -> RoutedStep:
+    """A `ComposedStep` routed from its parts, each routed once (`cache`): the link loads add up
+    as the listed form's do (`_link_total`); the rows are the parts' distinct (size, latency,
+    bandwidth, sent by an NPU) rows, which is all `step_times` reads, and the bytes each NPU sends
+    are the parts' sums (module doc of `collectives.composed`)."""
+    routes = []
+    for part in step.parts:
+        hit = cache.get(id(part))
+        if hit is None or hit[0] is not part:  # the part itself is kept with its route: ids stay unique
+            hit = cache[id(part)] = (part, _part_route(topo, schedule, part))
+        routes.append(hit[1])
+    ones = {r[4] for r in routes}
+    one = ones.pop() if len(ones) == 1 else None
+    link_frac = _link_total(routes, step.parts, one, cache, topo.n_links)
+    rows = np.concatenate([r[1] for r in routes], axis=1) if routes else np.zeros((4, 0))
+
+    def sent():
+        out = np.zeros(topo.n_npus)
+        if one is not None:  # per NPU the same sequential sums of x (bincount adds in order)
+            k = sum((np.rint(r[2] / one).astype(np.int64) for r in routes), np.zeros(topo.n_npus, np.int64))
+            table = equal_sums(one, int(k.max(initial=0)))
+            if all(np.array_equal(table[np.rint(r[2] / one).astype(np.int64)], r[2]) for r in routes):
+                return table[k]
+        for r in routes:
+            out += r[2]
+        return out
+
+    def used_links():
+        used = np.zeros(topo.n_links, dtype=bool)
+        for r in routes:
+            used[r[3]] = True
+        return np.flatnonzero(used)
+
+    def listed_incidence():
+        raise ValueError("a composed step routed from its parts has no per-transfer incidence; list the step "
+                         "(ComposedStep.explicit) and route that")
+
+    return RoutedStep(step.repeat, listed_incidence, rows[0], rows[1], rows[2],
+                      np.where(rows[3] > 0, 0, -1).astype(np.int64), link_frac=link_frac,
+                      used_links=used_links, sent=sent)
 
 
 def step_times(topo: Topology, routed: RoutedStep, sizes: np.ndarray, model: str,

@@ -1,0 +1,215 @@
+"""A composed step: repetitions of other steps, side by side in one lock-step step.
+
+A pipelined tree moves every (edge, piece) once up and once down: in lock-step step t the edges of
+height h carry piece t - h. The edges of one height are one repeated `Step` (piece k at repetition
+k), but a step of the pipeline is a different mix of them at each t while the pipeline fills and
+drains, so listing every step lists every (edge, piece): 134 M entries for NCCL's tree on 65,536
+GPUs (16 channels x 65,535 edges x 64 pieces, up and down). `ComposedStep` names the mix instead:
+its transfers are those of `parts[i]` at repetition `first[i]`, in part order, and repeated, every
+part advances by one repetition. The parts are stored once and shared by every step that uses them
+(2 x 16 x 65,535 entries for that tree).
+
+The readers that matter at scale read the parts: the analytical model routes each part once
+(`network.analytical.route_schedule`) and adds their link loads per step, the sampled
+verification finds a chosen block's moves in each part once, and per-node sums (`Schedule.node_sum`)
+add the parts in order. Every other reader sees the usual `Step` attributes (`src`, `dst`,
+`blocks`, `shift`, ...): the listed form (`explicit`, the parts' repetitions concatenated), built
+on first use within the `blocks` limit. Both forms give the same answers: the listed form is the
+definition, and the tests compare every native reader with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from .schedule import ListedView, Step, rotate
+
+
+@dataclass(frozen=True, eq=False)
+class ComposedStep(ListedView):
+    """The transfers of `parts[i]` at repetition `first[i] + k`, concatenated in part order, as
+    repetition k of one step (module doc).
+
+    Parameters
+    ----------
+    parts : tuple of Step
+        Plain steps (not composed, no full mesh, no lane), shared between composed steps.
+    first : tuple of int
+        Repetition of each part at this step's repetition 0; `first[i] + repeat <= parts[i].repeat`.
+    repeat : int
+        Lock-step steps this step stands for, >= 1: every part advances one repetition per step.
+    """
+
+    parts: tuple
+    first: tuple
+    repeat: int = 1
+    _listed: list = field(default_factory=list, init=False, repr=False)  # the listed Step, once built
+
+    composed: ClassVar[bool] = True
+    full_mesh: ClassVar[bool] = False
+    ranges: ClassVar[bool] = False
+    lane: ClassVar[None] = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "parts", tuple(self.parts))
+        object.__setattr__(self, "first", tuple(int(f) for f in self.first))
+        object.__setattr__(self, "repeat", int(self.repeat))
+        if len(self.parts) != len(self.first):
+            raise ValueError("ComposedStep: one first repetition per part")
+        if self.repeat < 1:
+            raise ValueError("ComposedStep: repeat must be >= 1")
+        for part, f in zip(self.parts, self.first):
+            if part.full_mesh or part.composed or part.lane is not None:
+                raise ValueError("ComposedStep: parts are plain steps without lanes")
+            if not 0 <= f or f + self.repeat > part.repeat:
+                raise ValueError(f"ComposedStep: repetitions {f}..{f + self.repeat - 1} of a part repeated "
+                                 f"{part.repeat} times")
+
+    # ---- what a native reader uses ----------------------------------------------------------
+
+    @property
+    def n_transfers(self) -> int:
+        """Transfers in one repetition: those of the parts."""
+        return sum(p.n_transfers for p in self.parts)
+
+    @property
+    def n_moves(self) -> int:
+        """Block moves in one repetition: those of the parts."""
+        return sum(p.n_moves for p in self.parts)
+
+    @property
+    def stored_entries(self) -> int:
+        """Block entries of the parts (shared: `Schedule.stored_entries` counts each part once)."""
+        return sum(p.stored_entries for p in self.parts)
+
+    def offsets(self) -> np.ndarray:
+        """Position of each part's first transfer and first entry in the listed form.
+
+        Returns
+        -------
+        (int64 array [parts + 1], int64 array [parts + 1])
+            Transfer offsets and entry offsets, cumulative, from 0.
+        """
+        t = np.cumsum([0] + [p.n_transfers for p in self.parts])
+        e = np.cumsum([0] + [p.n_moves for p in self.parts])
+        return t.astype(np.int64), e.astype(np.int64)
+
+    # ---- the listed form: what every other reader sees ---------------------------------------
+
+    def explicit(self) -> Step:
+        """The same step with every transfer and block listed (a `Step`), built once, within the
+        `blocks` limit: each part's repetitions `first .. first + repeat - 1` (its ids as at
+        `first`, its own rotation), concatenated."""
+        if not self._listed:
+            from ..limits import check_limit
+
+            check_limit("blocks", self.n_moves,
+                        "schedule entries (a composed step listed entry by entry, for a reader that cannot take its "
+                        "parts one by one)", "schedule step", f"{len(self.parts)} parts")
+            listed = [p.explicit() for p in self.parts]  # range form: every id (rotations per id)
+            src = _cat([e.src for e in listed], np.int64)
+            dst = _cat([e.dst for e in listed], np.int64)
+            red = _cat([e.reduce for e in listed], bool)
+            ptr = np.concatenate([[0], np.cumsum(_cat([e.blocks_per_transfer for e in listed], np.int64))])
+            blocks = _cat([e.blocks if f == 0 or e.shift is None else rotate(e.blocks, e.shift, e.mod, f)
+                          for e, f in zip(listed, self.first)], np.int64)  # the ids at each part's first repetition
+            shift = mod = None
+            if self.repeat > 1 and any(e.shift is not None for e in listed):
+                # a part that does not rotate: shift 0 in a range of 1 id leaves every id as it is
+                shift = _cat([e.shift if e.shift is not None else np.zeros(len(e.blocks), np.int64) for e in listed],
+                            np.int64)
+                mod = _cat([e.mod if e.mod is not None else np.ones(len(e.blocks), np.int64) for e in listed], np.int64)
+            self._listed.append(Step(src, dst, red, ptr, blocks, repeat=self.repeat, shift=shift, mod=mod))
+        return self._listed[0]
+
+    shift = property(lambda self: self.explicit().shift, doc="Id change per repetition (listed form).")
+    mod = property(lambda self: self.explicit().mod, doc="Aligned id range of each entry (listed form).")
+
+    def blocks_at(self, k: int) -> np.ndarray:
+        """Block ids of all entries at repetition k (listed form, rotated)."""
+        return self.explicit().blocks_at(k)
+
+    def window(self, k0: int, k1: int) -> "ComposedStep":
+        """Repetitions k0..k1-1 as a composed step of their own (every part from `first + k0`).
+
+        Parameters
+        ----------
+        k0, k1 : int
+            First repetition and one past the last, 0 <= k0 < k1 <= `repeat`.
+
+        Returns
+        -------
+        ComposedStep
+            The same parts, `repeat` = k1 - k0; ValueError out of range.
+        """
+        if not 0 <= k0 < k1 <= self.repeat:
+            raise ValueError("Step.window out of range")
+        if (k0, k1) == (0, self.repeat):
+            return self
+        return ComposedStep(self.parts, tuple(f + k0 for f in self.first), k1 - k0)
+
+    def single(self, k: int) -> Step:
+        """Repetition k alone, listed (as `Step.single`: what a step-by-step reader runs).
+
+        Parameters
+        ----------
+        k : int
+            Repetition, 0-based.
+
+        Returns
+        -------
+        Step
+            `repeat` = 1, the ids of repetition k listed.
+        """
+        if not 0 <= k < self.repeat:
+            raise ValueError("Step.single out of range")
+        return self.explicit().single(k)
+
+
+def _cat(arrays: list, dtype) -> np.ndarray:
+    """np.concatenate, or an empty array of `dtype` for no arrays."""
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype)
+
+
+def compose_pipeline(parts: tuple, offsets) -> list[ComposedStep]:
+    """The lock-step steps of parts that each run all their repetitions, one per step, from a
+    step of their own: part i runs repetition k at step offsets[i] + k.
+
+    Parameters
+    ----------
+    parts : sequence of Step
+        The parts, in the order a step lists them.
+    offsets : sequence of int
+        The step at which each part runs its repetition 0, >= 0.
+
+    Returns
+    -------
+    list of ComposedStep
+        Steps 0 .. max(offset + repeat) - 1, consecutive steps that run the same parts merged
+        into one repeated composed step (the parts then advance together). Work is linear in the
+        parts each step names, not steps x parts (a chain of 16,384 GPUs has 32,766 parts).
+    """
+    parts = tuple(parts)
+    off = np.asarray(offsets, dtype=np.int64)
+    reps = np.array([p.repeat for p in parts], dtype=np.int64)
+    if not len(parts):
+        return []
+    if off.min() < 0:
+        raise ValueError("compose_pipeline: offsets must be >= 0")
+    ends = off + reps
+    bounds = np.unique(np.concatenate([[0], off, ends]))
+    starts_at = {int(t): np.flatnonzero(off == t).tolist() for t in np.unique(off).tolist()}
+    ends_at = {int(t): np.flatnonzero(ends == t).tolist() for t in np.unique(ends).tolist()}
+    active: dict[int, None] = {}
+    out: list[ComposedStep] = []
+    for t0, t1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        for i in ends_at.get(t0, ()):
+            del active[i]
+        for i in starts_at.get(t0, ()):
+            active[i] = None
+        idx = sorted(active)  # listing order: the parts' order
+        out.append(ComposedStep(tuple(parts[i] for i in idx), tuple(t0 - int(off[i]) for i in idx), t1 - t0))
+    return out
