@@ -85,17 +85,15 @@ class ComposedStep(ListedView):
         """Block entries of the parts (shared: `Schedule.stored_entries` counts each part once)."""
         return sum(p.stored_entries for p in self.parts)
 
-    def offsets(self) -> np.ndarray:
-        """Position of each part's first transfer and first entry in the listed form.
+    def entry_offsets(self) -> np.ndarray:
+        """Position of each part's first entry in the listed form.
 
         Returns
         -------
-        (int64 array [parts + 1], int64 array [parts + 1])
-            Transfer offsets and entry offsets, cumulative, from 0.
+        int64 array [parts + 1]
+            Cumulative block moves of the parts, from 0.
         """
-        t = np.cumsum([0] + [p.n_transfers for p in self.parts])
-        e = np.cumsum([0] + [p.n_moves for p in self.parts])
-        return t.astype(np.int64), e.astype(np.int64)
+        return np.cumsum([0] + [p.n_moves for p in self.parts]).astype(np.int64)
 
     # ---- the listed form: what every other reader sees ---------------------------------------
 
@@ -174,6 +172,14 @@ def _cat(arrays: list, dtype) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.zeros(0, dtype)
 
 
+def _grouped(times: np.ndarray) -> dict[int, list[int]]:
+    """Time -> the indices that have it, ascending (one sort, not a scan per time)."""
+    order = np.argsort(times, kind="stable")
+    t = times[order]
+    cut = np.flatnonzero(np.diff(t)) + 1
+    return {int(g[0]): idx.tolist() for g, idx in zip(np.split(t, cut), np.split(order, cut)) if len(g)}
+
+
 def compose_pipeline(parts: tuple, offsets) -> list[ComposedStep]:
     """The lock-step steps of parts that each run all their repetitions, one per step, from a
     step of their own: part i runs repetition k at step offsets[i] + k.
@@ -201,8 +207,7 @@ def compose_pipeline(parts: tuple, offsets) -> list[ComposedStep]:
         raise ValueError("compose_pipeline: offsets must be >= 0")
     ends = off + reps
     bounds = np.unique(np.concatenate([[0], off, ends]))
-    starts_at = {int(t): np.flatnonzero(off == t).tolist() for t in np.unique(off).tolist()}
-    ends_at = {int(t): np.flatnonzero(ends == t).tolist() for t in np.unique(ends).tolist()}
+    starts_at, ends_at = _grouped(off), _grouped(ends)
     active: dict[int, None] = {}
     out: list[ComposedStep] = []
     for t0, t1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):

@@ -179,12 +179,13 @@ def channel_tree(k: int, p: int, gpus_per_node: int, nics_per_node: int, trees) 
     return parent, depth, height
 
 
-def _composed_steps(e_child, e_parent, e_base, e_h, e_pd, up, down, H, chunks, nblocks) -> list:
-    """One part per class, piece k at its repetition k; step t runs up class h at t - h, down
-    class d at t - H - d (module doc)."""
+def _composed_steps(e_child, e_parent, e_base, e_h, e_pd, H, chunks, nblocks) -> list:
+    """One part per class (edges of one child height up, of one parent depth down), piece k at its
+    repetition k; step t runs up class h at t - h, down class d at t - H - d (module doc)."""
     rot = {"repeat": chunks, "shift": 1, "mod": nblocks} if chunks > 1 else {}  # ids never wrap: base + k < nblocks
     parts, offsets = [], []
-    for order, key, is_up in ((up, e_h, True), (down, e_pd, False)):
+    for key, is_up in ((e_h, True), (e_pd, False)):
+        order = np.argsort(key, kind="stable")
         k = key[order]
         cut = np.flatnonzero(np.diff(k)) + 1
         for idx in np.split(order, cut):
@@ -279,12 +280,10 @@ def nccl_tree(
     H = G - 1 + int(trees[0][2].max())
 
     nblocks = c * chunks
-    up = np.argsort(e_h, kind="stable")  # the parts: edges of one child height up, of one parent depth down
-    down = np.argsort(e_pd, kind="stable")
     if form == "auto":
         form = stored_form(c, p, G)
     if form == "composed":
-        steps = _composed_steps(e_child, e_parent, e_base, e_h, e_pd, up, down, H, chunks, nblocks)
+        steps = _composed_steps(e_child, e_parent, e_base, e_h, e_pd, H, chunks, nblocks)
     elif form == "listed":
         steps = _listed_steps(e_child, e_parent, e_base, e_h, e_pd, H, chunks, nblocks)
     else:

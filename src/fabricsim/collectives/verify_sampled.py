@@ -232,13 +232,13 @@ def _bad_rep(st: Step, nblocks: int) -> int | None:
     return None
 
 
-def _structure_error(st: Step, n: int, t0: int) -> tuple[int, str] | None:
-    """A transfer naming a node outside 0..n-1, or sending to itself, in a step run at t0."""
+def _structure_problem(st: Step, n: int) -> str | None:
+    """A transfer naming a node outside 0..n-1, or sending to itself (the same at every repetition)."""
     if len(st.src) and (st.src.min() < 0 or st.dst.min() < 0 or max(st.src.max(), st.dst.max()) >= n):
-        return (t0, f"step {t0}: transfer names a node outside 0..{n - 1}")
+        return f"transfer names a node outside 0..{n - 1}"
     if np.any(st.src == st.dst):
         tt = int(np.flatnonzero(st.src == st.dst)[0])
-        return (t0, f"step {t0}: node {st.src[tt]} sends to itself")
+        return f"node {st.src[tt]} sends to itself"
     return None
 
 
@@ -248,19 +248,21 @@ def _composed_events(s: Schedule, st, t0: int, sample: np.ndarray, seen: dict):
     to the repetitions this step runs; entry positions count from the part's place in the listed
     form, so errors rank as in it."""
     events, err = [], None
-    _, e_off = st.offsets()
+    e_off = st.entry_offsets()
     r = st.repeat
     for i, (part, f) in enumerate(zip(st.parts, st.first)):
         hit = seen.get(id(part))
         if hit is None or hit[0] is not part:
-            bad = _bad_rep(part, s.nblocks)
-            k, tr, pos, col = _step_events(part, part.repeat if bad is None else bad, sample)
+            problem = _structure_problem(part, s.n_nodes)
+            bad = None if problem else _bad_rep(part, s.nblocks)
+            k, tr, pos, col = _step_events(part, part.repeat if bad is None else bad, sample) if not problem \
+                else (np.zeros(0, np.int64),) * 4
             order = np.argsort(k, kind="stable")
-            hit = seen[id(part)] = (part, bad, k[order], tr[order], pos[order], col[order])
-        _, bad, k, tr, pos, col = hit
-        part_err = _structure_error(part, s.n_nodes, t0)
-        if part_err is not None:
-            err = min(err or part_err, part_err)
+            hit = seen[id(part)] = (part, problem, bad, k[order], tr[order], pos[order], col[order])
+        _, problem, bad, k, tr, pos, col = hit
+        if problem is not None:
+            e = (t0, f"step {t0}: {problem}")
+            err = min(err or e, e)
             continue
         if bad is not None and bad < f + r:  # a block id leaves the range in the run: this window, exactly
             w = part.window(f, f + r)
@@ -305,7 +307,8 @@ def _collect(s: Schedule, sample: np.ndarray):
                           st.index_of(src, dst)))
             t0 += 1
             continue
-        err = _structure_error(st, n, t0)
+        problem = _structure_problem(st, n)
+        err = None if problem is None else (t0, f"step {t0}: {problem}")
         reps = st.repeat
         if err is None:
             k_bad = _bad_rep(st, s.nblocks)

@@ -487,10 +487,24 @@ def _part_route(topo: Topology, schedule: Schedule, part: Step) -> tuple:
     counts = None
     if one is not None:
         links = np.flatnonzero(lf)
-        k = np.rint(lf[links] / one).astype(np.int64)
-        if np.array_equal(equal_sums(one, int(k.max(initial=0)))[k], lf[links]):
-            counts = (links, k)
+        k = _sum_counts(lf[links], one)
+        counts = None if k is None else (links, k)
     return lf, rows, r.npu_sent(topo.n_npus), r.used_links, one, counts
+
+
+def _sum_counts(sums: np.ndarray, one: float) -> np.ndarray | None:
+    """The k with sums == equal_sums(one)[k] entry by entry (each a sequential sum of k equal
+    sizes), or None where some entry is not such a sum."""
+    k = np.rint(sums / one).astype(np.int64)
+    return k if np.array_equal(equal_sums(one, int(k.max(initial=0)))[k], sums) else None
+
+
+def _float_total(arrays: list[np.ndarray], n: int) -> np.ndarray:
+    """The arrays added, in order (the same as the listed form's sums up to rounding)."""
+    out = np.zeros(n)
+    for a in arrays:
+        out += a
+    return out
 
 
 def _link_total(routes: list, parts: tuple, one: float | None, cache: dict, n_links: int) -> np.ndarray:
@@ -502,11 +516,7 @@ def _link_total(routes: list, parts: tuple, one: float | None, cache: dict, n_li
     pipeline's neighbouring steps share most parts). Otherwise the parts' sums are added (the same
     up to rounding)."""
     if one is None or any(r[5] is None for r in routes):
-        out = np.zeros(n_links)
-        for r in routes:
-            out += r[0]
-        return out
-    ids = {id(p) for p in parts}
+        return _float_total([r[0] for r in routes], n_links)
     last = cache.get("composed counts")
     if last is not None and last[0] == one:
         _, had, total = last
@@ -515,7 +525,7 @@ def _link_total(routes: list, parts: tuple, one: float | None, cache: dict, n_li
         had, total = {}, np.zeros(n_links, np.int64)
     now = {id(p): r for p, r in zip(parts, routes)}
     for key, r in had.items():
-        if key not in ids:
+        if key not in now:
             total[r[5][0]] -= r[5][1]
     for key, r in now.items():
         if key not in had:
@@ -541,15 +551,12 @@ def _route_composed(topo: Topology, schedule: Schedule, step, cache: dict) -> Ro
     rows = np.concatenate([r[1] for r in routes], axis=1) if routes else np.zeros((4, 0))
 
     def sent():
-        out = np.zeros(topo.n_npus)
         if one is not None:  # per NPU the same sequential sums of x (bincount adds in order)
-            k = sum((np.rint(r[2] / one).astype(np.int64) for r in routes), np.zeros(topo.n_npus, np.int64))
-            table = equal_sums(one, int(k.max(initial=0)))
-            if all(np.array_equal(table[np.rint(r[2] / one).astype(np.int64)], r[2]) for r in routes):
-                return table[k]
-        for r in routes:
-            out += r[2]
-        return out
+            counts = [_sum_counts(r[2], one) for r in routes]
+            if all(k is not None for k in counts):
+                k = sum(counts, np.zeros(topo.n_npus, np.int64))
+                return equal_sums(one, int(k.max(initial=0)))[k]
+        return _float_total([r[2] for r in routes], topo.n_npus)
 
     def used_links():
         used = np.zeros(topo.n_links, dtype=bool)
