@@ -277,7 +277,7 @@ class World:
 
 def simulate_collective(net_spec: NetSpec, sys_spec: SysSpec, collective: str, size: int,
                         backend: str = "congestion-unaware", involved=None, mode: str = "auto",
-                        progress: Progress | None = None) -> list[int]:
+                        progress: Progress | None = None, engine: str = "auto") -> list[int]:
     """Finish tick (ns) of every NPU for one collective issued on all NPUs at time 0.
 
     Parameters
@@ -299,6 +299,9 @@ def simulate_collective(net_spec: NetSpec, sys_spec: SysSpec, collective: str, s
         ConfigError elsewhere); "auto" picks mirror where it is exact.
     progress : callable, optional
         `progress(NPUs finished, NPUs, "simulating")` now and then in full mode (`fabricsim.progress`).
+    engine : str
+        Full mode: "auto" (the compiled core, `emu_compiled`, where it serves; else Python),
+        "python" (the reference) or "compiled" (ConfigError where it does not serve).
 
     Returns
     -------
@@ -321,6 +324,21 @@ def simulate_collective(net_spec: NetSpec, sys_spec: SysSpec, collective: str, s
         if not out:
             raise Deadlock("ASTRA-sim emulation (mirror mode) deadlocked")
         return [out[0]] * net_spec.npus
+    if engine not in ("auto", "python", "compiled"):
+        raise ConfigError("engine", engine, "accepted: auto, python, compiled")
+    if engine != "python":
+        from .emu_compiled import NotServed, simulate_collective_compiled
+
+        try:
+            out = simulate_collective_compiled(net_spec, sys_spec, collective, size, backend, involved)
+        except NotServed as e:
+            if engine == "compiled":
+                raise ConfigError("engine", "compiled", f"the compiled core does not serve this run ({e}); "
+                                  "accepted: auto, python") from None
+        else:
+            if progress is not None:
+                progress(net_spec.npus, net_spec.npus, "simulating")
+            return out
     world = World(net_spec, sys_spec, backend)
     finish = [None] * net_spec.npus
 

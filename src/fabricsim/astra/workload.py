@@ -371,7 +371,8 @@ def same_graph(a: Sequence, b: Sequence) -> bool:
 
 def run_workload(net: NetSpec, system: SysSpec, traces: Sequence, backend: str = "congestion-unaware",
                  groups: dict | None = None, roofline: Roofline | None = None, replay_only: bool = False,
-                 where: str = "workload", progress: Progress | None = None, mode: str = "full") -> list[NpuResult]:
+                 where: str = "workload", progress: Progress | None = None, mode: str = "full",
+                 engine: str = "auto") -> list[NpuResult]:
     """Run one Chakra trace per NPU (`traces[r].nodes`) to completion; per-NPU results.
 
     Parameters
@@ -398,6 +399,10 @@ def run_workload(net: NetSpec, system: SysSpec, traces: Sequence, backend: str =
         "full" simulates every NPU; "mirror" NPU 0 alone, standing for all (only where
         `mirror_why_not` is None: the caller checks; exact there, O(nodes) instead of O(NPUs^2)
         messages for a ring).
+    engine : str
+        Full mode only: "auto" runs the compiled core (`emu_compiled`) where it serves and the
+        Python emulation elsewhere; "python" always the Python emulation (the reference);
+        "compiled" the core or a ConfigError saying why it cannot. Both give the same ticks.
 
     Returns
     -------
@@ -406,7 +411,16 @@ def run_workload(net: NetSpec, system: SysSpec, traces: Sequence, backend: str =
     """
     if len(traces) != net.npus:
         raise ConfigError("workload", f"{len(traces)} traces", f"accepted: one per NPU ({net.npus})")
+    if engine not in ("auto", "python", "compiled"):
+        raise ConfigError("engine", engine, "accepted: auto, python, compiled")
     mirror = mode == "mirror"
+    if not mirror and engine != "python":
+        out = _run_compiled(net, system, traces, backend, groups, roofline, replay_only, where, engine == "compiled")
+        if out is not None:
+            if progress is not None:
+                total = sum(len(t.nodes) for t in traces)
+                progress(total, total, "simulating")
+            return out
     world = MirrorWorld(net, system, backend) if mirror else World(net, system, backend)
     npus = [NpuWorkload(world, r, t.nodes, groups or {}, roofline, replay_only, f"{where}.{r}.et")
             for r, t in enumerate(traces[:1] if mirror else traces)]
@@ -433,3 +447,23 @@ def run_workload(net: NetSpec, system: SysSpec, traces: Sequence, backend: str =
         r = out[0]
         out = [NpuResult(i, r.finish_ns, r.compute_ns, r.exposed_comm_ns, r.comm_ns) for i in range(net.npus)]
     return out
+
+
+def _run_compiled(net: NetSpec, system: SysSpec, traces: Sequence, backend: str, groups: dict | None,
+                  roofline: Roofline | None, replay_only: bool, where: str, required: bool) -> list[NpuResult] | None:
+    """`run_workload` in full mode on the compiled core; None where it does not serve the input
+    (a ConfigError saying why when `required`)."""
+    from .emu_compiled import NotServed, check_finished, network_why_not, run_kernel, workload_arrays
+
+    try:
+        why = network_why_not(net, backend)
+        if why:
+            raise NotServed(why)
+        arrays = workload_arrays(net, system, traces, roofline, replay_only, groups)
+    except NotServed as e:
+        if required:
+            raise ConfigError("engine", "compiled", f"the compiled core does not serve this run ({e}); accepted: auto, python")
+        return None
+    finish, compute, comm, issued = run_kernel(net, system, backend, arrays)
+    check_finished(finish, issued, arrays, where)
+    return [NpuResult(r, int(f), int(c), int(f - c), int(m)) for r, (f, c, m) in enumerate(zip(finish, compute, comm))]
