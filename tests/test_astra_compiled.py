@@ -166,8 +166,8 @@ def test_capacities_grow_and_give_the_same_answer():
 
 
 def test_a_run_the_core_does_not_serve():
-    """halvingDoubling and point-to-point messages: a one-line refusal under engine="compiled", the
-    Python emulation's answer under "auto"; an unknown engine is refused."""
+    """halvingDoubling: a one-line refusal under engine="compiled", the Python emulation's answer
+    under "auto"; an unknown engine is refused, in mirror mode too."""
     net = NetSpec(("Ring",), (8,), (50.0 * 2**30 / 1e9,), (500.0,))
     sys_ = SysSpec(splits=1, impls={"all-reduce": (parse_impl("halvingDoubling"),)})
     traces = [EtTrace(r, "", {}, (EtNode(0, "ar", COMM_COLL_NODE, attrs={"comm_type": 0, "comm_size": 2**20}),))
@@ -180,6 +180,9 @@ def test_a_run_the_core_does_not_serve():
         simulate_collective(net, sys_, "all-reduce", 2**20, mode="full", engine="compiled")
     with pytest.raises(ConfigError, match="accepted: auto, python, compiled"):
         run_workload(net, sys_, traces, engine="numba")
+    ring = SysSpec(splits=1, impls={"all-reduce": (parse_impl("ring"),)})  # mirror mode serves it: checked there too
+    with pytest.raises(ConfigError, match="accepted: auto, python, compiled"):
+        simulate_collective(net, ring, "all-reduce", 2**20, engine="numba")
 
 
 def test_a_deadlock_gives_the_same_error():

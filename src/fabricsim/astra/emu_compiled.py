@@ -16,17 +16,17 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from .emu_network import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, Deadlock, NetSpec, SysSpec
+from .emu_network import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, Deadlock, NetSpec, NotServed, SysSpec
 from .emu_system import phase_plan
+from .workload import COLLECTIVE_OF, COMM_COLL, COMP, INVALID, METADATA, compute_time_ns, group_members
 
-COLL_CODE = {ALL_REDUCE: 0, REDUCE_SCATTER: 1, ALL_GATHER: 2, ALL_TO_ALL: 3}
-NET_CODE = {"Ring": 0, "FullyConnected": 1, "Switch": 2}
-_COMP, _SEND, _RECV, _COLL, _META, _INVALID = 4, 5, 6, 7, 1, 0  # Chakra node types (workload.py)
-_COLLECTIVE_OF = {0: ALL_REDUCE, 2: ALL_GATHER, 6: ALL_TO_ALL, 7: REDUCE_SCATTER}
-
-
-class NotServed(Exception):
-    """The compiled core does not serve this input (the message says why); run it in Python."""
+# the core's codes (emu_kernel reads them from here): workload node kinds (resources: 0 GPU, 1 CPU,
+# 2 communication, -1 none), a phase's collective, a dimension's network
+K_META, K_COMP, K_COLL, K_REPLAY = 0, 1, 2, 3
+C_AR, C_RS, C_AG, C_A2A = 0, 1, 2, 3
+N_RING, N_FC, N_SWITCH = 0, 1, 2
+COLL_CODE = {ALL_REDUCE: C_AR, REDUCE_SCATTER: C_RS, ALL_GATHER: C_AG, ALL_TO_ALL: C_A2A}
+NET_CODE = {"Ring": N_RING, "FullyConnected": N_FC, "Switch": N_SWITCH}
 
 
 class _Templates:
@@ -87,39 +87,36 @@ class _Templates:
         return (np.array(self.starts, np.int64),) + tuple(np.array(v, np.int64) for v in self.cols.values())
 
 
-def _node_entry(node, templates: _Templates, roofline, replay_only: bool, groups: dict, npus: int) -> tuple:
-    """(kind, resource, duration ns, template) of one Chakra node, as `NpuWorkload.issue` runs it."""
+def _node_entry(node, templates: _Templates, roofline, replay_only: bool, groups: dict, npu: int, npus: int,
+                where: str) -> tuple:
+    """(kind, resource, duration ns, template) of one Chakra node, as `NpuWorkload.issue` runs it
+    (NotServed for what the core does not run, and for what the Python emulation refuses: it says so)."""
     t = node.type
-    if t in (_META, _INVALID):
-        return 0, -1, 0, -1
-    if t == _COMP:
-        if roofline is not None and not node.is_cpu_op and not replay_only:
-            if not node.num_ops or not node.tensor_size:
-                raise NotServed("roofline without num_ops")
-            dur = roofline.time_ns(node.num_ops, node.tensor_size)
-        else:
-            dur = int(node.duration_micros * 1000)
-        return 1, 1 if node.is_cpu_op else 0, dur, -1
-    if t != _COLL:
+    if t in (METADATA, INVALID):
+        return K_META, -1, 0, -1
+    if t == COMP:
+        dur = compute_time_ns(node, roofline, replay_only)
+        if dur is None:
+            raise NotServed("roofline without num_ops")
+        return K_COMP, 1 if node.is_cpu_op else 0, dur, -1
+    if t != COMM_COLL:
         raise NotServed("point-to-point or memory nodes")
-    pg = node.pg_name
-    if pg not in (None, "", "0"):
-        try:
-            members = list(groups[int(pg)])
-        except (KeyError, TypeError, ValueError):
-            raise NotServed("communicator group") from None
-        if members != list(range(npus)):
-            raise NotServed("communicator group")
+    try:
+        group = group_members(node, groups, npu, npus, where)
+    except ConfigError:  # an unknown group: the Python emulation gives the error
+        raise NotServed("communicator group") from None
+    if group is not None:
+        raise NotServed("communicator group")
     ctype = node.comm_type
     if replay_only or ctype == 5:
-        return 3, 2, int(node.duration_micros * 1000), -1
-    if ctype not in _COLLECTIVE_OF or node.comm_size is None:
+        return K_REPLAY, 2, int(node.duration_micros * 1000), -1
+    if ctype not in COLLECTIVE_OF or node.comm_size is None:
         raise NotServed("a collective ASTRA-sim does not simulate")
-    return 2, 2, 0, templates.of(_COLLECTIVE_OF[ctype], int(node.comm_size), node.involved_dim)
+    return K_COLL, 2, 0, templates.of(COLLECTIVE_OF[ctype], int(node.comm_size), node.involved_dim)
 
 
 def workload_arrays(net: NetSpec, system: SysSpec, traces: Sequence, roofline=None, replay_only: bool = False,
-                    groups: dict | None = None) -> dict:
+                    groups: dict | None = None, where: str = "workload") -> dict:
     """The kernel's inputs for one Chakra trace per NPU (NotServed where it cannot run them).
 
     Parameters
@@ -136,6 +133,8 @@ def workload_arrays(net: NetSpec, system: SysSpec, traces: Sequence, roofline=No
         Replay collectives' recorded durations.
     groups : dict, optional
         Communicator groups, id -> member ranks.
+    where : str
+        The trace prefix, for error messages.
 
     Returns
     -------
@@ -155,14 +154,15 @@ def workload_arrays(net: NetSpec, system: SysSpec, traces: Sequence, roofline=No
         for nid in order:
             node = graph.nodes[nid]
             try:
-                entry = _node_entry(node, templates, roofline, replay_only, groups or {}, net.npus)
+                entry = _node_entry(node, templates, roofline, replay_only, groups or {}, r, net.npus,
+                                    f"{where}.{r}.et")
             except (TypeError, ValueError) as e:
                 raise NotServed(f"node {nid}: {e}") from None
             kind.append(entry[0])
             res.append(entry[1])
             dur.append(entry[2])
             tmpl.append(entry[3])
-            streams += system.splits if entry[0] == 2 else 0
+            streams += system.splits if entry[0] == K_COLL else 0
             npu_of.append(r)
             ch_list.extend(local[c] for c in graph.children[nid])
             ch_start.append(len(ch_list))
@@ -187,7 +187,7 @@ def collective_arrays(net: NetSpec, system: SysSpec, collective: str, size: int,
     n = net.npus
     i64 = lambda v: np.array(v, np.int64)  # noqa: E731
     out = dict(nd_npu=np.arange(n, dtype=np.int64), nd_start=np.arange(n + 1, dtype=np.int64),
-               nd_kind=np.full(n, 2, np.int64), nd_res=np.full(n, 2, np.int64), nd_dur=np.zeros(n, np.int64),
+               nd_kind=np.full(n, K_COLL, np.int64), nd_res=np.full(n, 2, np.int64), nd_dur=np.zeros(n, np.int64),
                nd_tmpl=np.full(n, t, np.int64), ch_start=np.zeros(n + 1, np.int64), ch_list=i64([]),
                waiting0=np.zeros(n, np.int64), stream_base=np.arange(n + 1, dtype=np.int64) * system.splits)
     out["templates"] = templates.arrays()

@@ -25,16 +25,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, types
 
+from . import emu_compiled
+
 # global events
 EV_CALL, EV_ARRIVED, EV_RECV_CB, EV_NODE_DONE, EV_HOP, EV_LINK_FREE = 0, 1, 2, 3, 4, 5
 # per-NPU tick-list entries
 SE_GENERAL, SE_MEM, SE_NODE_DONE, SE_REPLAY_DONE = 0, 1, 2, 3
-# workload node kinds (resources: 0 GPU, 1 CPU, 2 communication, -1 none)
-K_META, K_COMP, K_COLL, K_REPLAY = 0, 1, 2, 3
-# collectives of a phase
-C_AR, C_RS, C_AG, C_A2A = 0, 1, 2, 3
-# network kinds
-N_RING, N_FC, N_SWITCH = 0, 1, 2
+# workload node kinds, a phase's collective, a dimension's network: emu_compiled's codes
+K_META, K_COMP, K_REPLAY = emu_compiled.K_META, emu_compiled.K_COMP, emu_compiled.K_REPLAY
+C_AR, C_RS, C_AG, C_A2A = emu_compiled.C_AR, emu_compiled.C_RS, emu_compiled.C_AG, emu_compiled.C_A2A
+N_RING, N_FC = emu_compiled.N_RING, emu_compiled.N_FC
 # statuses: 0 done; 1-5 a capacity ran out (heap, tick-list entries, tick lists, keys, link waiters); 9 broken
 ST_OK, ST_BROKEN = 0, 9
 CAP_NAMES = ("heap", "pool", "slots", "keys", "waiters")
@@ -257,6 +257,17 @@ def key_of(M, keys, tag, src, dst, size):
 
 
 @njit(cache=True)
+def stream_key(M, keys, o, col, peer, tag, src, dst, size):
+    """The key of a stream's send (col T_SEND_PEER) or receive (T_RECV_PEER) with `peer`: the one it
+    used last when peer and size are the same (a ring's, every time), else `key_of`, remembered."""
+    if M[o + col] == peer and M[o + col + 1] == size:
+        return M[o + col + 2]
+    k = key_of(M, keys, tag, src, dst, size)
+    M[o + col], M[o + col + 1], M[o + col + 2] = peer, size, k
+    return k
+
+
+@njit(cache=True)
 def unaware_delay(M, F, src, dst, size):
     """UnawareNetwork.delay: floor(hops x latency + bytes / bandwidth) of the first differing dimension."""
     o = M[O_NET]
@@ -389,11 +400,7 @@ def ring_ready(M, F, keys, g):
     dest = M[o + T_BASE] + ((((idx + off) % n) + n) % n) * M[o + T_STRIDE]
     src = M[o + T_BASE] + ((((idx - off) % n) + n) % n) * M[o + T_STRIDE]
     npu, tag, msg = M[o + T_NPU], M[o + T_SID], M[o + T_MSG]
-    if M[o + T_SEND_PEER] == dest and M[o + T_SEND_SIZE] == msg:  # the send: the stream's last key
-        k = M[o + T_SEND_KEY]
-    else:
-        k = key_of(M, keys, tag, npu, dest, msg)
-        M[o + T_SEND_PEER], M[o + T_SEND_SIZE], M[o + T_SEND_KEY] = dest, msg, k
+    k = stream_key(M, keys, o, T_SEND_PEER, dest, tag, npu, dest, msg)  # the send
     q = M[O_KEY] + k * NQ
     seq = M[q + Q_SENT] + 1
     M[q + Q_SENT] = seq
@@ -401,11 +408,7 @@ def ring_ready(M, F, keys, g):
         hop(M, F, k, seq, -1)
     else:
         push(M, M[S_NOW] + unaware_delay(M, F, npu, dest, msg), EV_ARRIVED, k, seq, 0)
-    if M[o + T_RECV_PEER] == src and M[o + T_RECV_SIZE] == msg:  # the receive
-        k = M[o + T_RECV_KEY]
-    else:
-        k = key_of(M, keys, tag, src, npu, msg)
-        M[o + T_RECV_PEER], M[o + T_RECV_SIZE], M[o + T_RECV_KEY] = src, msg, k
+    k = stream_key(M, keys, o, T_RECV_PEER, src, tag, src, npu, msg)  # the receive
     q = M[O_KEY] + k * NQ
     r = M[q + Q_RCV] + 1
     M[q + Q_RCV] = r

@@ -84,6 +84,50 @@ ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL = "all-reduce", "reduce-scatt
 CUSTOM = Impl("custom", None, True)  # marks a collective given as per-rank Chakra graphs
 
 
+# engines of a full emulation: the Python one (the reference) or the compiled core; light on purpose,
+# as every path imports this module and only a run on the core loads numpy and numba
+ENGINES = ("auto", "python", "compiled")
+
+
+class NotServed(Exception):
+    """The compiled core (`emu_compiled`) does not serve this input (the message says why): the
+    Python emulation runs it."""
+
+
+def check_engine(engine: str) -> None:
+    """A ConfigError unless `engine` is one of ENGINES."""
+    if engine not in ENGINES:
+        raise ConfigError("engine", engine, "accepted: " + ", ".join(ENGINES))
+
+
+def on_core(engine: str, run):
+    """`run()` on the compiled core (`emu_compiled`) as `engine` asks: its result, or None where the
+    Python emulation runs it ("python", or "auto" where `run` raises NotServed); "compiled" turns
+    NotServed into a one-line ConfigError saying why.
+
+    Parameters
+    ----------
+    engine : str
+        One of ENGINES (`check_engine`).
+    run : callable
+        Runs the core with no arguments; raises NotServed where it cannot.
+
+    Returns
+    -------
+    object or None
+        What `run` returned, or None.
+    """
+    if engine == "python":
+        return None
+    try:
+        return run()
+    except NotServed as e:
+        if engine == "compiled":
+            raise ConfigError("engine", "compiled", f"the compiled core does not serve this run ({e}); "
+                              "accepted: auto, python") from None
+        return None
+
+
 class Deadlock(RuntimeError):
     """The emulation ran out of events with NPUs unfinished (ASTRA-sim would end its run without
     reporting them)."""

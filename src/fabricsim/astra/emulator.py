@@ -53,11 +53,14 @@ from .emu_network import (  # noqa: F401  (the public surface)
     AwareNetwork,
     Deadlock,
     EventQueue,
+    NotServed,
     NetSpec,
     Network,
     SysSpec,
     Tracker,
     UnawareNetwork,
+    check_engine,
+    on_core,
     _Entry,
     _Link,
 )
@@ -312,6 +315,7 @@ def simulate_collective(net_spec: NetSpec, sys_spec: SysSpec, collective: str, s
         raise ConfigError("mode", mode, "accepted: auto, full, mirror")
     if backend not in ("congestion-unaware", "congestion-aware"):
         raise ConfigError("backend", backend, "accepted: congestion-unaware, congestion-aware")
+    check_engine(engine)
     why = mirror_eligible(net_spec, sys_spec, collective, backend)
     if mode == "mirror" and why:
         raise ConfigError("mode", "mirror", f"not exact here ({why}); use full")
@@ -324,21 +328,16 @@ def simulate_collective(net_spec: NetSpec, sys_spec: SysSpec, collective: str, s
         if not out:
             raise Deadlock("ASTRA-sim emulation (mirror mode) deadlocked")
         return [out[0]] * net_spec.npus
-    if engine not in ("auto", "python", "compiled"):
-        raise ConfigError("engine", engine, "accepted: auto, python, compiled")
-    if engine != "python":
-        from .emu_compiled import NotServed, simulate_collective_compiled
+    def compiled() -> list[int]:
+        from .emu_compiled import simulate_collective_compiled  # lazy: numpy, numba
 
-        try:
-            out = simulate_collective_compiled(net_spec, sys_spec, collective, size, backend, involved)
-        except NotServed as e:
-            if engine == "compiled":
-                raise ConfigError("engine", "compiled", f"the compiled core does not serve this run ({e}); "
-                                  "accepted: auto, python") from None
-        else:
-            if progress is not None:
-                progress(net_spec.npus, net_spec.npus, "simulating")
-            return out
+        return simulate_collective_compiled(net_spec, sys_spec, collective, size, backend, involved)
+
+    out = on_core(engine, compiled)
+    if out is not None:
+        if progress is not None:
+            progress(net_spec.npus, net_spec.npus, "simulating")
+        return out
     world = World(net_spec, sys_spec, backend)
     finish = [None] * net_spec.npus
 

@@ -195,13 +195,10 @@ class NpuWorkload:
         if t in (METADATA, INVALID):
             self.world.eq.schedule(now, done)
         elif t == COMP:
-            if self.roofline is not None and not node.is_cpu_op and not self.replay_only:
-                if not node.num_ops or not node.tensor_size:
-                    raise ConfigError(f"{self.where}: node {node.id}", node.name,
-                                      "roofline-enabled needs num_ops and tensor_size on every GPU compute node")
-                dur = self.roofline.time_ns(node.num_ops, node.tensor_size)
-            else:
-                dur = int(node.duration_micros * 1000)
+            dur = compute_time_ns(node, self.roofline, self.replay_only)
+            if dur is None:
+                raise ConfigError(f"{self.where}: node {node.id}", node.name,
+                                  "roofline-enabled needs num_ops and tensor_size on every GPU compute node")
             if not node.is_cpu_op:
                 self.compute_ns += dur
             self.sys.register_event(done, dur)
@@ -245,22 +242,7 @@ class NpuWorkload:
             The group's ranks, or None for all NPUs; a ConfigError for an unknown group or one
             this NPU is not in.
         """
-        pg = node.pg_name
-        if pg in (None, "", "0"):
-            return None
-        try:
-            gid = int(pg)
-        except (TypeError, ValueError):
-            gid = None
-        if gid not in self.groups:
-            raise ConfigError(f"{self.where}: node {node.id} pg_name", pg,
-                              f"accepted: a group of --comm-group-configuration ({', '.join(map(str, self.groups)) or 'none given'})")
-        members = tuple(self.groups[gid])
-        if self.npu not in members:
-            raise ConfigError(f"{self.where}: node {node.id} pg_name", pg, f"NPU {self.npu} is not in group {gid}")
-        if len(members) == self.world.net_spec.npus and list(members) == list(range(len(members))):
-            return None
-        return members
+        return group_members(node, self.groups, self.npu, self.world.net_spec.npus, self.where)
 
     def _comm_start(self) -> None:
         if self.comm_open == 0:
@@ -296,6 +278,71 @@ class NpuWorkload:
         self.issue_free()
         if not self.graph.free and self.running == 0 and self.finish_ns is None:
             self.finish_ns = self.world.eq.now
+
+
+def compute_time_ns(node, roofline: Roofline | None, replay_only: bool) -> int | None:
+    """The time of a compute node, ns, as ASTRA-sim runs it: the roofline for a GPU node when it is
+    enabled (and collectives are not only replayed), else `duration_micros` x 1000, truncated.
+
+    Parameters
+    ----------
+    node : EtNode
+        A compute node.
+    roofline : Roofline or None
+        The roofline, when enabled.
+    replay_only : bool
+        Collectives are replayed (then compute is replayed too).
+
+    Returns
+    -------
+    int or None
+        ns; None where the roofline needs `num_ops` and `tensor_size` and the node lacks one.
+    """
+    if roofline is not None and not node.is_cpu_op and not replay_only:
+        if not node.num_ops or not node.tensor_size:
+            return None
+        return roofline.time_ns(node.num_ops, node.tensor_size)
+    return int(node.duration_micros * 1000)
+
+
+def group_members(node, groups: dict, npu: int, npus: int, where: str) -> tuple[int, ...] | None:
+    """The members of a collective's communicator group (`pg_name`).
+
+    Parameters
+    ----------
+    node : EtNode
+        A collective node of NPU `npu`.
+    groups : dict
+        Communicator groups, id -> member ranks.
+    npu : int
+        The NPU issuing it.
+    npus : int
+        NPUs in the network.
+    where : str
+        The trace file, for error messages.
+
+    Returns
+    -------
+    tuple of int or None
+        The group's ranks, or None for all NPUs (no group, or one of every NPU in rank order); a
+        ConfigError for an unknown group or one the NPU is not in.
+    """
+    pg = node.pg_name
+    if pg in (None, "", "0"):
+        return None
+    try:
+        gid = int(pg)
+    except (TypeError, ValueError):
+        gid = None
+    if gid not in groups:
+        raise ConfigError(f"{where}: node {node.id} pg_name", pg,
+                          f"accepted: a group of --comm-group-configuration ({', '.join(map(str, groups)) or 'none given'})")
+    members = tuple(groups[gid])
+    if npu not in members:
+        raise ConfigError(f"{where}: node {node.id} pg_name", pg, f"NPU {npu} is not in group {gid}")
+    if len(members) == npus and list(members) == list(range(len(members))):
+        return None
+    return members
 
 
 def mirror_why_not(net: NetSpec, system: SysSpec, traces: Sequence, backend: str, replay_only: bool = False) -> str | None:
@@ -411,11 +458,12 @@ def run_workload(net: NetSpec, system: SysSpec, traces: Sequence, backend: str =
     """
     if len(traces) != net.npus:
         raise ConfigError("workload", f"{len(traces)} traces", f"accepted: one per NPU ({net.npus})")
-    if engine not in ("auto", "python", "compiled"):
-        raise ConfigError("engine", engine, "accepted: auto, python, compiled")
+    from .emu_network import check_engine, on_core
+
+    check_engine(engine)
     mirror = mode == "mirror"
-    if not mirror and engine != "python":
-        out = _run_compiled(net, system, traces, backend, groups, roofline, replay_only, where, engine == "compiled")
+    if not mirror:
+        out = on_core(engine, lambda: _run_compiled(net, system, traces, backend, groups, roofline, replay_only, where))
         if out is not None:
             if progress is not None:
                 total = sum(len(t.nodes) for t in traces)
@@ -450,20 +498,15 @@ def run_workload(net: NetSpec, system: SysSpec, traces: Sequence, backend: str =
 
 
 def _run_compiled(net: NetSpec, system: SysSpec, traces: Sequence, backend: str, groups: dict | None,
-                  roofline: Roofline | None, replay_only: bool, where: str, required: bool) -> list[NpuResult] | None:
-    """`run_workload` in full mode on the compiled core; None where it does not serve the input
-    (a ConfigError saying why when `required`)."""
+                  roofline: Roofline | None, replay_only: bool, where: str) -> list[NpuResult]:
+    """`run_workload` in full mode on the compiled core (`emu_compiled.NotServed` where it does not
+    serve the input)."""
     from .emu_compiled import NotServed, check_finished, network_why_not, run_kernel, workload_arrays
 
-    try:
-        why = network_why_not(net, backend)
-        if why:
-            raise NotServed(why)
-        arrays = workload_arrays(net, system, traces, roofline, replay_only, groups)
-    except NotServed as e:
-        if required:
-            raise ConfigError("engine", "compiled", f"the compiled core does not serve this run ({e}); accepted: auto, python")
-        return None
+    why = network_why_not(net, backend)
+    if why:
+        raise NotServed(why)
+    arrays = workload_arrays(net, system, traces, roofline, replay_only, groups, where)
     finish, compute, comm, issued = run_kernel(net, system, backend, arrays)
     check_finished(finish, issued, arrays, where)
     return [NpuResult(r, int(f), int(c), int(f - c), int(m)) for r, (f, c, m) in enumerate(zip(finish, compute, comm))]
