@@ -94,17 +94,24 @@ def test_chunks_beyond_the_limit_is_refused_at_once(capsys):
 
 
 def test_a_schedule_beyond_the_blocks_limit_is_refused_before_it_is_built(capsys):
-    refused(capsys, "--limit", "blocks=100", *coll("-a", "hierarchical", "-c", "all-to-all", t="ring:16"),
-            needles=("group size", "16", "hierarchical all-to-all", "--limit blocks="))
-    rc, out, err = run(capsys, *coll("-a", "hierarchical", "-c", "all-to-all", t="ring:16"))
+    refused(capsys, "--limit", "blocks=100", *coll("-a", "hierarchical", "-c", "all-reduce", "-o", "order=baseline",
+                                                   t="torus:8x8"),
+            needles=("group size", "64", "hierarchical all-reduce", "--limit blocks="))
+    rc, out, err = run(capsys, *coll("-a", "hierarchical", "-c", "all-reduce", "-o", "order=baseline", t="torus:8x8"))
     assert rc == 0 and not err
+    # a hierarchical all-to-all keeps one entry per transfer (its blocks stated: LineMeshStep); a full
+    # check on data lists its first phase: 16 x 3 transfers of 4 blocks
+    refused(capsys, "--limit", "blocks=100", *coll("-a", "hierarchical", "-c", "all-to-all", t="torus:4x4"),
+            needles=("group size: invalid value 16", "192 schedule entries (phase 0 of a hierarchical all-to-all on 4x4",
+                     "--limit blocks="))
     # a direct full mesh is stated, not listed; a full check on data lists its 240 transfers
     refused(capsys, "--limit", "blocks=100", *coll("-a", "direct", "-c", "all-to-all", t="ring:16"),
             needles=("group size: invalid value 16", "240 schedule entries (a full mesh of 16 ranks", "--limit blocks="))
     # the default pieces (chunks = p for a ring broadcast: p x p entries) are what is too many: say so
     line = refused(capsys, *coll("-c", "broadcast", t="ring:16384"), needles=("group size", "268,435,456"))
     assert "fewer pipeline pieces fit: --option chunks=N" in line
-    line = refused(capsys, *coll("-a", "hierarchical", "-c", "all-to-all", t="ring:16384"), needles=("group size",))
+    line = refused(capsys, "--limit", "blocks=1000000", *coll("-a", "hierarchical", "-c", "all-to-all", t="torus:4x4096"),
+                   needles=("group size", "16384", "hierarchical all-to-all"))
     assert "chunks" not in line  # no pieces to drop
 
 

@@ -50,6 +50,7 @@ class ComposedStep(ListedView):
 
     composed: ClassVar[bool] = True
     full_mesh: ClassVar[bool] = False
+    line_mesh: ClassVar[bool] = False
     ranges: ClassVar[bool] = False
     lane: ClassVar[None] = None
 
@@ -62,7 +63,7 @@ class ComposedStep(ListedView):
         if self.repeat < 1:
             raise ValueError("ComposedStep: repeat must be >= 1")
         for part, f in zip(self.parts, self.first):
-            if part.full_mesh or part.composed or part.lane is not None:
+            if part.full_mesh or part.composed or part.line_mesh or part.lane is not None:
                 raise ValueError("ComposedStep: parts are plain steps without lanes")
             if not 0 <= f or f + self.repeat > part.repeat:
                 raise ValueError(f"ComposedStep: repetitions {f}..{f + self.repeat - 1} of a part repeated "

@@ -28,7 +28,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .schedule import ListedView, Step, make_step
+from .schedule import OnceView, Step, make_step
 
 RULES = ("dst", "src", "pair")
 
@@ -55,7 +55,7 @@ def ordered_pairs(n: int, firsts=None) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True, eq=False)
-class FullMeshStep(ListedView):
+class FullMeshStep(OnceView):
     """Every ordered pair of distinct nodes 0..n-1 as one transfer of one block (module doc).
 
     Parameters
@@ -78,11 +78,7 @@ class FullMeshStep(ListedView):
 
     full_mesh: ClassVar[bool] = True
     composed: ClassVar[bool] = False
-    repeat: ClassVar[int] = 1
-    shift: ClassVar[None] = None
-    mod: ClassVar[None] = None
-    ranges: ClassVar[bool] = False
-    lane: ClassVar[None] = None
+    line_mesh: ClassVar[bool] = False
 
     def __post_init__(self):
         if self.block not in RULES:
@@ -160,19 +156,3 @@ class FullMeshStep(ListedView):
             src, dst = (b, a) if self.by_dst else (a, b)
             self._listed.append(make_step(src, dst, self.blocks_of(src, dst), self.reduce_all))
         return self._listed[0]
-
-    def blocks_at(self, k: int) -> np.ndarray:
-        """Block ids at repetition k (= 0: the step does not repeat; listed form)."""
-        return self.single(k).blocks
-
-    def single(self, k: int) -> "FullMeshStep":
-        """Repetition k alone: the step itself (k = 0)."""
-        if k != 0:
-            raise ValueError("FullMeshStep.single: the step does not repeat")
-        return self
-
-    def window(self, k0: int, k1: int) -> "FullMeshStep":
-        """Repetitions k0..k1-1: the step itself (0, 1)."""
-        if (k0, k1) != (0, 1):
-            raise ValueError("Step.window out of range")
-        return self

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..errors import ConfigError
 from ._common import require_group
-from .schedule import Schedule, make_step
+from .full_mesh import FullMeshStep
+from .line_mesh import LineMeshStep
+from .schedule import Schedule
 
 
 def hierarchical_all_to_all(p: int, dims=None) -> Schedule:
@@ -34,30 +34,15 @@ def hierarchical_all_to_all(p: int, dims=None) -> Schedule:
     Returns
     -------
     Schedule
-        Unplaced, `p*p` blocks, one step per dimension larger than 1; ConfigError when the
-        product of `dims` is not `p`.
+        Unplaced, `p*p` blocks, one step per dimension larger than 1 (a `LineMeshStep`, or a
+        `FullMeshStep` for a dimension of all `p`); ConfigError when the product of `dims` is not `p`.
     """
     require_group("hierarchical", "all-to-all", p)
     dims = tuple(int(d) for d in (dims or (p,)))
     if math.prod(dims) != p:
         raise ConfigError("dims", "x".join(map(str, dims)), f"accepted: sizes whose product is the group size {p}")
-    strides = [math.prod(dims[:d]) for d in range(len(dims))]
-    m = np.arange(p)
-    steps = []
-    for k, dk in enumerate(dims):
-        if dk == 1:
-            continue
-        sk, sk1 = strides[k], strides[k] * dk
-        ck = (m // sk) % dk
-        i_low = np.arange(sk)  # i's coordinates below k: free
-        j_high = np.arange(p // sk1) * sk1  # j's coordinates above k: free
-        src, dst, blocks = [], [], []
-        for t in range(dk):
-            mm = m[ck != t]
-            i = (mm - mm % sk)[:, None] + i_low[None, :]  # i: free below k, the holder's coordinates from k on
-            j = (mm % sk + t * sk)[:, None] + j_high[None, :]  # j: the holder's below k, t at k, free above
-            src.append(mm)
-            dst.append(mm + (t - (mm // sk) % dk) * sk)
-            blocks.append((i[:, :, None] * p + j[:, None, :]).reshape(len(mm), -1))
-        steps.append(make_step(np.concatenate(src), np.concatenate(dst), np.concatenate(blocks), False))
-    return Schedule("all-to-all", "hierarchical", p, p * p, tuple(steps), meta={"dims": dims})
+    # each phase a line mesh, its blocks stated by rule (line_mesh.py); a dimension that is the whole
+    # group, a full mesh (the same transfers in the same order, destination-major)
+    steps = tuple(FullMeshStep(p, "pair", False, by_dst=True) if dk == p else LineMeshStep(dims, k)
+                  for k, dk in enumerate(dims) if dk > 1)
+    return Schedule("all-to-all", "hierarchical", p, p * p, steps, meta={"dims": dims})

@@ -113,6 +113,7 @@ class Step:
     lane: tuple[int, int] | None = None  # (block, lane): see module doc, "lanes"
     full_mesh: ClassVar[bool] = False  # a `full_mesh.FullMeshStep` states its transfers instead of listing them
     composed: ClassVar[bool] = False  # a `composed.ComposedStep` runs repetitions of other steps side by side
+    line_mesh: ClassVar[bool] = False  # a `line_mesh.LineMeshStep` states its transfers' blocks by a rule
 
     def __post_init__(self):
         for name in ("src", "dst", "ptr", "blocks", "shift", "mod"):
@@ -302,6 +303,32 @@ class ListedView:
     def starts_at(self, k: int) -> np.ndarray:
         """Not in range form (as `Step.starts_at`)."""
         raise ValueError(f"{type(self).__name__}.starts_at: the step is not in range form (use blocks_at)")
+
+
+class OnceView(ListedView):
+    """A stated step that does not repeat (`FullMeshStep`, `LineMeshStep`): repetition 0 is the step."""
+
+    repeat: ClassVar[int] = 1
+    shift: ClassVar[None] = None
+    mod: ClassVar[None] = None
+    ranges: ClassVar[bool] = False
+    lane: ClassVar[None] = None
+
+    def blocks_at(self, k: int) -> np.ndarray:
+        """Block ids at repetition k (= 0: the step does not repeat; listed form)."""
+        return self.single(k).blocks
+
+    def single(self, k: int):
+        """Repetition k alone: the step itself (k = 0)."""
+        if k != 0:
+            raise ValueError(f"{type(self).__name__}.single: the step does not repeat")
+        return self
+
+    def window(self, k0: int, k1: int):
+        """Repetitions k0..k1-1: the step itself (0, 1)."""
+        if (k0, k1) != (0, 1):
+            raise ValueError("Step.window out of range")
+        return self
 
 
 def make_range_step(src, dst, start, count, reduce) -> Step:

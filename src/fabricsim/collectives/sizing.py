@@ -4,7 +4,7 @@
 lists, a run of ids in range form counting once; a step repeated by rotation counting once: the
 schedule's memory, about 40 B each) from the collective, the
 group size and the typed options, before anything is built, so that `chunks=1000000000` or a
-hierarchical all-to-all on 65,536 ranks is refused with the estimate in the message instead of
+ring broadcast of 65,536 pieces on 65,536 ranks is refused with the estimate in the message instead of
 running out of memory. The estimates are upper bounds within a small factor of what the builders
 make (tests/test_robust_cli.py compares them); an algorithm without an entry here gets the
 quadratic `p * p * pieces` bound. One exception counts what the models build, not the schedule: an
@@ -61,8 +61,8 @@ def _hierarchical(c: str, p: int, o: dict) -> float:
     block: a run of prod(dims[d+1:]) contiguous ids (range form, one entry per transfer, a ring's
     rotation kept), or in baseline order past the first active dimension the p/q ids with digit
     d = j, listed. Per rank and phase: a ring one transfer, halving-doubling log2 q, direct q - 1."""
-    if c == "all-to-all":
-        return 4.0 * p * p
+    if c == "all-to-all":  # one entry per transfer (LineMeshStep); a dimension of all p is a stated full mesh
+        return float(sum(p * (q - 1) if q < p else 1 for q in _dims(p, o) if q > 1)) + 1.0
     dims = _dims(p, o)
     inner = o.get("inner") or "ring"
     inner = (inner,) * len(dims) if isinstance(inner, str) else tuple(inner)

@@ -109,8 +109,9 @@ def verify_work(schedule: Schedule) -> int:
 def _sample_costs(s: Schedule) -> tuple[float, float, float]:
     """(fixed cost of a step-by-step sample, its cost per block, all-at-once cost per block), s."""
     moves = verify_work(s) / max(1, s.nblocks)  # per block, on average
-    # a full mesh or a composed step is visited listed, transfer by transfer
-    fixed = sum(st.repeat * (_STEP_S + (st.n_transfers if st.ranges or st.full_mesh or st.composed else len(st.blocks))
+    # a full mesh, a line mesh or a composed step is visited listed, transfer by transfer
+    fixed = sum(st.repeat * (_STEP_S + (st.n_transfers if st.ranges or st.full_mesh or st.composed or st.line_mesh
+                                        else len(st.blocks))
                              * _ENTRY_S) for st in s.steps)
     rotating = sum(st.repeat for st in s.steps if st.repeat > 1 and (
         any(p.shift is not None for p in st.parts) if st.composed else st.shift is not None))
@@ -139,7 +140,7 @@ def sample_plan(schedule: Schedule, sample: int | None = None) -> tuple[int, boo
         fit = max((SAMPLE_SECONDS - fixed) / max(per_step, 1e-12), SAMPLE_SECONDS / max(per_once, 1e-12))
         sample = max(MIN_SAMPLE, min(DEFAULT_SAMPLE, int(fit)))
     n = int(min(schedule.nblocks, max(1, sample)))
-    if any(st.full_mesh or st.composed for st in schedule.steps):  # step by step would list them
+    if any(st.full_mesh or st.composed or st.line_mesh for st in schedule.steps):  # step by step would list them
         return n, True
     return n, n * per_once < fixed + n * per_step
 

@@ -307,6 +307,15 @@ def _collect(s: Schedule, sample: np.ndarray):
                           st.index_of(src, dst)))
             t0 += 1
             continue
+        if st.line_mesh:  # a chosen block moves at most once, by the step's rule: never the listed blocks
+            if st.p > n:
+                return parts, (t0, f"step {t0}: transfer names a node outside 0..{n - 1}")
+            if st.p * st.p > s.nblocks:
+                return parts, (t0, f"step {t0}: block id outside 0..{s.nblocks - 1}")
+            col, src, dst, pos = st.moves_of(sample)
+            parts.append((np.full(len(col), t0, np.int64), src, dst, np.zeros(len(col), bool), col, pos))
+            t0 += 1
+            continue
         problem = _structure_problem(st, n)
         err = None if problem is None else (t0, f"step {t0}: {problem}")
         reps = st.repeat

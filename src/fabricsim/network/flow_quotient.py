@@ -149,6 +149,10 @@ def _mesh_step(dom: _Domain, schedule: Schedule, st):
 def _sel_runs(st: Step, sel: np.ndarray):
     """Block runs of the transfers `sel` of a step at every repetition: (rep, index in sel, lo, hi)."""
     cnt = st.blocks_per_transfer[sel]
+    if st.line_mesh:  # its blocks by rule, for these transfers only (it does not repeat)
+        j = np.repeat(np.arange(len(sel)), cnt)
+        t, lo, hi = entry_runs(j, st.blocks_for(sel).ravel())
+        return np.zeros(len(t), np.int64), t, lo, hi
     # the ids (range form: the runs' starts, one run per transfer) at every repetition, one row each
     e = sel[cnt > 0] if st.ranges else span_indices(st.ptr[sel], cnt)
     ks = np.arange(st.repeat, dtype=np.int64)[:, None]

@@ -13,7 +13,9 @@ transfers: the translated channels must be channels of the step (each channel at
 step), with the same reduce flag and block count, and pi_g must map each transfer's blocks onto its
 image's -- as a set (range form: by range minimum and maximum of pi_g) with the same rotation --
 and commute with every rotation on the aligned id range it moves in, so that every repetition
-holds (pi(R^k b) = R^k pi(b) by induction). pi_g is derived from what the blocks mean and then
+holds (pi(R^k b) = R^k pi(b) by induction). A stated step is invariant by its rule: a full mesh under
+every node permutation, a line mesh (`LineMeshStep`) under translations of its grid, both with the
+all-to-all's pi where they carry its blocks. pi_g is derived from what the blocks mean and then
 verified: the owner of each block (`Schedule.owner`: the k-th block of rank r goes to the k-th
 block of rank r + g), the all-to-all's i*p + j, rank-indexed layouts q*p + r and r*m + q, or the
 identity (whole-vector blocks).
@@ -221,6 +223,8 @@ def _channels_match(sh: StepShape, sig: np.ndarray) -> np.ndarray | None:
     st = sh.st
     if st.full_mesh:  # channel (i, j) goes to (sig i, sig j), a channel of the mesh: the match is sig itself
         return sig if len(sig) >= st.n and np.array_equal(np.sort(sig[: st.n]), np.arange(st.n)) else None
+    if st.line_mesh and not st.is_translation(sig):  # a grid translation maps its lines and its rule onto themselves
+        return None
     match = sh.find(sig[st.src], sig[st.dst]) if sh.unique else None
     if match is None:
         return None
@@ -237,6 +241,8 @@ def _blocks_match(shape: StepShape, match: np.ndarray, pi: _Perm) -> bool:
         if st.block == "pair":  # i*n + j -> sig(i)*n + sig(j) is the all-to-all candidate itself
             return pi.kind == "all-to-all" and st.n * st.n == shape.nb
         return bool(np.array_equal(pi(np.arange(st.n, dtype=np.int64)), match[: st.n]))
+    if st.line_mesh:  # sig is a grid translation (`_channels_match`): the all-to-all's pi maps the rule onto itself
+        return pi.kind == "all-to-all" and st.p * st.p == shape.nb
     cnt = st.blocks_per_transfer
     if st.ranges:
         nz = np.flatnonzero(cnt > 0)
