@@ -171,3 +171,40 @@ def test_all_to_all_on_128x128_is_254_orbit_flows_at_the_closed_form(never_liste
     assert AnalyticalCollective(topo, s, "congestion-aware").times([size])[0] == pytest.approx(want, rel=1e-12)
     assert s.bytes_sent(size)[0] == pytest.approx(254 * size / 128, rel=1e-12)
     assert s.stored_entries == 2 * 16384 * 127
+
+
+@pytest.mark.parametrize("spec", ("torus:4x6", "torus:3x5", "torus:2x4x3", "mesh:4x3", "torus:4x4", "mesh:3x2x4"))
+def test_analytical_native_equals_listed(spec):
+    """Bit for bit: times, link loads, phases; both models, with and without an injection limit."""
+    topo = parse_topology(spec, "100GB/s", "500ns")
+    sizes = np.array([1.0, 1e3, 1e6, 3.3e7])
+    s = build_schedule(topo, "all-to-all", "hierarchical")
+    assert any(st.line_mesh for st in s.steps)
+    for model in ("congestion-aware", "congestion-unaware"):
+        for inj in (None, 3e10):
+            a = AnalyticalCollective(topo, s, model, injection=inj)
+            b = AnalyticalCollective(topo, listed(s), model, injection=inj)
+            assert all(r._sent is not None for r in a.routed)  # the native route served every phase
+            assert np.array_equal(a.times(sizes), b.times(sizes)), (model, inj)
+            assert np.array_equal(a.link_frac, b.link_frac)
+            assert np.array_equal(a.phase_times(1e6), b.phase_times(1e6))
+
+
+def test_analytical_on_another_grid_routes_the_transfers():
+    """Phases on a grid that is not the network's (dims given): the transfers routed one by one."""
+    topo = parse_topology("torus:4x6", "100GB/s", "500ns")
+    s = build_schedule(topo, "all-to-all", "hierarchical", dims=(6, 4))
+    a = AnalyticalCollective(topo, s)
+    assert all(r._sent is None for r in a.routed)
+    assert np.array_equal(a.times([1e6]), AnalyticalCollective(topo, listed(s)).times([1e6]))
+
+
+def test_analytical_at_65536_ranks_is_the_closed_form(never_listed):
+    """256x256, 400 Gb/s, 100 ns: each phase the busiest link's sum(f for f in 1..128) = 8256
+    messages of size / 256 bytes plus 128 hops; phases in lock-step: twice that."""
+    topo = parse_topology("torus:256x256", "400Gbps", "100ns")
+    s = build_schedule(topo, "all-to-all", "hierarchical")
+    size = 2.0 ** 30
+    want = 2 * (8256 * size / 256 / 50e9 + 128 * 100e-9)
+    assert AnalyticalCollective(topo, s, "congestion-aware").times([size])[0] == pytest.approx(want, rel=1e-12)
+    assert verify(s, sample=16).blocks_checked == 16

@@ -171,10 +171,10 @@ def route_step(topo: Topology, schedule: Schedule, step: Step, cache: dict | Non
     """
     if step.composed:
         return _route_composed(topo, schedule, step, {} if cache is None else cache)
-    if step.full_mesh:
-        from .full_mesh_route import route_full_mesh
+    if step.full_mesh or step.line_mesh:
+        from .full_mesh_route import route_full_mesh, route_line_mesh
 
-        routed = route_full_mesh(topo, schedule, step)
+        routed = (route_full_mesh if step.full_mesh else route_line_mesh)(topo, schedule, step)
         if routed is not None:
             return routed
     src, dst = _endpoints(schedule, step)

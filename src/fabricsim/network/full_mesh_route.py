@@ -1,4 +1,4 @@
-"""A full mesh routed on a torus, ring or mesh without listing its transfers (the analytical model).
+"""A full mesh (or a line mesh) routed on a torus, ring or mesh without listing its transfers (the analytical model).
 
 A `FullMeshStep` over every NPU sends one equal message between every ordered pair of NPUs. On a
 network whose paths are straight per dimension (`analytical.straight_dims`: dimension-order
@@ -16,7 +16,8 @@ congestion-aware model) and the distinct (latency, bytes / bandwidth) pairs (the
 Exactly the numbers of listing the n(n-1) transfers (`analytical._route_straight`): link loads
 are the same sequential sums of one message size (tabulated once), latencies the same
 sequential sums of link latencies (`analytical._path_lat_bw`). tests/test_full_mesh.py compares
-the two on small networks.
+the two on small networks. A line mesh (`LineMeshStep`, a hierarchical all-to-all phase) is the
+same count along its one dimension, every line on its own (`route_line_mesh`; tests/test_line_mesh.py).
 """
 
 from __future__ import annotations
@@ -53,12 +54,57 @@ def line_counts(kind: str, size: int) -> tuple[np.ndarray, np.ndarray]:
             np.full(size, int((size - f[~plus]).sum()), np.int64))
 
 
-def _hop_rows(kinds, dims) -> np.ndarray:
-    """Every combination of per-dimension hop counts but all zeros: one row per path shape."""
-    tops = [size // 2 if kind == "ring" else size - 1 for kind, size in zip(kinds, dims)]
+def _hop_rows(kinds, dims, only: int | None = None) -> np.ndarray:
+    """Every combination of per-dimension hop counts but all zeros: one row per path shape (with
+    `only`, hops along that dimension alone)."""
+    tops = [0 if only is not None and d != only else size // 2 if kind == "ring" else size - 1
+            for d, (kind, size) in enumerate(zip(kinds, dims))]
     grids = np.meshgrid(*[np.arange(t + 1, dtype=np.int64) for t in tops], indexing="ij")
     rows = np.stack([g.reshape(-1) for g in grids], axis=1)
     return rows[rows.any(axis=1)]
+
+
+def route_line_mesh(topo: Topology, schedule: Schedule, step) -> RoutedStep | None:
+    """Route a line-mesh step (a hierarchical all-to-all phase, `LineMeshStep`) from per-dimension
+    counts, or None.
+
+    Where the step's grid is the network's (every NPU, in rank order, the same dims) and paths are
+    straight per dimension, a message of phase k stays on its line along dimension k: the link
+    leaving position x of that line carries c_k(x) messages (`line_counts`), each p / d_k blocks;
+    paths are 1..d_k/2 (ring) or 1..d_k - 1 hops along k. The same numbers as listing the
+    transfers (tests/test_line_mesh.py compares them).
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    schedule : Schedule
+        The schedule the step belongs to, placed.
+    step : LineMeshStep
+        The phase.
+
+    Returns
+    -------
+    RoutedStep or None
+        As `route_full_mesh`; None where the grid is not the network's (the caller routes the transfers).
+    """
+    n = topo.n_npus
+    dims = tuple(int(d) for d in topo.dims)
+    if schedule.p != n or tuple(step.dims) != dims:
+        return None
+    if not np.array_equal(schedule.topology_nodes()[:n], np.arange(n)):
+        return None
+    per_dim = straight_dims(topo)
+    if per_dim is None:
+        return None
+    lat_d, bw_d = per_dim
+    router, k = topo.router, step.dim
+    one = float(step.per_transfer * schedule.block_frac)  # every message p / d_k blocks
+    coords = topo.coords(np.arange(n))
+    count = np.zeros(topo.n_links)
+    _add_line_counts(count, router, coords, k, dims[k], 1)
+    return _counted(topo, count.astype(np.int64), one, dims[k] - 1, _hop_rows(router.kinds, dims, only=k),
+                    lat_d, bw_d, n, step.repeat, "LineMeshStep")
 
 
 def route_full_mesh(topo: Topology, schedule: Schedule, step) -> RoutedStep | None:
@@ -96,25 +142,37 @@ def route_full_mesh(topo: Topology, schedule: Schedule, step) -> RoutedStep | No
     one = float(schedule.block_frac)  # one block per transfer: every message the same size
     coords = topo.coords(np.arange(n))
     count = np.zeros(topo.n_links)  # messages crossing each link (exact integers in float64)
-    for d, kind in enumerate(router.kinds):
-        if dims[d] < 2:
-            continue
-        for direction, c in enumerate(line_counts(kind, dims[d])):
-            per_node = c[coords[:, d]] * (n // dims[d])
-            links = router.step_link[:, d, direction]
-            hit = per_node > 0
-            if (links[hit] < 0).any():
-                raise ValueError("routing used a link that does not exist")
-            np.add.at(count, links[hit], per_node[hit])
-    k = count.astype(np.int64)
-    table = equal_sums(one, max(int(k.max(initial=0)), n - 1))  # k messages added one by one, as listed
+    for d in range(len(dims)):
+        if dims[d] >= 2:
+            _add_line_counts(count, router, coords, d, dims[d], n // dims[d])
+    return _counted(topo, count.astype(np.int64), one, n - 1, _hop_rows(router.kinds, dims), lat_d, bw_d, n,
+                    step.repeat, "FullMeshStep")
+
+
+def _add_line_counts(count: np.ndarray, router, coords: np.ndarray, d: int, size: int, factor: int) -> None:
+    """Add to `count` (per link) the messages of every line along dimension d whose pairs cross it:
+    c_d(x) x `factor` at each node's + and - link (`line_counts`)."""
+    for direction, c in enumerate(line_counts(router.kinds[d], size)):
+        per_node = c[coords[:, d]] * factor
+        links = router.step_link[:, d, direction]
+        hit = per_node > 0
+        if (links[hit] < 0).any():
+            raise ValueError("routing used a link that does not exist")
+        np.add.at(count, links[hit], per_node[hit])
+
+
+def _counted(topo: Topology, k: np.ndarray, one: float, per_npu: int, rows: np.ndarray, lat_d, bw_d, n: int,
+             repeat: int, kind: str) -> RoutedStep:
+    """The RoutedStep of equal messages from their count per link: k[link] messages of `one` each,
+    `per_npu` sent by every NPU, one row per path shape (hop counts per dimension)."""
+    table = equal_sums(one, max(int(k.max(initial=0)), per_npu))  # k messages added one by one, as listed
     link_frac = table[k]
-    lat, bw = _path_lat_bw(_hop_rows(router.kinds, dims), lat_d, bw_d)
-    sent = np.full(n, table[n - 1])  # n - 1 messages from every NPU
+    lat, bw = _path_lat_bw(rows, lat_d, bw_d)
+    sent = np.full(n, table[per_npu])
 
     def listed_incidence():
-        raise ValueError("a full mesh routed by its counts has no per-transfer incidence; list the step "
-                         "(FullMeshStep.explicit) and route that")
+        raise ValueError(f"a mesh routed by its counts has no per-transfer incidence; list the step "
+                         f"({kind}.explicit) and route that")
 
-    return RoutedStep(step.repeat, listed_incidence, np.full(len(lat), one), lat, bw, np.zeros(len(lat), np.int64),
+    return RoutedStep(repeat, listed_incidence, np.full(len(lat), one), lat, bw, np.zeros(len(lat), np.int64),
                       link_frac=link_frac, used_links=lambda: np.flatnonzero(link_frac > 0), sent=sent)
