@@ -20,19 +20,15 @@ from fabricsim.collectives.nccl_tree import channel_tree, nccl_tree, node_trees
 from fabricsim.collectives.schedule import Schedule, make_step
 from fabricsim.collectives.verify import verify
 from fabricsim.collectives.verify_sampled import run_sampled
-from fabricsim.errors import ConfigError, ScheduleError
+from fabricsim.errors import ConfigError
 from fabricsim.limits import raised_limits
 from fabricsim.network.analytical import AnalyticalCollective, route_schedule, route_step, step_times
 from fabricsim.topology import parse_topology
+from stated_steps import listed, outcome
 
 CASES = [  # (p, G, N, channels, chunks)
     (40, 8, 8, None, 5), (24, 8, 2, None, 3), (13, 1, 1, 3, 4), (16, 16, 1, None, 1), (36, 4, 2, 5, 7),
 ]
-
-
-def listed(s: Schedule) -> Schedule:
-    """The same schedule with every step in its listed form."""
-    return replace(s, steps=tuple(st.explicit() for st in s.steps))
 
 
 def composed_tree(p, G, N, c, chunks) -> Schedule:
@@ -136,14 +132,6 @@ def test_node_sums_and_memory_traffic_are_the_listed_forms():
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
 
 
-def _outcome(fn) -> str:
-    try:
-        fn()
-        return "ok"
-    except ScheduleError as e:
-        return str(e)
-
-
 def _corrupt_part(s: Schedule, i: int, kind: int) -> Schedule:
     """Replace part i of the schedule's parts everywhere it is used by a corrupted copy."""
     parts = list(dict.fromkeys(p for st in s.steps for p in st.parts))
@@ -167,14 +155,14 @@ def _corrupt_part(s: Schedule, i: int, kind: int) -> Schedule:
 def test_sampled_check_of_the_parts_agrees_with_the_listed_run(p, G, N, c, chunks):
     s = composed_tree(p, G, N, c, chunks)
     every = np.arange(s.nblocks)
-    assert _outcome(lambda: run_sampled(s, every, np.random.default_rng(0))) == "ok"
+    assert outcome(lambda: run_sampled(s, every, np.random.default_rng(0))) == "ok"
     n_parts = len({id(q) for st in s.steps for q in st.parts})
     rng = np.random.default_rng(p)
     for kind in range(4 if chunks > 1 else 3):
         bad = _corrupt_part(s, int(rng.integers(n_parts)), kind)
-        full = _outcome(lambda: verify(listed(bad)))
+        full = outcome(lambda: verify(listed(bad)))
         assert full != "ok"
-        assert _outcome(lambda: run_sampled(bad, every, np.random.default_rng(0))) == full
+        assert outcome(lambda: run_sampled(bad, every, np.random.default_rng(0))) == full
 
 
 def test_65536_ranks_never_listed_and_closed_form(monkeypatch):

@@ -26,14 +26,10 @@ from fabricsim.network.flow import simulate_flows
 from fabricsim.network.flow_model import FlowModel
 from fabricsim.network.flow_quotient import quotient_flows
 from fabricsim.topology import parse_topology
+from stated_steps import listed
 
 COLLS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
 SPECS = ("ring:7", "ring:8", "ring:2", "torus:4x6", "torus:3x5", "torus:2x4x3", "mesh:4x3", "mesh:5")
-
-
-def listed(s: Schedule) -> Schedule:
-    """The same schedule with every step in its listed form."""
-    return replace(s, steps=tuple(st.explicit() for st in s.steps))
 
 
 @pytest.fixture

@@ -16,20 +16,15 @@ import pytest
 from fabricsim.collectives import line_mesh
 from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.hierarchical_all_to_all import hierarchical_all_to_all
-from fabricsim.collectives.schedule import Schedule
 from fabricsim.collectives.verify import verify
 from fabricsim.errors import ConfigError, ScheduleError
 from fabricsim.network.analytical import AnalyticalCollective
 from fabricsim.network.flow_model import FlowModel
 from fabricsim.network.flow_quotient import quotient_flows
 from fabricsim.topology import parse_topology
+from stated_steps import listed
 
 DIMS = ((2, 3), (3, 2), (4, 4), (2, 3, 4), (3, 1, 5), (5, 3, 2), (2, 2, 2, 2), (7, 2))
-
-
-def listed(s: Schedule) -> Schedule:
-    """The same schedule with every step in its listed form."""
-    return replace(s, steps=tuple(st.explicit() for st in s.steps))
 
 
 @pytest.fixture
@@ -208,3 +203,15 @@ def test_analytical_at_65536_ranks_is_the_closed_form(never_listed):
     want = 2 * (8256 * size / 256 / 50e9 + 128 * 100e-9)
     assert AnalyticalCollective(topo, s, "congestion-aware").times([size])[0] == pytest.approx(want, rel=1e-12)
     assert verify(s, sample=16).blocks_checked == 16
+
+
+def test_node_and_id_bounds_are_what_the_listed_form_names():
+    """The sampled check's range checks read these bounds; they are the listed form's own."""
+    from fabricsim.collectives.full_mesh import FullMeshStep
+
+    steps = [st for dims in DIMS for st in hierarchical_all_to_all(math.prod(dims), dims).steps]
+    steps += [FullMeshStep(n, rule, False) for n in (2, 5) for rule in ("dst", "src", "pair")]
+    for st in steps:
+        a = st.explicit()
+        assert st.id_bound == a.blocks.max() + 1
+        assert st.node_bound == max(a.src.max(), a.dst.max()) + 1

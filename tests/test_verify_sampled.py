@@ -19,6 +19,7 @@ from fabricsim.collectives.verify import (DEFAULT_SAMPLE, FULL_VERIFY_LIMIT, MIN
 from fabricsim.collectives.verify_sampled import run_sampled
 from fabricsim.errors import ConfigError
 from fabricsim.topology import parse_topology
+from stated_steps import outcome
 
 TOPOS = ["ring:8", "ring:6", "torus:4x4", "torus:2x4x2", "switch:8,reduce", "fred:2x4,reduce", "dgx-h100:nodes=2,sharp"]
 COLLECTIVES = ["all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast", "reduce"]
@@ -28,18 +29,10 @@ OPTIONS = [("ring", {"bidirectional": True}), ("ring", {"chunks": 3}), ("swing",
            ("torus_recursive_doubling", {"mirrored": True}), ("nccl_tree", {"chunks": 4})]
 
 
-def _outcome(fn) -> str:
-    try:
-        fn()
-        return "ok"
-    except ScheduleError as e:
-        return str(e)
-
-
 def _both(s) -> tuple[str, str]:
     """(full step-by-step check, all-at-once check of every block)."""
-    return (_outcome(lambda: verify(s)),
-            _outcome(lambda: run_sampled(s, np.arange(s.nblocks), np.random.default_rng(0))))
+    return (outcome(lambda: verify(s)),
+            outcome(lambda: run_sampled(s, np.arange(s.nblocks), np.random.default_rng(0))))
 
 
 def _corrupted(s, rng, n=3):
@@ -174,9 +167,9 @@ def test_both_executors_agree_on_a_sample():
     dst = st.dst.copy()
     dst[0] = (dst[0] + 1) % s.p
     bad = replace(s, steps=s.steps[:2] + (replace(st, dst=dst),) + s.steps[3:])
-    step_by_step = _outcome(lambda: verify(bad, blocks=blocks))
+    step_by_step = outcome(lambda: verify(bad, blocks=blocks))
     assert step_by_step != "ok"
-    assert step_by_step == _outcome(lambda: run_sampled(bad, blocks, np.random.default_rng(0)))
+    assert step_by_step == outcome(lambda: run_sampled(bad, blocks, np.random.default_rng(0)))
 
 
 def test_threshold_small_full_large_sampled():

@@ -49,8 +49,6 @@ class ComposedStep(ListedView):
     _listed: list = field(default_factory=list, init=False, repr=False)  # the listed Step, once built
 
     composed: ClassVar[bool] = True
-    full_mesh: ClassVar[bool] = False
-    line_mesh: ClassVar[bool] = False
     ranges: ClassVar[bool] = False
     lane: ClassVar[None] = None
 

@@ -77,8 +77,6 @@ class FullMeshStep(OnceView):
     _listed: list = field(default_factory=list, init=False, repr=False)  # the listed Step, once built
 
     full_mesh: ClassVar[bool] = True
-    composed: ClassVar[bool] = False
-    line_mesh: ClassVar[bool] = False
 
     def __post_init__(self):
         if self.block not in RULES:
@@ -115,8 +113,19 @@ class FullMeshStep(OnceView):
         a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
         return a * (self.n - 1) + b - (b > a)
 
-    def moves_of(self, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every transfer that moves one of `blocks`: (index into `blocks`, src, dst), grouped by block.
+    @property
+    def node_bound(self) -> int:
+        """One past the largest schedule node the step names: n."""
+        return self.n
+
+    @property
+    def id_bound(self) -> int:
+        """One past the largest block id the rule moves: n*n - 1 ("pair": (n-1)*n + n-2) or n."""
+        return self.n * self.n - 1 if self.block == "pair" else self.n
+
+    def moves_of(self, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every transfer that moves one of `blocks`: (index into `blocks`, src, dst, entry position),
+        grouped by block.
 
         Parameters
         ----------
@@ -127,7 +136,8 @@ class FullMeshStep(OnceView):
         -------
         tuple of int64 arrays
             A "dst" or "src" block b in 0..n-1 moves n-1 times (into b, or out of b); a "pair"
-            block i*n + j with i != j once.
+            block i*n + j with i != j once. One block per transfer: the entry position is the
+            transfer's (`index_of`).
         """
         blocks = np.asarray(blocks, dtype=np.int64)
         n = self.n
@@ -135,11 +145,13 @@ class FullMeshStep(OnceView):
             i, j = blocks // n, blocks % n
             ok = (blocks >= 0) & (blocks < n * n) & (i != j)
             c = np.flatnonzero(ok)
-            return c, i[c], j[c]
-        c = np.flatnonzero((blocks >= 0) & (blocks < n))
-        b, other = ordered_pairs(n, blocks[c])
-        col = np.repeat(c, n - 1)
-        return (col, other, b) if self.block == "dst" else (col, b, other)
+            col, src, dst = c, i[c], j[c]
+        else:
+            c = np.flatnonzero((blocks >= 0) & (blocks < n))
+            b, other = ordered_pairs(n, blocks[c])
+            col = np.repeat(c, n - 1)
+            src, dst = (other, b) if self.block == "dst" else (b, other)
+        return col, src, dst, self.index_of(src, dst)
 
     # ---- the listed form: what every other reader sees ---------------------------------------
 

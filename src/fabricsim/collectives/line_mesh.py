@@ -46,8 +46,6 @@ class LineMeshStep(OnceView):
     dim: int
     _cache: dict = field(default_factory=dict, init=False, repr=False)  # pairs and the listed Step, once built
 
-    full_mesh: ClassVar[bool] = False
-    composed: ClassVar[bool] = False
     line_mesh: ClassVar[bool] = True
 
     def __post_init__(self):
@@ -72,6 +70,15 @@ class LineMeshStep(OnceView):
         sk = math.prod(self.dims[: self.dim])
         dk = self.dims[self.dim]
         return sk, dk, sk * dk
+
+    node_bound = p  # one past the largest schedule node it names
+    reduce_all: ClassVar[bool] = False  # every transfer copies
+
+    @property
+    def id_bound(self) -> int:
+        """One past the largest block id the rule moves: p*p - s_k (i = p - 1 with j = p - 1 - s_k, the
+        largest j whose coordinate k differs from i's)."""
+        return self.p * self.p - self._strides[0]
 
     @property
     def per_transfer(self) -> int:
@@ -121,7 +128,7 @@ class LineMeshStep(OnceView):
     @property
     def reduce(self) -> np.ndarray:
         """Reduce flag of each transfer: all copies."""
-        return np.zeros(self.n_transfers, dtype=bool)
+        return np.full(self.n_transfers, self.reduce_all)
 
     @property
     def blocks_per_transfer(self) -> np.ndarray:

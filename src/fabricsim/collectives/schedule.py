@@ -271,9 +271,13 @@ class Step:
 
 
 class ListedView:
-    """The `Step` attributes of a stated step (`FullMeshStep`, `ComposedStep`), read from its listed
+    """The `Step` attributes of a stated step (`FullMeshStep`, `LineMeshStep`, `ComposedStep`), read from its listed
     form: a subclass defines `explicit()`, which builds that `Step` once; every reader that does
-    not take the stated form whole sees these."""
+    not take the stated form whole sees these. Each kind sets its own flag."""
+
+    full_mesh: ClassVar[bool] = False
+    composed: ClassVar[bool] = False
+    line_mesh: ClassVar[bool] = False
 
     def explicit(self) -> Step:  # pragma: no cover - defined by each stated step
         """The same step with every transfer listed."""

@@ -296,24 +296,14 @@ def _collect(s: Schedule, sample: np.ndarray):
                 return parts, err
             t0 += st.repeat
             continue
-        if st.full_mesh:  # the moves of a chosen block: a row or a column of the mesh, never the mesh
-            top = st.n * st.n - 1 if st.block == "pair" else st.n
-            if st.n > n:
+        if st.full_mesh or st.line_mesh:  # a chosen block's moves by the step's rule (a row or a column of a
+            # full mesh; once in a line mesh), never the listed step
+            if st.node_bound > n:
                 return parts, (t0, f"step {t0}: transfer names a node outside 0..{n - 1}")
-            if top > s.nblocks:
-                return parts, (t0, f"step {t0}: block id outside 0..{s.nblocks - 1}")
-            col, src, dst = st.moves_of(sample)
-            parts.append((np.full(len(col), t0, np.int64), src, dst, np.full(len(col), st.reduce_all), col,
-                          st.index_of(src, dst)))
-            t0 += 1
-            continue
-        if st.line_mesh:  # a chosen block moves at most once, by the step's rule: never the listed blocks
-            if st.p > n:
-                return parts, (t0, f"step {t0}: transfer names a node outside 0..{n - 1}")
-            if st.p * st.p > s.nblocks:
+            if st.id_bound > s.nblocks:
                 return parts, (t0, f"step {t0}: block id outside 0..{s.nblocks - 1}")
             col, src, dst, pos = st.moves_of(sample)
-            parts.append((np.full(len(col), t0, np.int64), src, dst, np.zeros(len(col), bool), col, pos))
+            parts.append((np.full(len(col), t0, np.int64), src, dst, np.full(len(col), st.reduce_all), col, pos))
             t0 += 1
             continue
         problem = _structure_problem(st, n)

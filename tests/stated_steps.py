@@ -1,0 +1,22 @@
+"""Helpers for the tests of stated steps (full mesh, line mesh, composed) and of the sampled check."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fabricsim.collectives.schedule import Schedule
+from fabricsim.collectives.verify import ScheduleError
+
+
+def listed(s: Schedule) -> Schedule:
+    """The same schedule with every step in its listed form."""
+    return replace(s, steps=tuple(st.explicit() for st in s.steps))
+
+
+def outcome(fn) -> str:
+    """"ok", or the ScheduleError's message, of calling fn()."""
+    try:
+        fn()
+        return "ok"
+    except ScheduleError as e:
+        return str(e)
