@@ -80,7 +80,7 @@ def child(topology: str, algorithm: str, collective: str) -> None:
         t1 = time.perf_counter()
         c = FlowModel().collective(topo, s)
         out["flows"] = len(c.unit)
-        out["quotient"] = "/translations" in c.topo.name
+        out["quotient"] = "/translations" in c.topo.name or "/rings" in c.topo.name
         t2 = time.perf_counter()
         out["time_s"] = float(c.times([SIZE])[0])
         t3 = time.perf_counter()

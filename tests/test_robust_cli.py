@@ -116,23 +116,31 @@ def test_a_schedule_beyond_the_blocks_limit_is_refused_before_it_is_built(capsys
 
 
 def test_a_collective_alone_on_the_flow_model_is_sized_when_every_transfer_is_a_flow(capsys):
-    """Hamiltonian rings on a 4x4 torus are invariant only under diagonal translations (no quotient):
-    all 2 x 4 x 15 x 16 = 1,920 transfers would be flows, refused at once beyond the `flows` limit; a
-    ring, one flow per orbit, runs under the same limit."""
+    """NCCL's trees on a 4x4 torus map onto themselves under no translation and are no set of
+    independent rings: all 2 x 2 x 2 x 15 x 16 = 3,840 transfers would be flows, refused at once
+    beyond the `flows` limit; a ring (one flow per orbit) and Hamiltonian rings (four independent
+    rings, each one flow per orbit of its own rotations) run under the same limit."""
     lim = ("--limit", "flows=1000")
-    refused(capsys, *lim, *coll("-a", "hamiltonian_rings", "-m", "flow", t="torus:4x4"),
-            needles=("algorithm: invalid value 'hamiltonian_rings'", "1,920 flows", "--limit flows="))
-    rc, out, err = run(capsys, *lim, *coll("-a", "ring", "-m", "flow", t="torus:4x4"))
-    assert rc == 0 and not err
+    refused(capsys, *lim, *coll("-a", "nccl_tree", "-m", "flow", t="torus:4x4"),
+            needles=("algorithm: invalid value 'nccl_tree'", "3,840 flows", "--limit flows="))
+    for alg in ("ring", "hamiltonian_rings"):
+        rc, out, err = run(capsys, *lim, *coll("-a", alg, "-m", "flow", t="torus:4x4"))
+        assert rc == 0 and not err
 
 
 def test_in_network_split_collectives_are_sized_by_what_the_models_build(capsys):
-    """A streaming reduce-scatter is p serial streams over every rank's path (p^2 link entries):
-    refused with the way out (lock-step); lock-step all-gather on the flow model joins runs of
-    p - 1 blocks against p writes at the switch (p^2 dataflow segments): refused before the join."""
+    """A streaming reduce-scatter is p serial streams priced from their 2p paths (never the p^2
+    link entries of their sets): it runs under a limit far below p^2 on both models, with one answer;
+    lock-step all-gather on the flow model joins runs of p - 1 blocks against p writes at the switch
+    (p^2 dataflow segments): refused before the join."""
     lim = ("--limit", "blocks=1000")
-    refused(capsys, *lim, *coll("-a", "in_network", "-c", "reduce-scatter", t="switch:64,reduce"),
-            needles=("group size", "8,192 stream link entries", "--option lockstep=true", "--limit blocks="))
+    times = []
+    for model in ("congestion-aware", "flow"):
+        rc, out, err = run(capsys, *lim, *coll("-a", "in_network", "-c", "reduce-scatter", "-m", model,
+                                               t="switch:64,reduce"))
+        assert rc == 0 and not err
+        times.append(out.strip().splitlines()[-2].split()[4])  # the table's time column
+    assert times[0] == times[1]
     rc, out, err = run(capsys, *lim, *coll("-a", "in_network", "-c", "reduce-scatter", "-o", "lockstep=true",
                                            t="switch:64,reduce"))
     assert rc == 0 and not err  # range form: 2p runs

@@ -401,9 +401,6 @@ def build_schedule(
     culprit = next(((k, given[k]) for k in ("chunks", "steps", "channels") if k in given), None)
     need = estimate_blocks(alg.name, collective, p, opts)
     what = f"schedule entries ({alg.name} {collective} on {p} ranks: transfers x blocks)"
-    if alg.streams and collective in ("reduce-scatter", "all-gather") and not opts.get("lockstep"):
-        what = (f"stream link entries ({alg.name} {collective} on {p} ranks: p serial streams over every rank's "
-                f"path; {_field(where or 'algorithm', 'lockstep')}=true times its steps instead)")
     if culprit is None and alg.option("chunks") is not None:  # the default pieces may be what is too many
         fewer = estimate_blocks(alg.name, collective, p, {**opts, "chunks": 1})
         if fewer <= current_limits().blocks < need:

@@ -7,9 +7,9 @@ group size and the typed options, before anything is built, so that `chunks=1000
 ring broadcast of 65,536 pieces on 65,536 ranks is refused with the estimate in the message instead of
 running out of memory. The estimates are upper bounds within a small factor of what the builders
 make (tests/test_robust_cli.py compares them); an algorithm without an entry here gets the
-quadratic `p * p * pieces` bound. One exception counts what the models build, not the schedule: an
-in-network reduce-scatter or all-gather that streams is priced as p serial streams over every rank's
-path (p x p link entries), so it is sized by those.
+quadratic `p * p * pieces` bound. (An in-network reduce-scatter or all-gather that streams is priced
+from its p up and p down paths, `network.streams`; its p x p stream link entries are listed, and
+sized, only for flows that share the network, in `dataflow.streaming_flows`.)
 """
 
 from __future__ import annotations
@@ -93,21 +93,15 @@ def _bucket(c: str, p: int, o: dict) -> float:
     return 2.0 * D * D * (2 if c == "all-reduce" else 1) * p + 2.0 * p
 
 
-def _streams(c: str, p: int, o: dict) -> float:
-    """A streaming reduce-scatter or all-gather is priced as p serial streams, each over every
-    rank's path (`network.dataflow.streaming_flows`): p x p link entries that every model builds."""
-    return 2.0 * p * p if c in _SPLIT and not o.get("lockstep") else 0.0
-
-
 def _in_network(c: str, p: int, o: dict) -> float:
     # pieces repeat one step: no factor `chunks`; one piece's blocks are runs (range form), several
     # pieces' all-gather lists every block but the rank's own
     listed = c in _SPLIT and int(o.get("chunks") or 1) > 1
-    return max(2.0 * (p * p if listed else p) + 4.0 * p, _streams(c, p, o))
+    return 2.0 * (p * p if listed else p) + 4.0 * p
 
 
 def _in_network_tree(c: str, p: int, o: dict) -> float:
-    return max(16.0 * p, _streams(c, p, o))  # blocks as runs (range form): a rank's, its leaf's, all but those
+    return 16.0 * p  # blocks as runs (range form): a rank's, its leaf's, all but those
 
 
 def _swing(c: str, p: int, o: dict) -> float:

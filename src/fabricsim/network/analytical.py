@@ -734,10 +734,22 @@ class AnalyticalCollective:
 
     def _stream_setup(self) -> None:
         from .dataflow import streaming_flows
+        from .streams import serial_streams
 
         topo = self.topo
-        f = streaming_flows(topo, self.schedule, 1.0)
         self.routed = None
+        serial = serial_streams(topo, self.schedule)
+        if serial is not None:  # p serial streams, from their paths (never p x p link entries)
+            inv_bw = 1.0 / topo.link_bw
+            if self.injection is not None:
+                inv_bw = np.where(topo.link_src < topo.n_npus, np.maximum(inv_bw, 1.0 / self.injection), inv_bw)
+            each = 1.0 / serial.p
+            self.phases = [np.arange(serial.p)]
+            self._stream_per_byte = each * serial.slowest(inv_bw)[0]
+            self._stream_lat = serial.latency
+            self._stream_link_frac = serial.link_streams() * each
+            return
+        f = streaming_flows(topo, self.schedule, 1.0)
         self.phases = [np.arange(len(f))]
         links = f.route_links
         use = np.ones(len(links)) if f.route_weight is None else np.asarray(f.route_weight, float)

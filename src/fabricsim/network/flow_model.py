@@ -112,7 +112,11 @@ class FlowCollective:
     The one place that decides how a collective alone is simulated: on a translation-invariant
     network (torus, ring) where translations map the schedule onto itself, one flow per orbit of
     transfers (`flow_quotient.quotient_flows`: exact, the same times as every transfer up to
-    rounding, and a 16,384-rank ring all-reduce in O(p) flows instead of O(p^2)); otherwise every
+    rounding, and a 16,384-rank ring all-reduce in O(p) flows instead of O(p^2)); else, where the
+    schedule is independent rings each on its own links and blocks (Hamiltonian rings on a 2-D
+    torus), each ring's orbits on a ring of its own (`flow_rings.ring_parts`, exact too); a streaming
+    reduce-scatter or all-gather (fluid, no injection limit) as its p serial streams, each on its
+    slowest link (`streams.SerialStreams.alone_flows`: they never send at once); otherwise every
     transfer (`dataflow.schedule_flows`). Never for flows merged with other traffic.
 
     Parameters
@@ -129,16 +133,27 @@ class FlowCollective:
 
     def __init__(self, model: "FlowModel", topo: Topology, schedule: Schedule, injection: float | None = None):
         from .flow_quotient import quotient_flows
+        from .flow_rings import ring_parts
+        from .streams import serial_streams
 
         self.model, self.schedule = model, schedule
-        q = quotient_flows(topo, schedule, mode=model.mode, chunk=model.chunk, injection=injection)
-        if q is not None:  # alone on a symmetric network: one flow per orbit
+        kw = {"mode": model.mode, "chunk": model.chunk, "injection": injection}
+        q = quotient_flows(topo, schedule, **kw)
+        if q is None or q.orbit < schedule.p:  # independent rings may have larger orbits: the fewer flows
+            r = ring_parts(topo, schedule, **kw)
+            q = r if r is not None and (q is None or len(r.flows) < len(q.flows)) else q
+        if q is not None:  # alone on a symmetric network, or independent rings: one flow per orbit
             self.topo, self.unit = q.topo, q.flows
+            return
+        serial = serial_streams(topo, schedule) if runs_as_streams(schedule, model.streams) else None
+        if serial is not None and model.chunk == 0 and (injection is None or not np.isfinite(injection)):
+            self.topo, self.unit = topo, serial.alone_flows(topo.link_bw)  # each stream on its slowest link
             return
         if not runs_as_streams(schedule, model.streams):  # every transfer a flow: sized before it is built
             check_limit("flows", schedule.n_transfers,
                         f"flows ({schedule.algorithm} {schedule.collective} on {topo.name} alone: every transfer a "
-                        "flow, no translation maps the schedule onto itself)", "algorithm", schedule.algorithm)
+                        "flow: no translation maps the schedule onto itself, and it is no set of independent "
+                        "rings)", "algorithm", schedule.algorithm)
         unit = schedule_flows(topo, schedule, 1.0, stream=model.streams)
         if injection is not None and np.isfinite(injection):
             unit = with_injection(topo, unit, np.full(len(unit), float(injection)),
