@@ -98,7 +98,12 @@ def _parts(topo: Topology, schedule: Schedule):
     key = np.concatenate([st.src * n + st.dst for st in steps])
     chan, ch_of = np.unique(key, return_inverse=True)
     nodes = schedule.topology_nodes()
-    ptr, links = topo.route(nodes[chan // n], nodes[chan % n])
+    u, v = nodes[chan // n], nodes[chan % n]
+    adjacent = np.sort(topo.link_src * topo.n_nodes + topo.link_dst)
+    at = np.minimum(np.searchsorted(adjacent, u * topo.n_nodes + v), len(adjacent) - 1)
+    if not len(adjacent) or np.any(adjacent[at] != u * topo.n_nodes + v):
+        return None  # a channel between nodes no link joins: not routed over one link (checked before routing)
+    ptr, links = topo.route(u, v)
     if np.any(np.diff(ptr) != 1):
         return None  # a channel over more or fewer than one link: no part is a ring
     spans = [_entry_spans(st) for st in steps]
