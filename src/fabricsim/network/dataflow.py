@@ -366,7 +366,8 @@ def streaming_flows(topo: Topology, schedule: Schedule, size: float, *, start: f
     if schedule.collective in ("reduce-scatter", "all-gather"):  # every stream over (nearly) every rank's path
         check_limit("blocks", 2.0 * p * p, f"stream link entries ({schedule.algorithm} {schedule.collective} on {p} "
                     "ranks: p serial streams over every rank's path, listed for flows that share the network with "
-                    "other traffic or an injection limit; alone they are priced from their paths)", "group size", p)
+                    "other traffic or an injection limit; alone they are priced from their paths; the algorithm's "
+                    "lockstep option times its steps instead)", "group size", p)
     ranks, top = nodes[:p], int(nodes[-1])
     up_ptr, up_l = topo.route(ranks, np.full(p, top))
     dn_ptr, dn_l = topo.route(np.full(p, top), ranks)
