@@ -368,6 +368,8 @@ def streaming_flows(topo: Topology, schedule: Schedule, size: float, *, start: f
                     "ranks: p serial streams over every rank's path, listed for flows that share the network with "
                     "other traffic or an injection limit; alone they are priced from their paths; the algorithm's "
                     "lockstep option times its steps instead)", "group size", p)
+    from .streams import path_latency
+
     ranks, top = nodes[:p], int(nodes[-1])
     up_ptr, up_l = topo.route(ranks, np.full(p, top))
     dn_ptr, dn_l = topo.route(np.full(p, top), ranks)
@@ -391,8 +393,7 @@ def streaming_flows(topo: Topology, schedule: Schedule, size: float, *, start: f
     links = [np.unique(np.concatenate([up[i] for i in u] + [down[i] for i in d]
                                       + ([reduction_links(topo, np.concatenate([up[i] for i in u]))] if reduces else [])))
              for u, d in sets]
-    up_lat = np.array([topo.link_lat[x].sum() for x in up])
-    dn_lat = np.array([topo.link_lat[x].sum() for x in down])
+    up_lat, dn_lat = path_latency(topo, up_ptr, up_l), path_latency(topo, dn_ptr, dn_l)
     lat = np.array([up_lat[u].max() + dn_lat[d].max() for u, d in sets])  # the deepest input to the deepest output
     k = len(sets)
     ptr = np.concatenate([[0], np.cumsum([len(x) for x in links])])

@@ -145,19 +145,19 @@ class FlowCollective:
         if q is not None:  # alone on a symmetric network, or independent rings: one flow per orbit
             self.topo, self.unit = q.topo, q.flows
             return
-        serial = serial_streams(topo, schedule) if runs_as_streams(schedule, model.streams) else None
+        streams = runs_as_streams(schedule, model.streams)
+        serial = serial_streams(topo, schedule) if streams else None
         if serial is not None and model.chunk == 0 and (injection is None or not np.isfinite(injection)):
             self.topo, self.unit = topo, serial.alone_flows(topo.link_bw)  # each stream on its slowest link
             return
-        if not runs_as_streams(schedule, model.streams):  # every transfer a flow: sized before it is built
+        if not streams:  # every transfer a flow: sized before it is built
             check_limit("flows", schedule.n_transfers,
                         f"flows ({schedule.algorithm} {schedule.collective} on {topo.name} alone: every transfer a "
                         "flow: no translation maps the schedule onto itself, and it is no set of independent "
                         "rings)", "algorithm", schedule.algorithm)
         unit = schedule_flows(topo, schedule, 1.0, stream=model.streams)
         if injection is not None and np.isfinite(injection):
-            unit = with_injection(topo, unit, np.full(len(unit), float(injection)),
-                                  stream=runs_as_streams(schedule, model.streams))
+            unit = with_injection(topo, unit, np.full(len(unit), float(injection)), stream=streams)
             topo = endpoint_topology(topo, topo.n_npus, 1.0)
         self.topo, self.unit = topo, unit
 

@@ -157,16 +157,10 @@ def _ring_schedule(topo: Topology, schedule: Schedule, sel: list[np.ndarray], ch
     bw, lat = topo.link_bw[links], topo.link_lat[links]
     if len(np.unique(links)) != m or np.any(bw != bw[0]) or np.any(lat != lat[0]):
         return None
-    steps = []
-    for st, s in zip(schedule.steps, sel):
-        if not len(s):
-            continue
-        if st.shift is not None and st.repeat > 1:
-            e = s if st.ranges else span_indices(st.ptr[s], st.blocks_per_transfer[s])
-            mod = st.mod[e][st.shift[e] % st.mod[e] != 0]
-            if np.any(block_lo % mod):  # moved down, a rotation would leave its aligned range
-                return None
-        steps.append(_part_step(st, s, name, block_lo))
+    steps = [_part_step(st, s, name, block_lo) for st, s in zip(schedule.steps, sel) if len(s)]
+    for st in steps:
+        if st.shift is not None and st.repeat > 1 and np.any(block_lo % st.mod[st.shift % st.mod != 0]):
+            return None  # moved down, a rotation would leave its aligned range
     owner = None
     if schedule.owner is not None and len(schedule.owner) == schedule.nblocks:
         own = name[schedule.owner[block_lo:block_hi]]
@@ -223,12 +217,16 @@ def ring_parts(topo: Topology, schedule: Schedule, *, mode: str = "pipelined", c
     lo, hi = np.full(n_parts, np.iinfo(np.int64).max), np.full(n_parts, -1, np.int64)
     np.minimum.at(lo, part[ent_t], ent_lo)  # each part's blocks: [lo, hi)
     np.maximum.at(hi, part[ent_t], ent_hi)
+    if np.any(hi < 0):
+        return None  # a part that moves no block
+    by_part = np.argsort(part, kind="stable")  # each part's transfers, ascending: one sort, not a scan per part
+    bounds = np.searchsorted(part[by_part], np.arange(n_parts + 1))
     quotients = []
     for c in range(n_parts):
-        sel = [np.flatnonzero(part[first[i]:first[i + 1]] == c) for i in range(len(schedule.steps))]
-        mine = np.unique(ch_of[part == c])
-        if hi[c] < 0:
-            return None  # a part that moves no block
+        tr = by_part[bounds[c]:bounds[c + 1]]
+        cut = np.searchsorted(tr, first)
+        sel = [tr[cut[i]:cut[i + 1]] - first[i] for i in range(len(schedule.steps))]
+        mine = np.unique(ch_of[tr])
         got = _ring_schedule(topo, schedule, sel, chan[mine], links[mine], int(lo[c]), int(hi[c]))
         if got is None:
             return None

@@ -35,6 +35,26 @@ from .flow import Flows
 SERIAL = ("reduce-scatter", "all-gather")
 
 
+def path_latency(topo: Topology, ptr: np.ndarray, links: np.ndarray) -> np.ndarray:
+    """Each path's latency: its links' latencies summed path by path, as one numpy sum each, so
+    that a stream's latency is the same float listed (`dataflow.streaming_flows`) or by path.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    ptr, links : int64 arrays
+        Paths in CSR form over link ids.
+
+    Returns
+    -------
+    float array [paths]
+        Seconds.
+    """
+    lat = topo.link_lat[links]
+    return np.array([lat[a:b].sum() for a, b in zip(ptr[:-1].tolist(), ptr[1:].tolist())], dtype=float)
+
+
 def _path_max(ptr: np.ndarray, links: np.ndarray, cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(largest cost, a link with it) on each path (paths are non-empty)."""
     pid = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
@@ -115,14 +135,8 @@ class SerialStreams:
             out[np.unique(np.concatenate([ul, self.units]))] = p
             return out
         # all-gather: stream j has j's up path and every down path but j's; a link on one down path
-        # (rank i's) is missed by stream i only
-        out = np.where(c_dn >= 2, float(p), c_up)
-        one = np.flatnonzero(c_dn == 1)
-        i_of = np.zeros(L, np.int64)
-        i_of[dn % L] = dn // L
-        also_up = np.isin(i_of[one] * L + one, up)
-        out[one] = p - 1 + also_up
-        return out
+        # (rank i's) is missed by stream i only (up and down paths share no link: `serial_streams`)
+        return np.where(c_dn >= 2, float(p), np.where(c_dn == 1, p - 1.0, c_up))
 
     def alone_flows(self, bandwidth: np.ndarray) -> Flows:
         """The streams of a collective alone: each on its slowest link only, serial (module doc).
@@ -172,9 +186,7 @@ def serial_streams(topo: Topology, schedule: Schedule) -> SerialStreams | None:
     down = topo.route(np.full(p, top), ranks)
     if np.any(np.diff(up[0]) == 0) or np.any(np.diff(down[0]) == 0) or np.isin(up[1], down[1]).any():
         return None
-    lat = lambda ptr, ln: np.bincount(np.repeat(np.arange(p), np.diff(ptr)), weights=topo.link_lat[ln],  # noqa: E731
-                                      minlength=p)
-    up_lat, dn_lat = lat(*up), lat(*down)
+    up_lat, dn_lat = path_latency(topo, *up), path_latency(topo, *down)
     if schedule.collective == "reduce-scatter":
         units = reduction_links(topo, up[1])
         latency = up_lat.max() + dn_lat
