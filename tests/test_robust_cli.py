@@ -107,8 +107,10 @@ def test_a_schedule_beyond_the_blocks_limit_is_refused_before_it_is_built(capsys
     # a direct full mesh is stated, not listed; a full check on data lists its 240 transfers
     refused(capsys, "--limit", "blocks=100", *coll("-a", "direct", "-c", "all-to-all", t="ring:16"),
             needles=("group size: invalid value 16", "240 schedule entries (a full mesh of 16 ranks", "--limit blocks="))
-    # the default pieces (chunks = p for a ring broadcast: p x p entries) are what is too many: say so
-    line = refused(capsys, *coll("-c", "broadcast", t="ring:16384"), needles=("group size", "268,435,456"))
+    # the default pieces (chunks = p for a ring broadcast) are what is too many: say so. Composed of
+    # runs of hops (collectives.chain) the 16,384-rank chain stores 212,993 entries (plus p), not 268 M
+    line = refused(capsys, "--limit", "blocks=100000", *coll("-c", "broadcast", t="ring:16384"),
+                   needles=("group size", "229,377"))
     assert "fewer pipeline pieces fit: --option chunks=N" in line
     line = refused(capsys, "--limit", "blocks=1000000", *coll("-a", "hierarchical", "-c", "all-to-all", t="torus:4x4096"),
                    needles=("group size", "16384", "hierarchical all-to-all"))

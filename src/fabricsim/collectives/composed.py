@@ -9,8 +9,10 @@ its transfers are those of `parts[i]` at repetition `first[i]`, in part order, a
 part advances by one repetition. The parts are stored once and shared by every step that uses them
 (2 x 16 x 65,535 entries for that tree).
 
-The readers that matter at scale read the parts: the analytical model routes each part once
-(`network.analytical.route_schedule`) and adds their link loads per step, the sampled
+The readers that matter at scale read the parts: the analytical model routes every part once
+and keeps it sparse (`network.composed_route`: a step's busiest link is its busiest part's where
+its parts share no link), the flow model prices a pipelined chain from its hops
+(`network.flow_chain`), the sampled
 verification finds a chosen block's moves in each part once, and per-node sums (`Schedule.node_sum`)
 add the parts in order. Every other reader sees the usual `Step` attributes (`src`, `dst`,
 `blocks`, `shift`, ...): the listed form (`explicit`, the parts' repetitions concatenated), built

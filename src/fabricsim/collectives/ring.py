@@ -3,7 +3,8 @@
 All-reduce = reduce-scatter + all-gather, p-1 steps each, one block of size/p per step to the
 next rank. `bidirectional=True` runs two half-size rings in opposite directions at once
 (blocks 0..p-1 clockwise, p..2p-1 counter-clockwise). Broadcast and reduce are pipelined
-chains around the ring in `chunks` pieces (default p).
+chains around the ring in `chunks` pieces (default p), composed of runs of hops where listing
+every (hop, piece) would be large (`chain.py`).
 
 Every step of a ring phase has the same shape (rank r -> r+1), so each phase is one `Step`
 repeated p-1 times with its block ids rotating: O(p) memory for any p.
@@ -15,6 +16,7 @@ import numpy as np
 
 from ._common import require_collective, require_group, require_root
 from .algorithm import Algorithm, Option
+from .chain import chain_steps
 from .schedule import Schedule, Step, make_step, parallel
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce")
@@ -50,20 +52,6 @@ def ring_phase(p: int, phase: str, direction: int = 1, block_base: int = 0) -> S
     )
 
 
-def _chain(p: int, order: np.ndarray, chunks: int, reduce: bool) -> list[Step]:
-    """Pipelined chain along `order` (order[0] first); chunk c leaves position d at step c+d."""
-    steps = []
-    n_links = p - 1
-    for t in range(chunks + n_links - 1):
-        d = np.arange(n_links)
-        c = t - d
-        ok = (c >= 0) & (c < chunks)
-        if not ok.any():
-            continue
-        steps.append(make_step(order[d[ok]], order[d[ok] + 1], c[ok], reduce))
-    return steps
-
-
 def ring(collective: str, p: int, *, root: int = 0, bidirectional: bool = False, chunks: int | None = None) -> Schedule:
     """Ring all-reduce / reduce-scatter / all-gather, or a pipelined chain for broadcast / reduce.
 
@@ -97,11 +85,12 @@ def ring(collective: str, p: int, *, root: int = 0, bidirectional: bool = False,
             raise ConfigError("chunks", chunks, "accepted: an integer >= 1")
         if collective == "broadcast":
             order = (root + np.arange(p)) % p
-            steps = _chain(p, order, chunks, reduce=False)
+            steps = chain_steps(order, chunks, reduce=False)
         else:
             order = (root + 1 + np.arange(p)) % p  # root last
-            steps = _chain(p, order, chunks, reduce=True)
-        return Schedule(collective, "ring", p, chunks, tuple(steps), root=root, meta={"chunks": chunks})
+            steps = chain_steps(order, chunks, reduce=True)
+        order.setflags(write=False)  # the chain, stated for readers that use it (`network.flow_chain`)
+        return Schedule(collective, "ring", p, chunks, tuple(steps), root=root, meta={"chunks": chunks, "chain": order})
 
     phases = {"all-reduce": ("rs", "ag"), "reduce-scatter": ("rs",), "all-gather": ("ag",)}[collective]
     if not bidirectional:

@@ -33,8 +33,10 @@ def _dims(p: int, o: dict) -> tuple[int, ...]:
 
 
 def _ring(c: str, p: int, o: dict) -> float:
-    if c in _ROOTED:  # a chain of `chunks` pieces: every piece crosses p - 1 links, one step each
-        return float(o.get("chunks") or p) * p
+    if c in _ROOTED:  # a chain of `chunks` pieces over p - 1 hops: listed, or composed of runs of hops
+        from .chain import chain_entries  # lazy: numpy, only when sizing this algorithm
+
+        return float(chain_entries(p - 1, int(o.get("chunks") or p))) + p
     return 4.0 * p  # one compressed step per phase and direction
 
 

@@ -94,11 +94,17 @@ class RoutedStep:
         transfer (a full mesh's rows are its distinct paths: `full_mesh_route`; a composed step's
         the distinct rows of its parts), or a function of no arguments that gives it (called on
         first use); default: summed from `src_npu` and `frac`.
+    parts : tuple of composed_route.PartRoute, optional
+        A composed step's parts (`network.composed_route`): then `link_frac` and `sent` are
+        functions called on every access, never kept (a chain's 32,766 steps would hold 16 GB).
+    link_time : float, optional
+        The busiest link's seconds per byte of collective size, when known without `link_frac`.
     """
 
     def __init__(self, repeat: int, incidence, frac: np.ndarray, path_latency: np.ndarray, path_bw: np.ndarray,
                  src_npu: np.ndarray | None = None, *, link_frac: np.ndarray | None = None,
-                 used_links=None, sent: np.ndarray | None = None):
+                 used_links=None, sent: np.ndarray | None = None, parts: tuple | None = None,
+                 link_time: float | None = None):
         self.repeat = repeat
         self._incidence = incidence
         self.frac = frac  # transfer size / collective size
@@ -108,10 +114,14 @@ class RoutedStep:
         self._link_frac = link_frac
         self._used_links = used_links
         self._sent = sent
+        self.parts = parts
+        self._link_time = link_time
 
     def npu_sent(self, n_npus: int) -> np.ndarray:
         """Bytes each topology NPU sends in one repetition, per byte of collective size (float array [n_npus])."""
         if callable(self._sent):
+            if self.parts is not None:
+                return self._sent()
             self._sent = self._sent()
         if self._sent is not None:
             return self._sent
@@ -130,7 +140,43 @@ class RoutedStep:
         """Bytes on each link per byte of collective size."""
         if self._link_frac is None:
             return self.incidence @ self.frac
+        if callable(self._link_frac):
+            return self._link_frac()
         return self._link_frac
+
+    def link_dims(self, link_dim: np.ndarray) -> tuple:
+        """The network dimensions the step's links are in, ascending.
+
+        Parameters
+        ----------
+        link_dim : int array [links]
+            The topology's `link_dim`.
+
+        Returns
+        -------
+        tuple of int
+            A composed step: the union of its parts' (no link list built).
+        """
+        if self.parts is not None:
+            return tuple(sorted(set().union(*(p.dims for p in self.parts))))
+        return tuple(np.unique(link_dim[self.used_links]).tolist())
+
+    def link_time(self, link_bw: np.ndarray) -> float:
+        """The busiest link's seconds per byte of collective size: max of `link_frac` / `link_bw`.
+
+        Parameters
+        ----------
+        link_bw : float array [links]
+            The topology's link bandwidths, bytes/s.
+
+        Returns
+        -------
+        float
+            Seconds per byte (0 without links).
+        """
+        if self._link_time is not None:
+            return self._link_time
+        return float(np.max(self.link_frac / link_bw, initial=0.0))
 
     @property
     def used_links(self) -> np.ndarray:
@@ -170,7 +216,9 @@ def route_step(topo: Topology, schedule: Schedule, step: Step, cache: dict | Non
         Incidence, transfer sizes per byte, path latencies (s) and path bandwidths (bytes/s).
     """
     if step.composed:
-        return _route_composed(topo, schedule, step, {} if cache is None else cache)
+        from .composed_route import route_composed
+
+        return route_composed(topo, schedule, step, {} if cache is None else cache)
     if step.full_mesh or step.line_mesh:
         from .full_mesh_route import route_full_mesh, route_line_mesh
 
@@ -467,110 +515,11 @@ def route_schedule(topo: Topology, schedule: Schedule) -> list[RoutedStep]:
     if schedule.nodes is None and schedule.n_nodes > topo.n_npus:
         raise ValueError("schedule with helper nodes must be placed on the topology first")
     cache: dict = {}
+    if any(st.composed for st in schedule.steps):  # every part of the composed steps in one route
+        from .composed_route import route_all_parts
+
+        route_all_parts(topo, schedule, cache)
     return [route_step(topo, schedule, st, cache) for st in schedule.steps]
-
-
-def _part_route(topo: Topology, schedule: Schedule, part: Step) -> tuple:
-    """A composed step's part routed once: (link_frac, its distinct rows (frac, latency, bw, sent
-    by an NPU), bytes per NPU, used links, the one transfer size x or None, and where every link
-    sum is a sequential sum of x: (links, counts) with link_frac[links] = equal_sums(x)[counts])."""
-    r = route_step(topo, schedule, part)
-    rows = np.stack([r.frac, r.path_latency, r.path_bw, (r.src_npu >= 0).astype(float)])
-    if rows.shape[1]:
-        order = np.lexsort(rows[::-1])
-        rows = rows[:, order]
-        keep = np.ones(rows.shape[1], dtype=bool)
-        keep[1:] = np.any(rows[:, 1:] != rows[:, :-1], axis=0)
-        rows = rows[:, keep]
-    one = float(rows[0, 0]) if rows.shape[1] and rows[0, 0] > 0 and np.all(rows[0] == rows[0, 0]) else None
-    lf = r.link_frac
-    counts = None
-    if one is not None:
-        links = np.flatnonzero(lf)
-        k = _sum_counts(lf[links], one)
-        counts = None if k is None else (links, k)
-    return lf, rows, r.npu_sent(topo.n_npus), r.used_links, one, counts
-
-
-def _sum_counts(sums: np.ndarray, one: float) -> np.ndarray | None:
-    """The k with sums == equal_sums(one)[k] entry by entry (each a sequential sum of k equal
-    sizes), or None where some entry is not such a sum."""
-    k = np.rint(sums / one).astype(np.int64)
-    return k if np.array_equal(equal_sums(one, int(k.max(initial=0)))[k], sums) else None
-
-
-def _float_total(arrays: list[np.ndarray], n: int) -> np.ndarray:
-    """The arrays added, in order (the same as the listed form's sums up to rounding)."""
-    out = np.zeros(n)
-    for a in arrays:
-        out += a
-    return out
-
-
-def _link_total(routes: list, parts: tuple, one: float | None, cache: dict, n_links: int) -> np.ndarray:
-    """The parts' link loads added as the listed form adds them: one by one in transfer order.
-
-    When every part's sums are sequential sums of one size x, the total is the entry of the
-    summed counts in `equal_sums(x)` (exact: the same floats as the listed form); the counts are
-    kept in `cache` and moved from the previous composed step by the parts that changed (a
-    pipeline's neighbouring steps share most parts). Otherwise the parts' sums are added (the same
-    up to rounding)."""
-    if one is None or any(r[5] is None for r in routes):
-        return _float_total([r[0] for r in routes], n_links)
-    last = cache.get("composed counts")
-    if last is not None and last[0] == one:
-        _, had, total = last
-        total = total.copy()
-    else:
-        had, total = {}, np.zeros(n_links, np.int64)
-    now = {id(p): r for p, r in zip(parts, routes)}
-    for key, r in had.items():
-        if key not in now:
-            total[r[5][0]] -= r[5][1]
-    for key, r in now.items():
-        if key not in had:
-            total[r[5][0]] += r[5][1]
-    cache["composed counts"] = (one, now, total)
-    return equal_sums(one, int(total.max(initial=0)))[total]
-
-
-def _route_composed(topo: Topology, schedule: Schedule, step, cache: dict) -> RoutedStep:
-    """A `ComposedStep` routed from its parts, each routed once (`cache`): the link loads add up
-    as the listed form's do (`_link_total`); the rows are the parts' distinct (size, latency,
-    bandwidth, sent by an NPU) rows, which is all `step_times` reads, and the bytes each NPU sends
-    are the parts' sums (module doc of `collectives.composed`)."""
-    routes = []
-    for part in step.parts:
-        hit = cache.get(id(part))
-        if hit is None or hit[0] is not part:  # the part itself is kept with its route: ids stay unique
-            hit = cache[id(part)] = (part, _part_route(topo, schedule, part))
-        routes.append(hit[1])
-    ones = {r[4] for r in routes}
-    one = ones.pop() if len(ones) == 1 else None
-    link_frac = _link_total(routes, step.parts, one, cache, topo.n_links)
-    rows = np.concatenate([r[1] for r in routes], axis=1) if routes else np.zeros((4, 0))
-
-    def sent():
-        if one is not None:  # per NPU the same sequential sums of x (bincount adds in order)
-            counts = [_sum_counts(r[2], one) for r in routes]
-            if all(k is not None for k in counts):
-                k = sum(counts, np.zeros(topo.n_npus, np.int64))
-                return equal_sums(one, int(k.max(initial=0)))[k]
-        return _float_total([r[2] for r in routes], topo.n_npus)
-
-    def used_links():
-        used = np.zeros(topo.n_links, dtype=bool)
-        for r in routes:
-            used[r[3]] = True
-        return np.flatnonzero(used)
-
-    def listed_incidence():
-        raise ValueError("a composed step routed from its parts has no per-transfer incidence; list the step "
-                         "(ComposedStep.explicit) and route that")
-
-    return RoutedStep(step.repeat, listed_incidence, rows[0], rows[1], rows[2],
-                      np.where(rows[3] > 0, 0, -1).astype(np.int64), link_frac=link_frac,
-                      used_links=used_links, sent=sent)
 
 
 def step_times(topo: Topology, routed: RoutedStep, sizes: np.ndarray, model: str,
@@ -600,7 +549,7 @@ def step_times(topo: Topology, routed: RoutedStep, sizes: np.ndarray, model: str
         return np.zeros_like(sizes)
     limited = injection is not None and np.isfinite(injection) and routed.src_npu is not None
     if model == "congestion-aware":
-        per_byte = float(np.max(routed.link_frac / topo.link_bw)) if topo.n_links else 0.0
+        per_byte = routed.link_time(topo.link_bw)
         if limited:
             sent = routed.npu_sent(topo.n_npus)
             per_byte = max(per_byte, float(np.max(sent, initial=0.0)) / injection)
@@ -687,7 +636,7 @@ def phases_of(topo: Topology, steps, routed) -> list[np.ndarray]:
     list of int64 array
         Step indices of each phase, in order.
     """
-    dims = [tuple(np.unique(topo.link_dim[r.used_links]).tolist()) for r in routed]
+    dims = [r.link_dims(topo.link_dim) for r in routed]
     block_dims: dict = {}  # a block of lanes runs its lanes at once: its phase is the union of their dimensions
     for st, d in zip(steps, dims):
         if st.lane is not None:
@@ -848,7 +797,9 @@ class AnalyticalCollective:
         """Bytes each link carries per byte of collective size."""
         if self.routed is None:
             return self._stream_link_frac
-        return np.asarray(sum((r.link_frac * r.repeat for r in self.routed), np.zeros(self.topo.n_links)), float)
+        from .composed_route import total_link_frac
+
+        return total_link_frac(self.routed, self.topo.n_links)
 
     def timing(self, sizes) -> CollectiveTiming:
         """Everything `time_schedule` reports.

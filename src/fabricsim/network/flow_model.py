@@ -109,7 +109,9 @@ def with_injection(topo: Topology, flows: Flows, rate: np.ndarray, link_base: in
 class FlowCollective:
     """A placed schedule prepared for the flow model: its flows built once, simulated per size.
 
-    The one place that decides how a collective alone is simulated: on a translation-invariant
+    The one place that decides how a collective alone is simulated: a pipelined chain (ring
+    broadcast, reduce) whose hops share no link as one piece through every hop and P - 1 pieces on
+    one hop per route class (`flow_chain.chain_flows`: the same makespan); on a translation-invariant
     network (torus, ring) where translations map the schedule onto itself, one flow per orbit of
     transfers (`flow_quotient.quotient_flows`: exact, the same times as every transfer up to
     rounding, and a 16,384-rank ring all-reduce in O(p) flows instead of O(p^2)); else, where the
@@ -132,11 +134,20 @@ class FlowCollective:
     """
 
     def __init__(self, model: "FlowModel", topo: Topology, schedule: Schedule, injection: float | None = None):
+        from .flow_chain import chain_flows
         from .flow_quotient import quotient_flows
         from .flow_rings import ring_parts
         from .streams import serial_streams
 
         self.model, self.schedule = model, schedule
+        chain = chain_flows(topo, schedule)
+        if chain is not None:  # a pipelined chain on hops that share no link: its makespan from few flows
+            unit = chain.flows
+            if injection is not None and np.isfinite(injection):
+                unit = with_injection(topo, unit, np.full(len(unit), float(injection)))
+                topo = endpoint_topology(topo, topo.n_npus, 1.0)
+            self.topo, self.unit = topo, unit
+            return
         kw = {"mode": model.mode, "chunk": model.chunk, "injection": injection}
         q = quotient_flows(topo, schedule, **kw)
         if q is None or q.orbit < schedule.p:  # independent rings may have larger orbits: the fewer flows
