@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from fabricsim.collectives.composed import ComposedStep
 from fabricsim.collectives.schedule import Schedule
 from fabricsim.collectives.verify import ScheduleError
 
@@ -20,3 +21,11 @@ def outcome(fn) -> str:
         return "ok"
     except ScheduleError as e:
         return str(e)
+
+
+def with_part(s: Schedule, i: int, fix) -> Schedule:
+    """The composed schedule with its i-th distinct part replaced by fix(part) in every step that runs it."""
+    old = list(dict.fromkeys(q for st in s.steps for q in st.parts))[i]
+    new = fix(old)
+    return replace(s, steps=tuple(ComposedStep(tuple(new if q is old else q for q in st.parts), st.first, st.repeat)
+                                  for st in s.steps))

@@ -24,7 +24,7 @@ from fabricsim.network.analytical import AnalyticalCollective
 from fabricsim.network.flow_chain import chain_flows, chain_hop_order
 from fabricsim.network.flow_model import FlowModel
 from fabricsim.topology import parse_topology
-from stated_steps import listed, outcome
+from stated_steps import listed, outcome, with_part
 
 PAIRS = [(1, 1), (1, 5), (5, 1), (3, 8), (8, 3), (7, 7), (16, 16), (13, 40), (40, 13), (33, 64), (64, 33), (31, 31)]
 
@@ -128,26 +128,19 @@ def test_hops_that_share_links_are_every_transfer():
     assert chain_hop_order(s) is not None and chain_flows(topo, s) is None
 
 
-def _replace_part(s: Schedule, fix) -> Schedule:
-    parts = list(dict.fromkeys(q for st in s.steps for q in st.parts))
-    old = parts[len(parts) // 2]
-    new = fix(old)
-    return replace(s, steps=tuple(composed.ComposedStep(tuple(new if q is old else q for q in st.parts), st.first,
-                                                         st.repeat) for st in s.steps))
-
-
 def test_a_stated_chain_is_checked_against_its_steps():
     topo = parse_topology("torus:5x5")
     s = build_schedule(topo, "broadcast", "ring", chunks=20)
     comp = replace(s, steps=tuple(chain_steps(s.meta["chain"], 20, False, form="composed")))
     assert chain_hop_order(comp) is not None
+    n_parts = len({id(q) for st in comp.steps for q in st.parts})
     bad = [
         replace(s, meta={**s.meta, "chain": s.meta["chain"][::-1]}),  # another order
         replace(s, steps=s.steps[:-1]),  # a piece missing
         replace(s, steps=s.steps + s.steps[-1:]),  # a hop twice
         replace(s, collective="all-gather"),
-        _replace_part(comp, lambda q: replace(q, blocks=q.blocks + 1)),  # pieces one step late
-        _replace_part(comp, lambda q: replace(q, reduce=~q.reduce)),
+        with_part(comp, n_parts // 2, lambda q: replace(q, blocks=q.blocks + 1)),  # pieces one step late
+        with_part(comp, n_parts // 2, lambda q: replace(q, reduce=~q.reduce)),
         replace(s, steps=(make_step([0], [1], [1], False),) + s.steps[1:]),  # piece 1 first
     ]
     for b in bad:

@@ -24,7 +24,7 @@ from fabricsim.errors import ConfigError
 from fabricsim.limits import raised_limits
 from fabricsim.network.analytical import AnalyticalCollective, route_schedule, route_step, step_times
 from fabricsim.topology import parse_topology
-from stated_steps import listed, outcome
+from stated_steps import listed, outcome, with_part
 
 CASES = [  # (p, G, N, channels, chunks)
     (40, 8, 8, None, 5), (24, 8, 2, None, 3), (13, 1, 1, 3, 4), (16, 16, 1, None, 1), (36, 4, 2, 5, 7),
@@ -100,7 +100,7 @@ def test_steady_middle_is_one_repeated_step():
     assert len(middle[0].parts) == 2 * H  # every child height up (0..H-1), every parent depth down (0..H-1)
 
 
-@pytest.mark.parametrize("spec", ["dgx-h100:nodes=5", "torus:6x6", "fat-tree:16", "switch:24"])
+@pytest.mark.parametrize("spec", ["dgx-h100:nodes=5", "torus:6x6", "fat-tree:16", "switch:24", "dgx-h100:nodes=3,sharp"])
 @pytest.mark.parametrize("model", ["congestion-aware", "congestion-unaware"])
 def test_analytical_reads_the_parts_as_the_listed_form(spec, model):
     topo = parse_topology(spec)
@@ -136,21 +136,18 @@ def test_node_sums_and_memory_traffic_are_the_listed_forms():
 
 def _corrupt_part(s: Schedule, i: int, kind: int) -> Schedule:
     """Replace part i of the schedule's parts everywhere it is used by a corrupted copy."""
-    parts = list(dict.fromkeys(p for st in s.steps for p in st.parts))
-    old = parts[i]
-    b, d, r = old.blocks.copy(), old.dst.copy(), old.reduce.copy()
-    if kind == 0:
-        b[0] = (b[0] + 1) % s.nblocks
-    elif kind == 1:
-        d[0] = old.src[0]  # sends to itself (another destination may be harmless: sums associate)
-    elif kind == 2:
-        r[0] = ~r[0]
-    else:
-        b[0] = s.nblocks - 1  # rotates out of the id range at the next repetition
-    new = replace(old, blocks=b, dst=d, reduce=r)
-    steps = tuple(composed.ComposedStep(tuple(new if q is old else q for q in st.parts), st.first, st.repeat)
-                  for st in s.steps)
-    return replace(s, steps=steps)
+    def corrupt(old):
+        b, d, r = old.blocks.copy(), old.dst.copy(), old.reduce.copy()
+        if kind == 0:
+            b[0] = (b[0] + 1) % s.nblocks
+        elif kind == 1:
+            d[0] = old.src[0]  # sends to itself (another destination may be harmless: sums associate)
+        elif kind == 2:
+            r[0] = ~r[0]
+        else:
+            b[0] = s.nblocks - 1  # rotates out of the id range at the next repetition
+        return replace(old, blocks=b, dst=d, reduce=r)
+    return with_part(s, i, corrupt)
 
 
 @pytest.mark.parametrize("p, G, N, c, chunks", CASES[:3])

@@ -76,7 +76,8 @@ def chain_parts(n: int, chunks: int) -> list[tuple[int, int, int, int]]:
 
 
 def chain_form(n: int, chunks: int) -> str:
-    """"composed" where the parts hold at most 1/20 of the listed entries, else "listed".
+    """"composed" where its steps name, in all, at most 1/20 as many parts as the listed form
+    has entries, else "listed".
 
     Parameters
     ----------

@@ -29,7 +29,7 @@ from ..collectives.registry import algorithms_for, choose_algorithm, get_algorit
 from ..collectives.schedule import Schedule
 from ..errors import ConfigError
 from ..network.flow import Flows
-from ..network.flow_model import endpoint_topology, with_injection
+from ..network.flow_model import limit_injection
 from ..network.model import NetworkModel, get_network_model
 from ..system.policies import Ideal
 from ..system.npu import NPU
@@ -408,10 +408,7 @@ class CommPricer:
         if t is None:
             fl = io_flows(self.topo, direction, members, shards, size)
             rate = self.injection_for(self.io_demand(shards))
-            topo = self.topo
-            if np.isfinite(rate):  # what leaves an NPU crosses its endpoint (stores)
-                fl = with_injection(topo, fl, np.full(len(fl), rate), stream=True)
-                topo = endpoint_topology(topo, topo.n_npus, 1.0)
+            topo, fl = limit_injection(self.topo, fl, rate, stream=True)  # what leaves an NPU crosses its endpoint (stores)
             t = self._times[key] = self.model.flows(topo, fl).makespan
         return t
 

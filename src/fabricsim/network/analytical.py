@@ -249,15 +249,33 @@ def _route_hops(topo: Topology, src: np.ndarray, dst: np.ndarray, step: Step):
     import scipy.sparse as sp  # lazy: scipy.sparse costs 0.1-0.2 s at start-up; only routing needs it
 
     ptr, links, use = topo.route_reducing(src, dst, step.reduce, step.first_block)
-    n_t = len(src)
-    hops = np.diff(ptr)
-    tid = np.repeat(np.arange(n_t), hops)
-    inc = sp.csr_matrix((use, (links, tid)), shape=(topo.n_links, n_t))
+    tid, lat, bw = hop_paths(topo, ptr, links, use)
+    return sp.csr_matrix((use, (links, tid)), shape=(topo.n_links, len(src))), lat, bw
+
+
+def hop_paths(topo: Topology, ptr: np.ndarray, links: np.ndarray, use: np.ndarray):
+    """Per transfer of a hop list (`Topology.route_reducing`): its path latency, the link
+    latencies added in path order from 0, and its slowest link per byte of use.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    ptr, links, use : arrays
+        `route_reducing`'s paths: CSR offsets [T + 1], link ids, use per byte of each entry.
+
+    Returns
+    -------
+    (int64 array, float array [T], float array [T])
+        The transfer of every entry, path latency (s), path bandwidth (bytes/s; inf: no hop).
+    """
+    n_t = len(ptr) - 1
+    tid = np.repeat(np.arange(n_t), np.diff(ptr))
     lat = np.bincount(tid, weights=topo.link_lat[links], minlength=n_t)
     bw = np.full(n_t, np.inf)
     if len(links):
         np.minimum.at(bw, tid, topo.link_bw[links] / use)
-    return inc, lat, bw
+    return tid, lat, bw
 
 
 _STRAIGHT_KINDS = ("ring", "uniring", "line")

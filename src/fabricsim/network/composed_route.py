@@ -9,8 +9,9 @@ Here:
 - each part is routed once and kept sparse (`PartRoute`): the links it uses with their loads, its
   distinct (size, latency, bandwidth, sent by an NPU) rows, the bytes its NPUs send, the network
   dimensions it crosses and its busiest link's time per byte. `route_parts` routes all the parts of
-  a schedule in one call (one route of their transfers together, split by part with one sort);
-  the sums are the ones `route_step` forms for each part alone (sequential, in transfer order);
+  a schedule in one call (one route of their transfers together, split by part with one sort; one
+  call per part where switches reduce through a unit the transfers of one call share); the sums
+  are the ones `route_step` forms for each part alone (sequential, in transfer order);
 - a step keeps its parts and the rows, nothing per link: its link loads, used links and bytes per
   NPU are built from the parts when asked (`RoutedStep` does not keep them for a composed step);
 - where the parts a step runs share no link, its busiest link is its busiest part's (each link's
@@ -33,7 +34,7 @@ import numpy as np
 
 from ..collectives.schedule import Schedule
 from ..topology.graph import Topology
-from .analytical import RoutedStep, equal_sums, route_step
+from .analytical import RoutedStep, equal_sums, hop_paths
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,42 +75,6 @@ class PartRoute:
     link_time: float
 
 
-def part_route(topo: Topology, schedule: Schedule, part) -> PartRoute:
-    """Route one part of composed steps (`PartRoute`).
-
-    Parameters
-    ----------
-    topo : Topology
-        The network.
-    schedule : Schedule
-        The schedule the part belongs to (placed).
-    part : Step
-        A plain step.
-
-    Returns
-    -------
-    PartRoute
-    """
-    r = route_step(topo, schedule, part)
-    rows = np.stack([r.frac, r.path_latency, r.path_bw, (r.src_npu >= 0).astype(float)])
-    if rows.shape[1]:
-        order = np.lexsort(rows[::-1])
-        rows = rows[:, order]
-        keep = np.ones(rows.shape[1], dtype=bool)
-        keep[1:] = np.any(rows[:, 1:] != rows[:, :-1], axis=0)
-        rows = rows[:, keep]
-    one = float(rows[0, 0]) if rows.shape[1] and rows[0, 0] > 0 and np.all(rows[0] == rows[0, 0]) else None
-    links = np.asarray(r.used_links, dtype=np.int64)
-    load = r.link_frac[links]
-    counts = None if one is None else _sum_counts(load, one)
-    sent = r.npu_sent(topo.n_npus)
-    npus = np.flatnonzero(sent)
-    link_time = float(np.max(load / topo.link_bw[links], initial=0.0))
-    sent_counts = None if one is None else _sum_counts(sent[npus], one)
-    dims = tuple(np.unique(topo.link_dim[links]).tolist())
-    return PartRoute(links, load, rows, npus, sent[npus], one, counts, sent_counts, dims, link_time)
-
-
 def _grouped_sums(group: np.ndarray, key: np.ndarray, weight: np.ndarray, n_keys: int):
     """Sums of `weight` per (group, key), each formed in input order from 0 (bincount adds
     sequentially); returns (group, key, sum) of the pairs present, sorted by group then key."""
@@ -129,6 +94,18 @@ def _splits(group: np.ndarray, n: int) -> np.ndarray:
     return np.searchsorted(group, np.arange(n + 1))
 
 
+def _route_calls(topo: Topology, src, dst, reduce, first, at: np.ndarray):
+    """`route_reducing` over every part's transfers: one call, or, where switches reduce through
+    a unit that the transfers of one call share, one call per part (`at`: the parts' offsets),
+    as each part alone is routed; (ptr, links, use) over all transfers."""
+    if not topo.has_reduction_units:
+        return topo.route_reducing(src, dst, reduce, first)
+    calls = [topo.route_reducing(src[a:b], dst[a:b], reduce[a:b], first[a:b]) for a, b in zip(at[:-1], at[1:])]
+    ends = np.cumsum([c[0][-1] for c in calls])
+    ptr = np.concatenate([[0]] + [c[0][1:] + e - c[0][-1] for c, e in zip(calls, ends)]).astype(np.int64)
+    return ptr, np.concatenate([c[1] for c in calls]), np.concatenate([c[2] for c in calls])
+
+
 def route_parts(topo: Topology, schedule: Schedule, parts: list) -> list[PartRoute] | None:
     """Route many parts at once: one route of all their transfers, split by part.
 
@@ -143,14 +120,11 @@ def route_parts(topo: Topology, schedule: Schedule, parts: list) -> list[PartRou
 
     Returns
     -------
-    list of PartRoute or None
-        As `part_route` gives each (the same sums); None where the topology reduces in switches
-        with a limited unit (transfers of one route call share it: each part is routed alone).
+    list of PartRoute
+        One per part: the sums `route_step` forms for the part alone (sequential, in transfer order).
     """
     if not parts:
         return []
-    if topo.reduce_link is not None and (np.asarray(topo.reduce_link) >= 0).any():
-        return None
     nodes = schedule.topology_nodes()
     n_t = np.array([p.n_transfers for p in parts], dtype=np.int64)
     cat = lambda xs, dt: np.concatenate(xs).astype(dt, copy=False)  # noqa: E731
@@ -158,14 +132,11 @@ def route_parts(topo: Topology, schedule: Schedule, parts: list) -> list[PartRou
     dst = nodes[cat([p.dst for p in parts], np.int64)]
     frac = cat([schedule.transfer_fraction(p) for p in parts], float)
     reduce = cat([p.reduce for p in parts], bool)
-    ptr, links, use = topo.route_reducing(src, dst, reduce, cat([p.first_block for p in parts], np.int64))
+    at_t = np.concatenate([[0], np.cumsum(n_t)])
+    ptr, links, use = _route_calls(topo, src, dst, reduce, cat([p.first_block for p in parts], np.int64), at_t)
     n_all, n_parts = len(src), len(parts)
     owner = np.repeat(np.arange(n_parts), n_t)  # part of each transfer
-    tid = np.repeat(np.arange(n_all), np.diff(ptr))
-    lat = np.bincount(tid, weights=topo.link_lat[links], minlength=n_all)
-    bw = np.full(n_all, np.inf)
-    if len(links):
-        np.minimum.at(bw, tid, topo.link_bw[links] / use)
+    tid, lat, bw = hop_paths(topo, ptr, links, use)
     lp, ll, load = _grouped_sums(owner[tid], links, use * frac[tid], topo.n_links)  # sorted by part, link
     npu = src < topo.n_npus
     sp, sn, sent = _grouped_sums(owner[npu], src[npu], frac[npu], topo.n_npus)
@@ -178,7 +149,6 @@ def route_parts(topo: Topology, schedule: Schedule, parts: list) -> list[PartRou
     keep[1:] = (row_part[1:] != row_part[:-1]) | np.any(rows[:, 1:] != rows[:, :-1], axis=0)
     rows, row_part = rows[:, keep], row_part[keep]
     at_l, at_s, at_d, at_r = _splits(lp, n_parts), _splits(sp, n_parts), _splits(dp, n_parts), _splits(row_part, n_parts)
-    at_t = np.concatenate([[0], np.cumsum(n_t)])
     time = load / topo.link_bw[ll]
     out = []
     for i in range(n_parts):
@@ -214,8 +184,7 @@ def route_all_parts(topo: Topology, schedule: Schedule, cache: dict) -> None:
         `route_composed`'s cache, filled with each part's route.
     """
     parts = list({id(q): q for st in schedule.steps if st.composed for q in st.parts}.values())
-    routes = route_parts(topo, schedule, parts)
-    for q, r in zip(parts, routes or ()):
+    for q, r in zip(parts, route_parts(topo, schedule, parts)):
         cache[id(q)] = (q, r)
 
 
@@ -281,7 +250,7 @@ def route_composed(topo: Topology, schedule: Schedule, step, cache: dict) -> Rou
     for part in step.parts:
         hit = cache.get(id(part))
         if hit is None or hit[0] is not part:  # the part itself is kept with its route: ids stay unique
-            hit = cache[id(part)] = (part, part_route(topo, schedule, part))
+            hit = cache[id(part)] = (part, route_parts(topo, schedule, [part])[0])
         routes.append(hit[1])
     rows = np.concatenate([r.rows for r in routes], axis=1) if routes else np.zeros((4, 0))
     link_time = None

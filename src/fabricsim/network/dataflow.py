@@ -73,7 +73,7 @@ def schedule_flows(topo: Topology, schedule: Schedule, size: float, *, start: fl
     if runs_as_streams(schedule, stream):
         return streaming_flows(topo, schedule, size, start=start, priority=priority)
     flows = collective_flows(schedule, size, start=start, priority=priority)
-    if topo.reduce_link is not None and (topo.reduce_link >= 0).any():
+    if topo.has_reduction_units:
         # transfers reduced into a switch with a limited reduction unit cross it (explicit routes),
         # each step's inputs into one switch sharing one output
         nodes = schedule.topology_nodes()

@@ -140,7 +140,7 @@ def chain_flows(topo: Topology, schedule: Schedule) -> ChainFlows | None:
         link (transfers could meet: every transfer is then simulated).
     """
     order = chain_hop_order(schedule)
-    if order is None or (topo.reduce_link is not None and (np.asarray(topo.reduce_link) >= 0).any()):
+    if order is None or topo.has_reduction_units:
         return None  # (a switch's reduction unit is a resource the transfers would share)
     nodes = schedule.topology_nodes()[order]
     n, P = len(order) - 1, schedule.nblocks
@@ -151,14 +151,14 @@ def chain_flows(topo: Topology, schedule: Schedule) -> ChainFlows | None:
     hops = np.diff(ptr)
     if np.any(hops == 0):
         return None
-    # a hop's class: the bandwidths and latencies of its links in order (NaN-padded rows)
+    # a hop's class: the bandwidths and latencies of its links in order (rows padded with -1)
     width = int(hops.max())
-    sig = np.full((n, 2 * width), np.nan)
+    sig = np.full((n, 2 * width), -1.0)
     col = np.arange(len(links)) - np.repeat(ptr[:-1], hops)
     row = np.repeat(np.arange(n), hops)
     sig[row, 2 * col] = topo.link_bw[links]
     sig[row, 2 * col + 1] = topo.link_lat[links]
-    _, first = np.unique(np.nan_to_num(sig, nan=-1.0), axis=0, return_index=True)
+    _, first = np.unique(sig, axis=0, return_index=True)
     reps = np.sort(first)  # one hop of each class, in chain order
     k = len(reps)
     f_src = np.concatenate([src, np.repeat(src[reps], P - 1)])
@@ -170,9 +170,7 @@ def chain_flows(topo: Topology, schedule: Schedule) -> ChainFlows | None:
     if P > 1:
         heads = n + np.arange(k) * (P - 1)
         dep_idx[heads] = n - 1
-    has = np.ones(m, dtype=np.int64)
-    has[0] = 0
-    dep_ptr = np.concatenate([[0], np.cumsum(has)]).astype(np.int64)
+    dep_ptr = np.concatenate([[0], np.arange(m)]).astype(np.int64)  # one predecessor each but the first
     flows = Flows(f_src, f_dst, np.full(m, schedule.block_frac), np.zeros(m), np.full(m, np.inf),
                   np.zeros(m, dtype=np.int64), dep_ptr, dep_idx[1:])
     return ChainFlows(flows, n, P, k)

@@ -106,6 +106,33 @@ def with_injection(topo: Topology, flows: Flows, rate: np.ndarray, link_base: in
     return replace(flows, route_ptr=new_ptr, route_links=all_l[order], route_weight=all_w[order])
 
 
+def limit_injection(topo: Topology, flows: Flows, injection: float | None,
+                    stream=False) -> tuple[Topology, Flows]:
+    """Flows with every NPU's endpoint limited to one rate: `with_injection` and the endpoint links
+    it uses (`endpoint_topology`, one per NPU, capacity 1).
+
+    Parameters
+    ----------
+    topo : Topology
+        The network the flows run on.
+    flows : Flows
+        The flows.
+    injection : float, optional
+        Bytes/s each NPU can inject (None or inf: no limit, and nothing changes).
+    stream : bool or bool array
+        As `with_injection`: whether the flows are streams fed by every member.
+
+    Returns
+    -------
+    (Topology, Flows)
+        The topology with the endpoint links and the charged flows, or both as given.
+    """
+    if injection is None or not np.isfinite(injection):
+        return topo, flows
+    charged = with_injection(topo, flows, np.full(len(flows), float(injection)), stream=stream)
+    return endpoint_topology(topo, topo.n_npus, 1.0), charged
+
+
 class FlowCollective:
     """A placed schedule prepared for the flow model: its flows built once, simulated per size.
 
@@ -142,11 +169,7 @@ class FlowCollective:
         self.model, self.schedule = model, schedule
         chain = chain_flows(topo, schedule)
         if chain is not None:  # a pipelined chain on hops that share no link: its makespan from few flows
-            unit = chain.flows
-            if injection is not None and np.isfinite(injection):
-                unit = with_injection(topo, unit, np.full(len(unit), float(injection)))
-                topo = endpoint_topology(topo, topo.n_npus, 1.0)
-            self.topo, self.unit = topo, unit
+            self.topo, self.unit = limit_injection(topo, chain.flows, injection)
             return
         kw = {"mode": model.mode, "chunk": model.chunk, "injection": injection}
         q = quotient_flows(topo, schedule, **kw)
@@ -167,10 +190,7 @@ class FlowCollective:
                         "flow: no translation maps the schedule onto itself, and it is no set of independent "
                         "rings)", "algorithm", schedule.algorithm)
         unit = schedule_flows(topo, schedule, 1.0, stream=model.streams)
-        if injection is not None and np.isfinite(injection):
-            unit = with_injection(topo, unit, np.full(len(unit), float(injection)), stream=streams)
-            topo = endpoint_topology(topo, topo.n_npus, 1.0)
-        self.topo, self.unit = topo, unit
+        self.topo, self.unit = limit_injection(topo, unit, injection, stream=streams)
 
     def times(self, sizes) -> np.ndarray:
         """Completion time for each size: one flow simulation per size.

@@ -84,7 +84,7 @@ def _eligible(topo: Topology, schedule: Schedule) -> bool:
     r = topo.router
     if not isinstance(r, DimensionOrderRouter) or any(k not in _KINDS for k in r.kinds):
         return False
-    if topo.n_switches or len(topo.io_nodes) or (topo.reduce_link is not None and (topo.reduce_link >= 0).any()):
+    if topo.n_switches or len(topo.io_nodes) or topo.has_reduction_units:
         return False
     return not schedule.streaming and schedule.n_extra == 0 and schedule.p == topo.n_npus and len(schedule.steps) > 0
 

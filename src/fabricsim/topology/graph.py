@@ -166,6 +166,12 @@ class Topology:
         """Directed links."""
         return len(self.link_src)
 
+    @property
+    def has_reduction_units(self) -> bool:
+        """Whether some switch reduces through a unit of limited throughput (`reduce_link`), which
+        the reducing transfers of one `route_reducing` call share."""
+        return self.reduce_link is not None and bool((self.reduce_link >= 0).any())
+
     def route(self, src, dst) -> tuple[np.ndarray, np.ndarray]:
         """Paths of transfers from `src[t]` to `dst[t]`, all routed at once.
 
