@@ -1,10 +1,15 @@
-"""Validation against published nccl-tests all-reduce bus bandwidths (configs/clusters/nccl_tests.yaml):
-8-GPU A100 and H100 nodes (ring, NVLS), 2, 4 and 32 nodes on InfiniBand, from the dgx-a100 and
-dgx-h100 presets (datasheet figures; NCCL's effective link rates; one inferred parameter, the
-NVSwitch's reduction throughput, named in the config). Every case goes through `run_collective`,
-the path `fabricsim collective` takes. Prints ours beside the published figure and the ratio and
-writes benchmarks/results/nccl_validation.json (docs/clusters.md has the table).
-Run: `.venv/bin/python benchmarks/validate_nccl.py` (a few seconds).
+"""Validation against published nccl-tests results (configs/clusters/nccl_tests.yaml).
+
+Two parts, every figure through `run_collective`, the path `fabricsim collective` takes:
+- peaks: the large-message busbw of 8-GPU A100 and H100 nodes (ring, NVLS) and of 2, 4 and 32
+  nodes on InfiniBand (`cases`);
+- curves: whole published tables (`curves`, rows transcribed in configs/clusters/nccl_curves.yaml)
+  at 1 MiB, 8 MiB, 64 MiB, 512 MiB and the table's largest size, with NCCL's algorithm choice
+  where the run used NCCL's default.
+Prints ours beside the published figure and the ratio, then the curve targets (from 8 MiB up
+every point within 10% and the median within 5%; 1 MiB within 25%), and writes
+benchmarks/results/nccl_validation.json (docs/clusters.md has the tables).
+Run: `.venv/bin/python benchmarks/validate_nccl.py` (about half a minute).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 from _results import write_results  # benchmarks/ is on sys.path when run as a script
 
 from fabricsim.cli.collective import run_collective
@@ -21,10 +27,11 @@ from fabricsim.units import parse_bandwidth
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "clusters" / "nccl_tests.yaml"
+CURVES = ROOT / "configs" / "clusters" / "nccl_curves.yaml"
 
 
-def main() -> dict:
-    cfg = load_yaml_text(CONFIG.read_text(), str(CONFIG))
+def peaks(cfg: dict) -> list[dict]:
+    """The large-message cases: one row each."""
     rows = []
     for case in cfg["cases"]:
         t0 = time.perf_counter()
@@ -39,11 +46,61 @@ def main() -> dict:
                      "group": case.get("group"), "size": size, "ours_busbw": ours, "ours_algbw": row["algbw_GBps"] * 1e9,
                      "published_busbw": paper, "ratio": ours / paper, "inferred": bool(case.get("inferred")),
                      "source": case["source"], "ranks": n, "busbw_factor": busbw_factor("all-reduce", n),
+                     "chosen": f"{row.get('algorithm', header['algorithm'])}/{row.get('protocol', '-')}",
                      "wall_s": time.perf_counter() - t0})
         mark = " (inferred)" if case.get("inferred") else ""
         print(f"{case['name']:48s} published {paper / 1e9:7.1f} GB/s  ours {ours / 1e9:7.1f} GB/s  "
               f"ratio {ours / paper:.3f}{mark}")
-    return write_results("nccl_validation", "published nccl-tests all-reduce busbw", rows)
+    return rows
+
+
+def curves(cfg: dict) -> list[dict]:
+    """Every published table at the curve sizes and its largest size: one row per point."""
+    sources = {s["name"]: s for s in load_yaml_text(CURVES.read_text(), str(CURVES))["sources"]}
+    rows = []
+    for cur in cfg["curves"]:
+        src = sources[cur["source"]]
+        column = cur.get("column", "busbw")
+        table = {int(r["size"]): float(r[column]) for r in src["rows"] if r.get(column) is not None}
+        sizes = sorted(s for s in table if s in cfg["curve_sizes"] or s == max(table))
+        header, ours = run_collective(cur["topology"], "400Gbps", "100ns", cur["collective"], cur["algorithm"],
+                                      ",".join(str(s) for s in sizes), cfg["model"], check=False)
+        print(f"# {cur['label']}  ({cur['topology']}, -a {cur['algorithm']}; {src['url']})")
+        for size, row in zip(sizes, ours):
+            paper = table[size] * 1e9
+            got = row["busbw_GBps"] * 1e9
+            chosen = f"{row.get('algorithm', header['algorithm'])}/{row.get('protocol', '-')}"
+            rows.append({"curve": cur["label"], "topology": cur["topology"], "collective": cur["collective"],
+                         "algorithm": cur["algorithm"], "size": size, "chosen": chosen, "column": column,
+                         "published_busbw": paper, "ours_busbw": got, "ratio": got / paper,
+                         "source": src["url"], "source_at": src.get("path_commit", "")})
+            print(f"  {size:>12d} B  published {paper / 1e9:7.1f}  ours {got / 1e9:7.1f} GB/s  ratio {got / paper:.3f}"
+                  f"  ({chosen})")
+    return rows
+
+
+def targets(rows: list[dict]) -> dict:
+    """Issue 39's curve targets over the curve rows."""
+    big = np.array([r["ratio"] for r in rows if r["size"] >= 8 << 20])
+    small = np.array([r["ratio"] for r in rows if r["size"] == 1 << 20])
+    dev = np.abs(big - 1)
+    out = {"points_from_8MiB": int(len(big)), "within_10pct_from_8MiB": int(np.sum(dev <= 0.10)),
+           "median_abs_dev_from_8MiB": float(np.median(dev)), "points_1MiB": int(len(small)),
+           "within_25pct_at_1MiB": int(np.sum(np.abs(small - 1) <= 0.25)),
+           "median_ratio_1MiB": float(np.median(small))}
+    print(f"# from 8 MiB: {out['within_10pct_from_8MiB']} of {out['points_from_8MiB']} points within 10%, median "
+          f"|ratio - 1| = {out['median_abs_dev_from_8MiB']:.3f}; at 1 MiB: {out['within_25pct_at_1MiB']} of "
+          f"{out['points_1MiB']} within 25%")
+    return out
+
+
+def main() -> dict:
+    cfg = load_yaml_text(CONFIG.read_text(), str(CONFIG))
+    peak_rows = peaks(cfg)
+    curve_rows = curves(cfg)
+    summary = targets(curve_rows)
+    return write_results("nccl_validation", "published nccl-tests busbw: peaks and whole curves",
+                         peak_rows + [{**r, "kind": "curve"} for r in curve_rows] + [{"kind": "targets", **summary}])
 
 
 if __name__ == "__main__":

@@ -112,7 +112,7 @@ BAD = [
     (["--topology", "torus:8x8", "--algorithm", "warp"], ["algorithm", "warp", "ring"]),
     (["--topology", "torus:2x2", "--group", "0-7"], ["group", "0-7", "4"]),
     (["--topology", "torus:2x2", "--group", "0,9"], ["group", "0..3"]),
-    (["--topology", "ring:8", "--collective", "all-to-all"], ["collective", "all-to-all"]),
+    (["--topology", "ring:8", "-a", "ring", "--collective", "all-to-all"], ["collective", "all-to-all"]),
     (["--topology", "ring:8", "--collective", "gossip"], ["collective", "gossip"]),
     (["--topology", "ring:6", "-c", "reduce-scatter", "-a", "halving_doubling"], ["6", "power of two"]),
     (["--topology", "ring:8", "--bandwidth", "fast"], ["bandwidth", "fast"]),

@@ -8,7 +8,7 @@ network:
   bandwidth: 400GB/s              # per link and direction; one value or one per dimension
   latency: 100ns
   model: analytical               # congestion-aware (= analytical), congestion-unaware, flow, flow-store-and-forward
-  algorithms: {all-reduce: ring}  # per collective, NAME[,KEY=VALUE...] (defaults: ring; direct for all-to-all)
+  algorithms: {all-reduce: ring}  # per collective, NAME[,KEY=VALUE...] (default auto: NCCL's choice per size on a GPU cluster; ring, direct for all-to-all, elsewhere)
 system:
   npu: {peak: 989TFLOP/s, memory_bandwidth: 3.35TB/s, efficiency: 0.5, unit_bandwidth: unlimited}
   endpoint: {policy: ideal}       # or {policy: npu, units: 0.1, memory: 0.3}, {policy: comp-opt},

@@ -74,10 +74,11 @@ def run_collective(topology: str, bandwidth: str, latency: str, collective: str,
     phase)` is told each phase (building the schedule, verifying it, timing the sizes). `root`
     None is rank 0 of the group (broadcast and reduce). `check`: a verification mode (`verify_mode`:
     auto, full, sample, off; True = auto, False = off); header["verified"] says what ran."""
-    from ..collectives.api import build_schedule, normalize_collective, parse_group
+    from ..collectives.api import normalize_collective, parse_group
     from ..collectives.registry import choose_algorithm
     from ..collectives.verify import default_sample, sample_size, verify
     from ..network.model import get_network_model
+    from ..network.tuner import price_collective
     from ..report.tables import collective_rows
     from ..topology.spec import parse_topology
 
@@ -91,22 +92,33 @@ def run_collective(topology: str, bandwidth: str, latency: str, collective: str,
     if ranks is not None and len(ranks) > topo.n_npus:
         raise ConfigError("group", group, f"names {len(ranks)} ranks; accepted: at most {topo.n_npus} on {topo.name}")
     report(progress, 0, 0, f"building the {choice.name} schedule on {topo.name}")
-    sched = build_schedule(topo, coll, choice, group=ranks, root=0 if root is None else root, where="--option")
+    priced = price_collective(topo, coll, choice, net, group=ranks, root=0 if root is None else root,
+                              where="--option")
+    report(progress, 0, len(size_list), f"timing {len(size_list)} sizes ({net.name})")
+    times = priced.times(size_list)
+    chosen = priced.chosen(size_list)
+    used = list({id(c.schedule): c.schedule for c in chosen}.values())  # the schedules that run a size
     verified = None
     if mode != "off":
-        # auto: every block unless it moves more than 5M blocks; a sample solves all steps at once
-        sample = {"auto": default_sample, "full": lambda s: None, "sample": sample_size}[mode](sched)
-        report(progress, 0, 0, f"verifying on data ({f'{sample} sampled blocks' if sample else 'every block'})")
-        rep = verify(sched, sample=sample)
-        verified = {"blocks_checked": rep.blocks_checked, "nblocks": rep.nblocks,
-                    "sampled": rep.blocks_checked < rep.nblocks, "mode": mode}
-    report(progress, 0, len(size_list), f"timing {len(size_list)} sizes ({net.name})")
-    times = net.collective(topo, sched).times(size_list)
+        reps = []
+        for sched in used:
+            # auto: every block unless it moves more than 5M blocks; a sample solves all steps at once
+            sample = {"auto": default_sample, "full": lambda s: None, "sample": sample_size}[mode](sched)
+            report(progress, 0, 0, f"verifying {sched.algorithm} on data "
+                                   f"({f'{sample} sampled blocks' if sample else 'every block'})")
+            reps.append(verify(sched, sample=sample))
+        verified = {"blocks_checked": sum(r.blocks_checked for r in reps), "nblocks": sum(r.nblocks for r in reps),
+                    "sampled": any(r.blocks_checked < r.nblocks for r in reps), "mode": mode}
+    sched = used[-1]
     rows = collective_rows(coll, sched.p, size_list, times)
+    nccl = choice.name == "auto" or any(c.protocol != "-" for c in priced.candidates)
+    if nccl:  # what NCCL_DEBUG=INFO reports per call: algorithm, protocol, channels
+        for row, c in zip(rows, chosen):
+            row.update({"algorithm": c.algorithm, "protocol": c.protocol, "channels": c.channels})
     header = {
         "topology": topo.name, "npus": topo.n_npus, "bandwidth": bandwidth, "latency": latency,
-        "collective": coll, "algorithm": sched.algorithm, "ranks": sched.p, "model": net.name,
-        "steps": sched.n_steps, "streaming": sched.streaming,
+        "collective": coll, "algorithm": str(choice) if nccl else sched.algorithm, "ranks": sched.p,
+        "model": net.name, "steps": sched.n_steps, "streaming": sched.streaming,
         "options": {k: _jsonable_option(v) for k, v in choice.options}, "verified": verified,
     }
     return header, rows
@@ -118,7 +130,7 @@ def collective(
     bandwidth: str = typer.Option(DEFAULT_BANDWIDTH, "--bandwidth", "-B", help="per link and direction; one value or one per dimension (comma list)"),
     latency: str = typer.Option(DEFAULT_LATENCY, "--latency", "-L", help="per link; one value or one per dimension"),
     collective_name: str = typer.Option("all-reduce", "--collective", "-c", help="all-reduce, reduce-scatter, all-gather, all-to-all, broadcast, reduce"),
-    algorithm: str = typer.Option("ring", "--algorithm", "-a", help="see `fabricsim algorithms`"),
+    algorithm: str = typer.Option("auto", "--algorithm", "-a", help="auto (NCCL's choice per size on a GPU cluster; ring elsewhere) or see `fabricsim algorithms`"),
     sizes: str = typer.Option("1KiB:1GiB", "--sizes", "-s", help="MIN:MAX (doubling), MIN:MAX:FACTOR, or a comma list; a bare K/M/G is binary as in nccl-tests (8:128M)"),
     model: str = typer.Option("congestion-aware", "--model", "-m", help="congestion-aware (= analytical), congestion-unaware, flow (max-min fair, dataflow), flow-store-and-forward; see `fabricsim models`"),
     group: Optional[str] = typer.Option(None, "--group", "-g", help="ranks, e.g. 0-7 or 0,2,4,6 (default: all NPUs)"),
@@ -185,7 +197,8 @@ def _check_applies(collective_name: str, algorithm: str, option: list[str], root
     if root is not None and coll not in ("broadcast", "reduce"):
         raise ConfigError("--root", root, f"a root applies to broadcast and reduce only; accepted: leave it out for {coll}")
     choice = choose_algorithm(algorithm, parse_options(option or []), where="--option")
-    ALGORITHMS[choice.name].check_applies(coll, choice.kwargs, where="--option")
+    if choice.name in ALGORITHMS:  # auto: NCCL's choice, no options
+        ALGORITHMS[choice.name].check_applies(coll, choice.kwargs, where="--option")
 
 
 def collective_figure(header: dict, rows: list[dict]):

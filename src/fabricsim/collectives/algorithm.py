@@ -221,6 +221,9 @@ class Algorithm:
         bidirectional=true).
     check : callable, optional
         `check(collective, p, options) -> reason or None` for limits that depend on options.
+    nccl : {"ring", "tree", "nvls"} or None
+        The NCCL algorithm its schedules stand for: they pay that algorithm's protocol costs (LL,
+        LL128, Simple: `network.nccl`) as its `proto` option (`proto_option`) says.
     """
 
     name: str
@@ -238,6 +241,7 @@ class Algorithm:
     cluster: bool = False
     aliases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     check: Callable[[str, int, dict], str | None] | None = None
+    nccl: Literal["ring", "tree", "nvls"] | None = None
 
     def option(self, name: str) -> Option | None:
         """The declared option `name`.
@@ -361,6 +365,30 @@ class AlgorithmChoice:
 
     def __str__(self) -> str:
         return ",".join([self.name] + [f"{k}={_text(v)}" for k, v in self.options])
+
+
+PROTO_CHOICES = ("auto", "none", "LL", "LL128", "Simple")
+"""The `proto` option's values (`network.nccl.PROTO_CHOICES`)."""
+
+
+def proto_option(default: str = "auto") -> Option:
+    """The `proto` option of the algorithms that run as NCCL runs them (`Algorithm.nccl`).
+
+    Parameters
+    ----------
+    default : str
+        auto (NCCL's algorithms: the fastest protocol NCCL enables, per size) or none (a plain
+        algorithm: the schedule on the network alone, no protocol costs).
+
+    Returns
+    -------
+    Option
+        A choice of auto, none, LL, LL128, Simple (any case).
+    """
+    return Option("proto", "choice", default,
+                  "NCCL protocol: LL, LL128 or Simple (its latency and share of the bandwidth, NCCL's tuning "
+                  "model), auto = the fastest per size, none = no protocol costs",
+                  choices=PROTO_CHOICES, aliases={"ll": "LL", "ll128": "LL128", "simple": "Simple"})
 
 
 def lockstep_option(what: str) -> Option:

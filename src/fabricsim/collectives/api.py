@@ -21,7 +21,7 @@ from ..limits import check_limit, current_limits
 from ..topology.graph import Topology
 from ..vocab import normalize_collective
 from .algorithm import AlgorithmChoice, _field, _text
-from .registry import choose_algorithm, get_algorithm
+from .registry import AUTO, choose_algorithm, get_algorithm
 from .schedule import Schedule
 from .sizing import estimate_blocks
 
@@ -363,8 +363,12 @@ def build_schedule(
     """
     collective = normalize_collective(collective)
     choice = choose_algorithm(algorithm, options, **({"where": where} if where else {}))
+    if choice.name == AUTO:
+        raise ConfigError("algorithm", AUTO, "auto picks an algorithm per size when a collective is priced "
+                                             "(network.tuner.price_collective); accepted here: a named algorithm")
     alg = get_algorithm(choice.name)
     opts = choice.kwargs
+    opts.pop("proto", None)  # how the schedule is timed (network.nccl), not what it moves
     g = resolve_group(topo, group)
     if alg.ring_order:
         g = ring_ordered(topo, g)

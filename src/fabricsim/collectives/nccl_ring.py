@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import channel_count, cluster_group_reason, cluster_layout, require_collective, require_group
-from .algorithm import Algorithm, Option
+from .algorithm import Algorithm, Option, proto_option
 from .ring import ring_phase
 from .schedule import Schedule, Step
 
@@ -154,8 +154,8 @@ ALGORITHM = Algorithm(
     "NCCL ring on nodes of G GPUs: `channels` rings, 1/channels of the buffer each, entering every node on "
     "NIC k mod N (striped over the NICs)",
     options=(Option("channels", "int", None, "rings run at once, 1/channels of the buffer each (default: nics_per_node)"),)
-    + CLUSTER_OPTIONS,
-    cluster=True,
+    + CLUSTER_OPTIONS + (proto_option(),),
+    cluster=True, nccl="ring",
     check=lambda collective, p, options: cluster_group_reason(p, options),
     aliases={"nccl-ring": {}},
 )

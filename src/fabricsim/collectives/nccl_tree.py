@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ._common import channel_count, cluster_group_reason, cluster_layout, require_collective, require_group
-from .algorithm import Algorithm, Option
+from .algorithm import Algorithm, Option, proto_option
 from .composed import compose_pipeline
 from .double_binary_tree import _compress, _depth_height, in_order_tree, second_tree_map
 from .nccl_ring import CLUSTER_OPTIONS
@@ -302,8 +302,8 @@ ALGORITHM = Algorithm(
                                             "the two trees (default: 2 x nics_per_node, at least 2)"),
              Option("chunks", "int", TREE_CHUNKS, "pipeline pieces per channel (lock-step fill costs (2H-1)/(2H+chunks-1) "
                                                   "of the bandwidth, H = chain + tree depth)"))
-    + CLUSTER_OPTIONS,
-    cluster=True,
+    + CLUSTER_OPTIONS + (proto_option(),),
+    cluster=True, nccl="tree",
     check=lambda collective, p, options: cluster_group_reason(p, options),
     aliases={"nccl-tree": {}},
 )

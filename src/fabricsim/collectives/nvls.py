@@ -26,7 +26,7 @@ from dataclasses import replace
 import numpy as np
 
 from ._common import cluster_layout, require_collective, require_group
-from .algorithm import Algorithm, Option
+from .algorithm import Algorithm, Option, proto_option
 from .in_network import _others, in_network
 from .schedule import Schedule, make_step
 
@@ -96,7 +96,8 @@ ALGORITHM = Algorithm(
     "NVLink SHARP all-reduce in a node (S / min(link, switch reduction rate)); across nodes NVLS + SHARP: "
     "slices reduced in the node switch, over the rail's SHARP switch, multicast back",
     options=(Option("gpus_per_node", "int", None, "GPUs per node (default: the topology's, for a group of whole nodes)"),
-             Option("nics_per_node", "int", None, "NICs (rails) per node (default: the topology's)")),
-    helper="node-switches", streams=True, cluster=True,
+             Option("nics_per_node", "int", None, "NICs (rails) per node (default: the topology's)"),
+             proto_option()),
+    helper="node-switches", streams=True, cluster=True, nccl="nvls",
     aliases={"nvls_sharp": {}, "nvlink_sharp": {}},
 )

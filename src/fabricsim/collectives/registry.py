@@ -137,6 +137,8 @@ def choose_algorithm(spec: str | AlgorithmChoice, options: Mapping[str, Any] | N
     """
     if isinstance(spec, AlgorithmChoice):
         name, raw = spec.name, spec.kwargs
+        if name == AUTO:
+            return spec
     else:
         name, *parts = [x.strip() for x in str(spec).split(",")]
         raw = {}
@@ -145,9 +147,37 @@ def choose_algorithm(spec: str | AlgorithmChoice, options: Mapping[str, Any] | N
             if not eq or not k.strip():
                 raise ConfigError(where, spec, "accepted: NAME or NAME,KEY=VALUE,... (e.g. ring,bidirectional=true)")
             raw[k.strip()] = v.strip()
+    if _key(name) == AUTO:
+        return _auto_choice({**raw, **dict(options or {})}, where)
     alg, preset = resolve_algorithm(name)
     typed = {**preset, **alg.parse_options(raw, where), **alg.parse_options(options or {}, where)}
     return AlgorithmChoice(alg.name, tuple(sorted(typed.items())))
+
+
+def _auto_choice(given: Mapping[str, Any], where: str) -> AlgorithmChoice:
+    """`auto` with options: each must be an option of one of the algorithms auto may run
+    (`AUTO_MAY_RUN`); it is passed to those that take it, typed there (`network.tuner`)."""
+    opts = []
+    for key, value in given.items():
+        k = str(key).strip().lower().replace("-", "_")
+        takers = [n for n in AUTO_MAY_RUN if ALGORITHMS[n].option(k) is not None]
+        if not takers:
+            raise ConfigError(f"{where} {key}" if where.startswith("--") else f"{where}.{key}", value,
+                              f"auto may run {', '.join(AUTO_MAY_RUN)}, and none takes {key}; accepted: their options, "
+                              "or name an algorithm to force one (e.g. -a nccl_ring -o proto=LL128)")
+        for n in takers:
+            ALGORITHMS[n].parse_options({k: value}, where)  # a bad value is refused now, where it was written
+        opts.append((k, value if isinstance(value, (bool, int)) else str(value)))
+    return AlgorithmChoice(AUTO, tuple(sorted(opts)))
+
+
+AUTO_MAY_RUN = ("ring", "direct", "nccl_ring", "nccl_tree", "nvls")
+"""The algorithms `auto` chooses among (`network.tuner`)."""
+
+AUTO = "auto"
+"""The algorithm name that asks for NCCL's choice per size (`network.tuner`): `choose_algorithm`
+returns it as `AlgorithmChoice("auto")`, which only the pricing path (`network.tuner.price_collective`)
+resolves; it builds no schedule itself."""
 
 
 def algorithms_for(collective: str) -> list[str]:
@@ -166,5 +196,5 @@ def algorithms_for(collective: str) -> list[str]:
     return sorted(n for n, a in ALGORITHMS.items() if collective in a.collectives)
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "AlgorithmChoice", "Option", "algorithms_for", "choose_algorithm",
+__all__ = ["ALGORITHMS", "AUTO", "Algorithm", "AlgorithmChoice", "Option", "algorithms_for", "choose_algorithm",
            "get_algorithm", "register", "resolve_algorithm"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import require_collective, require_group, require_root
-from .algorithm import Algorithm, Option
+from .algorithm import Algorithm, Option, proto_option
 from .chain import chain_steps
 from .schedule import Schedule, Step, make_step, parallel
 
@@ -108,7 +108,8 @@ ALGORITHM = Algorithm(
     options=(Option("bidirectional", "bool", False, "two half-size rings in opposite directions",
                     collectives=("all-reduce", "reduce-scatter", "all-gather")),
              Option("chunks", "int", None, "pipeline pieces of broadcast/reduce (default p)",
-                    collectives=("broadcast", "reduce"))),
-    ring_order=True,
+                    collectives=("broadcast", "reduce")),
+             proto_option("none")),
+    ring_order=True, nccl="ring",
     aliases={"bidirectional_ring": {"bidirectional": True}, "ring_bidirectional": {"bidirectional": True}},
 )

@@ -25,20 +25,25 @@ import numpy as np
 
 from ..collectives.algorithm import AlgorithmChoice
 from ..collectives.api import build_schedule
-from ..collectives.registry import algorithms_for, choose_algorithm, get_algorithm
+from ..collectives.registry import AUTO, algorithms_for, choose_algorithm, get_algorithm
 from ..collectives.schedule import Schedule
 from ..errors import ConfigError
 from ..network.flow import Flows
 from ..network.flow_model import limit_injection
 from ..network.model import NetworkModel, get_network_model
+from ..network.tuner import PricedCollective, price_collective
 from ..system.policies import Ideal
 from ..system.npu import NPU
 from ..system.resources import CommDemand, EndpointModel, Held, collective_demand, transfer_demand
 from ..topology.graph import Topology
 from ..vocab import COLLECTIVES, IODirection, normalize_collective
 
-DEFAULT_ALGORITHMS = {"all-reduce": "ring", "reduce-scatter": "ring", "all-gather": "ring",
-                      "all-to-all": "direct", "broadcast": "ring", "reduce": "ring"}
+DEFAULT_ALGORITHMS = {c: AUTO for c in COLLECTIVES}
+"""auto everywhere: NCCL's choice per size on a GPU cluster, ring (direct for all-to-all) elsewhere
+(`network.tuner`), as `fabricsim collective` defaults to."""
+REFERENCE_SIZE = 2.0**30
+"""The size whose chosen schedule stands for an `auto` collective where no size is asked (its
+endpoint demand): 1 GiB, where NCCL runs at its bandwidth."""
 
 
 def normalize_algorithms(algorithms: Mapping[str, object] | None, where: str = "network.algorithms"
@@ -48,8 +53,8 @@ def normalize_algorithms(algorithms: Mapping[str, object] | None, where: str = "
     Parameters
     ----------
     algorithms : mapping, optional
-        collective -> `name[,key=value...]` (or an AlgorithmChoice); defaults: ring, and direct
-        for all-to-all.
+        collective -> `name[,key=value...]` (or an AlgorithmChoice); default: auto (NCCL's
+        choice per size on a GPU cluster, ring and direct elsewhere).
     where : str
         The config field named in errors.
 
@@ -62,7 +67,7 @@ def normalize_algorithms(algorithms: Mapping[str, object] | None, where: str = "
     for coll, alg in (algorithms or {}).items():
         c = normalize_collective(coll)
         choice = choose_algorithm(alg, where=f"{where}.{coll}")
-        if c not in get_algorithm(choice.name).collectives:
+        if choice.name != AUTO and c not in get_algorithm(choice.name).collectives:
             raise ConfigError(f"{where}.{coll}", str(alg),
                               f"accepted: an algorithm serving {c} ({', '.join(algorithms_for(c))})")
         out[c] = choice
@@ -182,8 +187,17 @@ class CommPricer:
         other._schedules = self._schedules
         return other
 
-    def schedule(self, coll: str, group: tuple[int, ...]) -> Schedule:
-        """The placed schedule of `coll` for `group` with the configured algorithm (cached).
+    def _build(self, coll: str, group: tuple[int, ...], choice: AlgorithmChoice) -> Schedule:
+        """The placed schedule of one algorithm choice (cached; shared with `for_system` copies)."""
+        key = (coll, group, choice)
+        s = self._schedules.get(key)
+        if s is None:
+            s = self._schedules[key] = build_schedule(self.topo, coll, choice, group=list(group))
+        return s
+
+    def schedule(self, coll: str, group: tuple[int, ...], size: float | None = None) -> Schedule:
+        """The placed schedule that runs `coll` for `group` (cached): the configured algorithm's,
+        or under `auto` the one chosen at `size` bytes (default `REFERENCE_SIZE`).
 
         Parameters
         ----------
@@ -191,16 +205,26 @@ class CommPricer:
             Canonical collective name.
         group : tuple of int
             NPU ids.
+        size : float, optional
+            Bytes, for an `auto` choice.
 
         Returns
         -------
         Schedule
         """
-        key = (coll, group)
-        s = self._schedules.get(key)
-        if s is None:
-            s = self._schedules[key] = build_schedule(self.topo, coll, self.algorithms[coll], group=list(group))
-        return s
+        priced = self._cost(coll, group)
+        if len(priced.candidates) == 1:
+            return priced.candidates[0].schedule
+        return priced.schedule_at(REFERENCE_SIZE if size is None or size <= 0 else float(size))
+
+    def _schedule_demand(self, sched: Schedule) -> CommDemand:
+        """What one schedule asks of its members' endpoints per byte (cached by identity)."""
+        key = ("demand", id(sched))
+        d = self._demands.get(key)
+        if d is None:
+            lat = float(self.model.collective(self.topo, sched).times([0.0])[0]) if self.endpoint.interferes else 0.0
+            d = self._demands[key] = collective_demand(sched, lat)
+        return d
 
     def demand(self, coll: str, group: tuple[int, ...]) -> CommDemand:
         """What the collective asks of each member's endpoint per byte (cached): network and memory
@@ -217,13 +241,7 @@ class CommPricer:
         -------
         CommDemand
         """
-        key = (coll, group)
-        d = self._demands.get(key)
-        if d is None:
-            sched = self.schedule(coll, group)
-            lat = float(self.model.collective(self.topo, sched).times([0.0])[0]) if self.endpoint.interferes else 0.0
-            d = self._demands[key] = collective_demand(sched, lat)
-        return d
+        return self._schedule_demand(self.schedule(coll, group))
 
     def p2p_demand(self, src: int, dst: int) -> CommDemand:
         """What a point-to-point transfer asks of its endpoints per byte (one read, one write; cached).
@@ -319,13 +337,19 @@ class CommPricer:
         rate = self.injection_for(d)
         return d.sent * size / rate if np.isfinite(rate) and rate > 0 else 0.0
 
-    def _cost(self, coll: str, group: tuple[int, ...]):
+    def _cost(self, coll: str, group: tuple[int, ...]) -> PricedCollective:
+        """The collective priced by the one pricing path (`network.tuner.price_collective`), each
+        candidate with its endpoint's injection limit (cached)."""
         key = (coll, group)
         got = self._costs.get(key)
         if got is None:
-            sched = self.schedule(coll, group)
-            rate = self.injection_for(self.demand(coll, group))
-            got = self._costs[key] = self.model.collective(self.topo, sched, None if np.isinf(rate) else rate)
+            def injection(sched: Schedule) -> float | None:
+                rate = self.injection_for(self._schedule_demand(sched))
+                return None if np.isinf(rate) else rate
+
+            got = self._costs[key] = price_collective(
+                self.topo, coll, self.algorithms[coll], self.model, group=list(group), injection=injection,
+                build=lambda choice: self._build(coll, group, choice))
         return got
 
     def phase_times(self, coll: int | str, group: tuple[int, ...], size: float) -> np.ndarray:

@@ -358,7 +358,9 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False, progress: P
         node outside the topology or a file with no flows and no collectives.
     """
     from ..collectives.api import build_schedule
+    from ..collectives.registry import AUTO
     from ..topology.spec import topology_from_config
+    from .tuner import price_collective
 
     where = spec._source
     with errors_in(where, ""):
@@ -377,7 +379,11 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False, progress: P
     for i, c in enumerate(spec.collectives):
         report(progress, i, len(spec.collectives), f"scheduling {c.name or f'collective{i}'}")
         with errors_in(where, f"collectives[{i}]"):
-            sched = build_schedule(topo, c.collective, c.algorithm, group=_group(c.group), root=c.root)
+            if c.algorithm == AUTO:  # NCCL's choice at this size (network.tuner), run as its flows
+                sched = price_collective(topo, c.collective, AUTO, net, group=_group(c.group),
+                                         root=c.root).schedule_at(c.size)
+            else:
+                sched = build_schedule(topo, c.collective, c.algorithm, group=_group(c.group), root=c.root)
         fl = schedule_flows(topo, sched, c.size, start=c.start, priority=c.priority, stream=net.streams)
         parts.append(fl)
         labels.append((c.name or f"collective{i}", sched.collective, len(fl), float(fl.size.sum())))

@@ -166,7 +166,8 @@ def rows_to_text(rows: list[dict]) -> str:
     Parameters
     ----------
     rows : list of dict
-        Rows of `collective_rows`.
+        Rows of `collective_rows`, with `algorithm`, `protocol` and `channels` where NCCL's
+        algorithms ran (printed as three more columns).
 
     Returns
     -------
@@ -176,6 +177,9 @@ def rows_to_text(rows: list[dict]) -> str:
     head = ("size (B)", "size", "count (elements)", "type", "time (us)", "algbw (GB/s)", "busbw (GB/s)")
     body = [(str(r["size_bytes"]), format_size(r["size_bytes"]), str(r["count"]), "float", f"{r['time_us']:.2f}",
              f"{r['algbw_GBps']:.2f}", f"{r['busbw_GBps']:.2f}") for r in rows]
+    if rows and "protocol" in rows[0]:  # what NCCL chose per size, as NCCL_DEBUG=INFO reports it
+        head += ("algorithm", "proto", "channels")
+        body = [b + (r["algorithm"], r["protocol"], str(r["channels"])) for b, r in zip(body, rows)]
     widths = [max(len(c) for c in col) for col in zip(head, *body)]
     line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
     return "".join([f"# {line(head)}\n"] + [f"  {line(b)}\n" for b in body])

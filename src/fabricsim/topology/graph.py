@@ -89,6 +89,9 @@ class Topology:
         of node k) and NICs per node (GPU g uses NIC g * node_nics // node_gpus); 0: not a cluster.
     link_class : int array [L] or None
         Class of each link (an index into `link_classes`, -1: none), e.g. nvlink, pcie, nic, fabric.
+    gpu_sm : int
+        GPU generation of a cluster's GPUs as compute capability x 10 (80: A100, 90: H100; 0: not
+        stated), which NCCL's tuner reads (`network.nccl`).
     link_classes : tuple of str
         Names of the link classes.
     reduce_link : int array [n_nodes] or None
@@ -121,6 +124,7 @@ class Topology:
     link_class: np.ndarray | None = None
     link_classes: tuple[str, ...] = ()
     reduce_link: np.ndarray | None = None
+    gpu_sm: int = 0
 
     def __post_init__(self):
         n = self.n_nodes

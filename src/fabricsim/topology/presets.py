@@ -42,6 +42,7 @@ DGX_A100: dict[str, tuple[Any, str]] = {
     "nics": (8, "8 single-port ConnectX-6 HDR InfiniBand for the compute fabric [DGX A100 User Guide / datasheet]"),
     "nic": (25e9, "ConnectX-6 HDR: 200 Gb/s = 25 GB/s per direction [DGX A100 datasheet]"),
     "pcie": (_GEN4_X16, "PCIe Gen4 x16: 16 GT/s x 16 lanes x 128/130 / 8 = 31.5 GB/s per direction"),
+    "sm": (80, "A100: compute capability 8.0 [NVIDIA CUDA GPUs compute capability table]"),
 }
 """DGX A100: each parameter's value and source."""
 
@@ -53,6 +54,7 @@ DGX_H100: dict[str, tuple[Any, str]] = {
     "nics": (8, "8 ConnectX-7 for the compute fabric (in 4 OSFP ports) [DGX H100 datasheet]"),
     "nic": (50e9, "ConnectX-7 NDR: 400 Gb/s = 50 GB/s per direction [DGX H100 datasheet]"),
     "pcie": (_GEN5_X16, "PCIe Gen5 x16: 32 GT/s x 16 lanes x 128/130 / 8 = 63.0 GB/s per direction"),
+    "sm": (90, "H100: compute capability 9.0 [NVIDIA CUDA GPUs compute capability table]"),
     "nvls": (True, "NVLink SHARP: third-generation NVSwitch reduces and multicasts in the switch [NVIDIA H100 "
                    "Tensor Core GPU Architecture whitepaper]"),
     "nvls_rate": (275e9, "INFERRED from ONE result (no NVSwitch reduction throughput is published): the 8-GPU NVLS "

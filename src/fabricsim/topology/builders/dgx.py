@@ -141,6 +141,9 @@ class DgxParams(Params):
         Link efficiency per class, in (0, 1] (`EFFICIENCY`, NCCL src/graph/topo.h): 0.8 = SM80_NVLINK_BW
         20.0 / 25 GB/s per NVLink3 link; 0.96 = NET_BW 12.0 / 12.5 GB/s (100 Gbit/s NIC); 0.76 =
         PCI_BW 12.0 / 15.75 GB/s (PCIe Gen3 x16).
+    sm : int
+        GPU generation as compute capability x 10 (80: A100, 90: H100 and H200; default 90), which
+        NCCL's tuner reads (LL's ceiling, LL128's enable rule; `network.nccl`).
     nvlink_lat, nic_lat : float or str, optional
         Latency of NVLink links and of the other links (pcie, nic, fabric), s or with units;
         default: the network's latency.
@@ -165,6 +168,7 @@ class DgxParams(Params):
     pcie_eff: Real = EFFICIENCY["pcie_eff"][0]
     nvlink_lat: float | None = None
     nic_lat: float | None = None
+    sm: Int = Field(default=90, ge=60, le=200)
 
     _rates = field_validator(*_RATES, mode="before")(bandwidth_field)
     _times = field_validator(*_TIMES, mode="before")(latency_field)
@@ -580,7 +584,7 @@ def build_dgx(p: DgxParams, family: str, nvlink_lat: float, nic_lat: float) -> T
     return Topology(name, n, cat["src"], cat["dst"], cat["bw"], cat["lat"], router, n_switches=n_nodes - n,
                     dims=(G, nodes), link_dim=cat["dim"], can_reduce=can, can_multicast=can.copy(), leaf_of=nvsw,
                     node_gpus=G, node_nics=N, link_class=cat["cls"], link_classes=LINK_CLASSES,
-                    reduce_link=reduce_link)
+                    reduce_link=reduce_link, gpu_sm=p.sm)
 
 
 # ---- spec strings -------------------------------------------------------------------------------

@@ -1,0 +1,194 @@
+"""The one place a chosen algorithm becomes a priced collective, and where `auto` decides.
+
+`price_collective(topo, coll, choice, ...)` builds the schedule(s) a choice stands for, prepares
+each on the network model and adds the NCCL protocol terms its algorithm pays (`network.nccl`):
+
+- a plain choice (`swing`, `ring`, `direct`, any algorithm with `proto=none`): one candidate, the
+  schedule on the network alone;
+- an NCCL algorithm (`nccl_ring`, `nccl_tree`, `nvls`, `ring,proto=LL128`): one candidate per
+  protocol, `proto=auto` meaning every protocol NCCL enables there;
+- `auto` (the default everywhere): NCCL's tuner. On a GPU cluster (a topology with `node_gpus`)
+  its candidates are NCCL's algorithms that the topology can run (all-reduce: ring, tree, NVLS
+  where the node switches reduce, NVLS + SHARP across nodes where the fabric does too;
+  reduce-scatter and all-gather: ring; broadcast and reduce: ring; all-to-all: direct, NCCL's
+  point-to-point exchange), each in every protocol NCCL enables; NCCL never runs on the other
+  families (tori, wafers, TPU-like meshes), where auto is ring (direct for all-to-all), as before.
+
+For every size the cheapest candidate wins (ties: the first, in the order above), as NCCL's tuner
+picks the lowest `latency + bytes / bandwidth` (tuning.cc `ncclTopoGetAlgoTime`). The CLI, the
+training engines' pricer, traffic files and sweep points all call this, so one collective gets one
+answer and one choice everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..collectives.algorithm import AlgorithmChoice
+from ..collectives.api import build_schedule
+from ..collectives.registry import AUTO, choose_algorithm, get_algorithm
+from ..collectives.schedule import Schedule
+from ..errors import ConfigError, UnsupportedGroupSize
+from ..topology.graph import Topology
+from .nccl import ProtocolCost, check_proto, enabled_protocols, nccl_shape, protocol_terms
+
+PLAIN_DEFAULTS = {"all-reduce": "ring", "reduce-scatter": "ring", "all-gather": "ring", "all-to-all": "direct",
+                  "broadcast": "ring", "reduce": "ring"}
+"""What `auto` runs on a topology that is not a GPU cluster (no NCCL there)."""
+
+NCCL_CANDIDATES = {"all-reduce": ("nccl_ring", "nccl_tree", "nvls"), "reduce-scatter": ("nccl_ring",),
+                   "all-gather": ("nccl_ring",), "broadcast": ("ring,proto=auto",), "reduce": ("ring,proto=auto",),
+                   "all-to-all": ("direct",)}
+"""`auto`'s candidates on a GPU cluster, in tie-breaking order."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One way to run the collective: an algorithm's placed schedule in one protocol.
+
+    Attributes
+    ----------
+    algorithm : str
+        The algorithm's name.
+    protocol : str
+        LL, LL128, Simple, or "-" (no protocol costs).
+    channels : int
+        Channels of the schedule (rings or trees; 1 where it has none).
+    schedule : Schedule
+    cost : CollectiveCost
+        `times(sizes)`, `phase_times(size)`.
+    """
+
+    algorithm: str
+    protocol: str
+    channels: int
+    schedule: Schedule
+    cost: object
+
+
+class PricedCollective:
+    """A collective priced per size as its cheapest candidate (module doc).
+
+    Parameters
+    ----------
+    candidates : list of Candidate
+        At least one, in tie-breaking order.
+    """
+
+    def __init__(self, candidates: Sequence[Candidate]):
+        self.candidates = tuple(candidates)
+
+    def _all(self, sizes) -> np.ndarray:
+        s = np.atleast_1d(np.asarray(sizes, float))
+        return np.vstack([np.asarray(c.cost.times(s), float) for c in self.candidates])
+
+    def winners(self, sizes) -> np.ndarray:
+        """Index of the chosen candidate for each size (the first of equal times)."""
+        return np.argmin(self._all(sizes), axis=0)
+
+    def times(self, sizes) -> np.ndarray:
+        """Seconds for each size (bytes): the cheapest candidate's."""
+        return self._all(sizes).min(axis=0)
+
+    def chosen(self, sizes) -> list[Candidate]:
+        """The candidate that runs each size."""
+        return [self.candidates[i] for i in self.winners(sizes)]
+
+    def phase_times(self, size: float) -> np.ndarray:
+        """The chosen candidate's phases at this size (s)."""
+        return self.chosen([size])[0].cost.phase_times(float(size))
+
+    def schedule_at(self, size: float) -> Schedule:
+        """The schedule that runs `size` bytes."""
+        return self.chosen([size])[0].schedule
+
+
+def _candidate_choices(topo: Topology, coll: str, choice: AlgorithmChoice) -> list[AlgorithmChoice]:
+    """The algorithms a choice stands for; auto's options go to the candidates that take them
+    (on a topology that is not a cluster, all to its one algorithm, which refuses what it lacks)."""
+    if choice.name != AUTO:
+        return [choice]
+    opts = dict(choice.options)
+    if int(getattr(topo, "node_gpus", 0) or 0) <= 0:
+        return [choose_algorithm(PLAIN_DEFAULTS[coll], opts, where="--option")]
+    out = []
+    for spec in NCCL_CANDIDATES[coll]:
+        alg = get_algorithm(spec.split(",")[0])
+        out.append(choose_algorithm(spec, {k: v for k, v in opts.items() if alg.option(k) is not None}))
+    return out
+
+
+def _protocols(choice: AlgorithmChoice, alg, shape) -> tuple[str, ...]:
+    """The protocols a candidate runs in: the chosen `proto`, else the algorithm's default."""
+    opt = alg.option("proto")
+    proto = choice.kwargs.get("proto", opt.default if opt is not None else "none")
+    family = alg.nccl
+    if family is None or proto == "none":
+        return ()
+    check_proto(proto, family, choice.name, shape)
+    return enabled_protocols(family, shape) if proto == "auto" else (proto,)
+
+
+def price_collective(topo: Topology, coll: str, choice: AlgorithmChoice | str, model, *,
+                     group: Sequence[int] | None = None, root: int = 0, where: str | None = None,
+                     injection: Callable[[Schedule], float | None] | None = None,
+                     build: Callable[[AlgorithmChoice], Schedule] | None = None) -> PricedCollective:
+    """The collective priced on `model` as `choice` runs it (module doc).
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    coll : str
+        Canonical collective name.
+    choice : AlgorithmChoice or str
+        An algorithm (with options) or `auto`.
+    model : NetworkModel
+        A registered network model.
+    group : sequence of int, optional
+        NPU ids (default: every NPU).
+    root : int
+        Root's index in the group (broadcast, reduce).
+    where : str, optional
+        The field named in option errors (`--option`).
+    injection : callable, optional
+        schedule -> bytes/s each member's endpoint injects for it (None: no limit).
+    build : callable, optional
+        candidate choice -> its placed schedule (a cache's; default `build_schedule` on `group`).
+
+    Returns
+    -------
+    PricedCollective
+        ConfigError / UnsupportedGroupSize when no candidate can serve (the first candidate's).
+    """
+    choice = choose_algorithm(choice) if isinstance(choice, str) else choice
+    out, first_error = [], None
+    for cand in _candidate_choices(topo, coll, choice):
+        try:
+            sched = (build(cand) if build is not None
+                     else build_schedule(topo, coll, cand, group=group, root=root, where=where))
+        except (ConfigError, UnsupportedGroupSize) as e:
+            if choice.name != AUTO:
+                raise
+            first_error = first_error or e
+            continue
+        alg = get_algorithm(cand.name)
+        shape = nccl_shape(topo, sched)
+        protos = _protocols(cand, alg, shape)
+        rate = injection(sched) if injection is not None else None
+        base = model.collective(topo, sched, rate)
+        channels = int(sched.meta.get("channels", 1) or 1)
+        if not protos:
+            out.append(Candidate(cand.name, "-", channels, sched, base))
+        for proto in protos:
+            terms = protocol_terms(alg.nccl, coll, proto, shape)
+            out.append(Candidate(cand.name, proto, channels, sched, ProtocolCost(base, terms)))
+    if not out:
+        raise first_error
+    return PricedCollective(out)
+
+
+__all__ = ["AUTO", "Candidate", "NCCL_CANDIDATES", "PLAIN_DEFAULTS", "PricedCollective", "price_collective"]

@@ -1,0 +1,162 @@
+"""NCCL's protocols and its algorithm choice (issue 39), against closed forms written here.
+
+Constants below are NCCL 2.23.4's (src/graph/tuning.cc), restated in the test, not read from
+the code under test: baseLat / hwLat in us, LL's 0.5 and LL128's 0.92 share of the bandwidth,
+LL's 141 GB/s bus-bandwidth ceiling on one Hopper node, the tree's 0.92 and its 1/2 ratio.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fabricsim.cli import main
+from fabricsim.cli.collective import run_collective
+from fabricsim.collectives.registry import choose_algorithm
+from fabricsim.engine.pricing import CommPricer
+from fabricsim.errors import ConfigError
+from fabricsim.network.model import get_network_model
+from fabricsim.network.tuner import price_collective
+from fabricsim.topology.spec import parse_topology
+
+US = 1e-6
+MIB = 2**20
+# (base latency, per-hop NVLink latency) in us, share of the bandwidth: NCCL 2.23.4 tuning.cc
+RING = {"LL": (6.6, 0.6, 0.5), "LL128": (14.0, 1.9, 0.92), "Simple": (8.4, 3.4, 1.0)}
+LL_MAX_BUSBW_HOPPER_ONE_NODE = 141e9
+
+
+def ring_closed_form(proto: str, p: int, size: float, bw: float) -> float:
+    """A ring all-reduce on a switch of p ranks, links of `bw` and no link latency, in `proto`:
+    latency = base + 2(p-1) hops; bandwidth: 2(p-1) steps of size/p at share x bw (LL: no faster
+    than its bus-bandwidth ceiling, algbw = ceiling x p / (2(p-1)))."""
+    base, hop, share = RING[proto]
+    lat = (base + 2 * (p - 1) * hop) * US
+    net = 2 * (p - 1) * (size / p) / (share * bw)
+    if proto == "LL":
+        net = max(net, size / (LL_MAX_BUSBW_HOPPER_ONE_NODE * p / (2 * (p - 1))))
+    return lat + net
+
+
+@pytest.mark.parametrize("p", [4, 7, 16])
+@pytest.mark.parametrize("proto", ["LL", "LL128", "Simple"])
+@pytest.mark.parametrize("bw", [100e9, 400e9])  # at 400 GB/s LL's ceiling binds, at 100 it does not
+def test_ring_protocols_closed_form(p, proto, bw):
+    topo = parse_topology(f"switch:{p}", f"{bw / 1e9:g}GB/s", "0ns")
+    sizes = np.array([64 * 1024, 8 * MIB, 2**30], dtype=float)
+    priced = price_collective(topo, "all-reduce", choose_algorithm(f"ring,proto={proto}"),
+                              get_network_model("congestion-aware"))
+    want = [ring_closed_form(proto, p, s, bw) for s in sizes]
+    np.testing.assert_allclose(priced.times(sizes), want, rtol=1e-9)
+    assert [c.protocol for c in priced.chosen(sizes)] == [proto] * 3
+
+
+def test_plain_ring_pays_no_protocol():
+    topo = parse_topology("switch:8", "100GB/s", "0ns")
+    t = price_collective(topo, "all-reduce", choose_algorithm("ring"), get_network_model("analytical")).times([2**30])
+    assert t[0] == pytest.approx(2 * 7 / 8 * 2**30 / 100e9, rel=1e-12)
+
+
+def test_auto_picks_the_cheaper_by_hand():
+    """dgx-h100, one node: NVLink 450 GB/s x 0.824 = 370.8 GB/s, 100 ns per link, NVSwitch reduction
+    275 GB/s. At 1 MiB ring/LL (28.0 us) beats NVLS (29.0 us); at 8 MiB NVLS (55.7 us) beats ring/LL128
+    (86.4 us)."""
+    link, lat = 450e9 * 0.824, 100e-9
+    p = 8
+
+    def ring_ll(s):  # LL's ceiling binds here: 14 hops of s/8 at 185.4 GB/s take less than s / 80.6 GB/s
+        return (6.6 + 14 * 0.6) * US + max(14 * (s / p / (0.5 * link) + 2 * lat), s / (141e9 * p / 14))
+
+    def ring_ll128(s):
+        return (14.0 + 14 * 1.9) * US + 14 * (s / p / (0.92 * link) + 2 * lat)
+
+    def nvls(s):  # one stream up and down, the switch's 275 GB/s; NCCL's NVLS latency 25 us
+        return 25 * US + s / 275e9 + 2 * lat
+
+    header, rows = run_collective("dgx-h100:nodes=1", "400Gbps", "100ns", "all-reduce", "auto", "1MiB,8MiB",
+                                  "congestion-aware", check=False)
+    assert ring_ll(MIB) < nvls(MIB) and nvls(8 * MIB) < ring_ll128(8 * MIB)
+    assert (rows[0]["algorithm"], rows[0]["protocol"]) == ("nccl_ring", "LL")
+    assert rows[0]["time_s"] == pytest.approx(ring_ll(MIB), rel=1e-9)
+    assert (rows[1]["algorithm"], rows[1]["protocol"]) == ("nvls", "Simple")
+    assert rows[1]["time_s"] == pytest.approx(nvls(8 * MIB), rel=1e-9)
+
+
+def test_tree_nic_bound():
+    """nccl_tree across 2 nodes of 8 A100 with 4 HDR NICs (25 GB/s x 0.96): a double binary tree puts
+    2 S through a node's NICs per direction, so algbw <= 0.92 x 1/2 x 4 x 24 GB/s = 44.16 GB/s; its
+    latency 8.4 + 2 x (7 x 4.0 + 1 x 14) us. With 16x faster NICs the bound is far and the network
+    decides (slower than latency + S / bound)."""
+    size = 8 * 2**30
+    lat = (8.4 + 2 * (7 * 4.0 + 14.0)) * US
+    bound = 0.92 * 0.5 * 4 * 25e9 * 0.96
+    net = get_network_model("congestion-aware")
+    topo = parse_topology("dgx-a100:nodes=2,nics=4", "400Gbps", "100ns")
+    t = price_collective(topo, "all-reduce", choose_algorithm("nccl_tree,proto=Simple"), net).times([size])[0]
+    assert t == pytest.approx(lat + size / bound, rel=1e-9)
+    fast = parse_topology("dgx-a100:nodes=2,nics=4,nic=3200Gbps,pcie=400GB/s", "400Gbps", "100ns")
+    t_fast = price_collective(fast, "all-reduce", choose_algorithm("nccl_tree,proto=Simple"), net).times([size])[0]
+    plain = price_collective(fast, "all-reduce", choose_algorithm("nccl_tree,proto=none"), net)
+    assert t_fast < lat + size / (2 * bound)  # the NICs no longer bind
+    assert t_fast == pytest.approx(lat + plain.times([size / 0.92])[0], rel=1e-9)
+
+
+def test_dgx_a100_two_nodes_default_is_nccls_choice():
+    """No -a on 2 DGX A100 with 4 HDR NICs: NCCL's choice, within 10% of NVIDIA's ~90 GB/s."""
+    header, rows = run_collective("dgx-a100:nodes=2,nics=4", "400Gbps", "100ns", "all-reduce", "auto", "8GiB",
+                                  "congestion-aware", check=False)
+    assert header["algorithm"] == "auto" and rows[0]["algorithm"] in ("nccl_ring", "nccl_tree")
+    assert abs(rows[0]["busbw_GBps"] / 90 - 1) <= 0.10
+
+
+def test_one_answer_cli_pricer_traffic():
+    """auto through the CLI's path, the training pricer and per size are the same floats."""
+    spec = "dgx-h100:nodes=2"
+    sizes = [MIB, 64 * MIB, 2**30]
+    _, rows = run_collective(spec, "400Gbps", "100ns", "all-reduce", "auto", ",".join(map(str, sizes)),
+                             "congestion-aware", check=False)
+    topo = parse_topology(spec, "400Gbps", "100ns")
+    pricer = CommPricer(topo, "congestion-aware")
+    group = tuple(range(topo.n_npus))
+    assert [pricer.collective("all-reduce", group, s) for s in sizes] == [r["time_s"] for r in rows]
+    assert pricer.schedule("all-reduce", group, MIB).algorithm == rows[0]["algorithm"]
+
+
+def test_non_cluster_auto_is_ring():
+    _, rows = run_collective("torus:4x4", "100GB/s", "0ns", "all-reduce", "auto", "1GiB", "congestion-aware",
+                             check=False)
+    assert rows[0]["time_s"] == pytest.approx(2 * 15 / 16 * 2**30 / 100e9, rel=1e-9)  # a ring's, no protocol
+
+
+@pytest.mark.parametrize("args, field", [
+    (["-a", "nvls", "-o", "proto=LL"], "proto"),
+    (["-a", "nccl_ring", "-o", "proto=LL256"], "--option proto"),
+    (["-a", "swing", "-o", "proto=LL"], "--option proto"),
+    (["-a", "auto", "-o", "dims=4x4"], "--option dims"),
+    (["-o", "channels=0"], "--option channels"),
+    (["-a", "warp"], "algorithm"),
+])
+def test_bad_protocol_or_algorithm_is_one_line(capsys, args, field):
+    rc = main(["collective", "-t", "dgx-h100:nodes=1", "-s", "1MiB", "-q", *args])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "Traceback" not in err and len(err.splitlines()) == 1 and field in err
+
+
+def test_nvls_without_reducing_switch_refused(capsys):
+    rc = main(["collective", "-t", "dgx-a100:nodes=1", "-a", "nvls", "-s", "1MiB", "-q"])
+    assert rc == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_json_reports_the_choice_per_size(capsys):
+    assert main(["collective", "-t", "dgx-h100:nodes=1", "-s", "1MiB,1GiB", "--json", "-q"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["algorithm"], r["protocol"]) for r in rows] == [("nccl_ring", "LL"), ("nvls", "Simple")]
+
+
+def test_auto_refused_where_a_schedule_is_built():
+    from fabricsim.collectives.api import build_schedule
+
+    with pytest.raises(ConfigError):
+        build_schedule(parse_topology("ring:4"), "all-reduce", "auto")
