@@ -145,8 +145,9 @@ def test_nvls_refuses_part_of_a_node():
 
 def test_collective_command_path_gives_the_closed_form():
     # dgx-a100, 2 nodes, NCCL ring: NICs 25 GB/s x 0.96 = 24 GB/s, PCIe 31.5 x 0.76 = 23.94 GB/s on
-    # every crossing's way in and out: 8 rails of min(24, 23.94) -> busbw 8 x 23.94 GB/s (latency 0)
-    header, rows = run_collective("dgx-a100:nodes=2", "400Gbps", "0s", "all-reduce", "nccl_ring", "8GiB",
+    # every crossing's way in and out: 8 rails of min(24, 23.94) -> busbw 8 x 23.94 GB/s (latency 0;
+    # the network alone: proto=none leaves NCCL's protocol latency out, tests/test_nccl_protocols.py has it)
+    header, rows = run_collective("dgx-a100:nodes=2", "400Gbps", "0s", "all-reduce", "nccl_ring,proto=none", "8GiB",
                                   "congestion-aware")
     pcie = 16e9 * 16 * 128 / 130 / 8 * 0.76
     assert header["ranks"] == 16
@@ -155,6 +156,6 @@ def test_collective_command_path_gives_the_closed_form():
 
 def test_datasheet_nodes_ring_busbw_is_the_effective_nvlink():
     for preset, nvlink in (("dgx-a100", 300e9 * 0.8), ("dgx-h100", 450e9 * 0.824)):
-        _, rows = run_collective(f"{preset}:nodes=1", "400Gbps", "0s", "all-reduce", "nccl_ring", "1GiB",
+        _, rows = run_collective(f"{preset}:nodes=1", "400Gbps", "0s", "all-reduce", "nccl_ring,proto=none", "1GiB",
                                  "congestion-aware")
         assert rows[0]["busbw_GBps"] * 1e9 == pytest.approx(nvlink, rel=1e-12)

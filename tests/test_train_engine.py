@@ -539,6 +539,6 @@ def test_switch_reduction_unit_caps_nvls_in_every_engine(model):
     b = GraphBuilder(4)
     b.collective("all-reduce", S, (0, 1, 2, 3), "DP", "ar")
     t = parse_topology("dgx:nodes=1,gpus=4,nvlink=100GB/s,nvlink_eff=1,nvlink_lat=0ns,nvls,nvls_rate=20GB/s")
-    res = simulate(b.build(), SYS, CommPricer(t, model, {"all-reduce": "nvls"}))
+    res = simulate(b.build(), SYS, CommPricer(t, model, {"all-reduce": "nvls,proto=none"}))  # the network alone
     want = S / U + 2 * S / B if model == "flow-store-and-forward" else S / U
     assert res.makespan == pytest.approx(want, rel=1e-9)

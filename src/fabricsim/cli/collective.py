@@ -94,8 +94,7 @@ def run_collective(topology: str, bandwidth: str, latency: str, collective: str,
     report(progress, 0, 0, f"building the {choice.name} schedule on {topo.name}")
     priced = price_collective(topo, coll, choice, net, group=ranks, root=0 if root is None else root,
                               where="--option")
-    report(progress, 0, len(size_list), f"timing {len(size_list)} sizes ({net.name})")
-    times = priced.times(size_list)
+    times = priced.times(size_list)  # linear passes over prepared schedules: the choice before the checks
     chosen = priced.chosen(size_list)
     used = list({id(c.schedule): c.schedule for c in chosen}.values())  # the schedules that run a size
     verified = None
@@ -109,9 +108,11 @@ def run_collective(topology: str, bandwidth: str, latency: str, collective: str,
             reps.append(verify(sched, sample=sample))
         verified = {"blocks_checked": sum(r.blocks_checked for r in reps), "nblocks": sum(r.nblocks for r in reps),
                     "sampled": any(r.blocks_checked < r.nblocks for r in reps), "mode": mode}
+    report(progress, 0, len(size_list), f"timing {len(size_list)} sizes ({net.name})")
     sched = used[-1]
     rows = collective_rows(coll, sched.p, size_list, times)
-    nccl = choice.name == "auto" or any(c.protocol != "-" for c in priced.candidates)
+    # auto with one plain candidate (no GPU cluster: ring) reads as that algorithm, as before
+    nccl = len(priced.candidates) > 1 or any(c.protocol != "-" for c in priced.candidates)
     if nccl:  # what NCCL_DEBUG=INFO reports per call: algorithm, protocol, channels
         for row, c in zip(rows, chosen):
             row.update({"algorithm": c.algorithm, "protocol": c.protocol, "channels": c.channels})
@@ -119,7 +120,8 @@ def run_collective(topology: str, bandwidth: str, latency: str, collective: str,
         "topology": topo.name, "npus": topo.n_npus, "bandwidth": bandwidth, "latency": latency,
         "collective": coll, "algorithm": str(choice) if nccl else sched.algorithm, "ranks": sched.p,
         "model": net.name, "steps": sched.n_steps, "streaming": sched.streaming,
-        "options": {k: _jsonable_option(v) for k, v in choice.options}, "verified": verified,
+        "options": {k: _jsonable_option(v) for k, v in (choice if nccl else chosen[-1].choice).options},
+        "verified": verified,
     }
     return header, rows
 

@@ -60,6 +60,8 @@ class Candidate:
     schedule : Schedule
     cost : CollectiveCost
         `times(sizes)`, `phase_times(size)`.
+    choice : AlgorithmChoice
+        The algorithm with the typed options it was built with.
     """
 
     algorithm: str
@@ -67,6 +69,7 @@ class Candidate:
     channels: int
     schedule: Schedule
     cost: object
+    choice: AlgorithmChoice
 
 
 class PricedCollective:
@@ -106,18 +109,23 @@ class PricedCollective:
         return self.chosen([size])[0].schedule
 
 
-def _candidate_choices(topo: Topology, coll: str, choice: AlgorithmChoice) -> list[AlgorithmChoice]:
-    """The algorithms a choice stands for; auto's options go to the candidates that take them
-    (on a topology that is not a cluster, all to its one algorithm, which refuses what it lacks)."""
+def _candidate_choices(topo: Topology, coll: str, choice: AlgorithmChoice, where: str) -> list[AlgorithmChoice]:
+    """The algorithms a choice stands for. auto's options go to the candidates that take them for
+    this collective; on a topology that is not a cluster all go to its one algorithm, which refuses
+    what it lacks or what would not change this collective, as if it had been named."""
     if choice.name != AUTO:
         return [choice]
     opts = dict(choice.options)
     if int(getattr(topo, "node_gpus", 0) or 0) <= 0:
-        return [choose_algorithm(PLAIN_DEFAULTS[coll], opts, where="--option")]
+        plain = choose_algorithm(PLAIN_DEFAULTS[coll], opts, where=where)
+        get_algorithm(plain.name).check_applies(coll, dict(plain.options), where=where)
+        return [plain]
     out = []
     for spec in NCCL_CANDIDATES[coll]:
         alg = get_algorithm(spec.split(",")[0])
-        out.append(choose_algorithm(spec, {k: v for k, v in opts.items() if alg.option(k) is not None}))
+        takes = {k: v for k, v in opts.items()
+                 if (o := alg.option(k)) is not None and (not o.collectives or coll in o.collectives)}
+        out.append(choose_algorithm(spec, takes, where=where))
     return out
 
 
@@ -166,7 +174,7 @@ def price_collective(topo: Topology, coll: str, choice: AlgorithmChoice | str, m
     """
     choice = choose_algorithm(choice) if isinstance(choice, str) else choice
     out, first_error = [], None
-    for cand in _candidate_choices(topo, coll, choice):
+    for cand in _candidate_choices(topo, coll, choice, where or "algorithm"):
         try:
             sched = (build(cand) if build is not None
                      else build_schedule(topo, coll, cand, group=group, root=root, where=where))
@@ -182,10 +190,10 @@ def price_collective(topo: Topology, coll: str, choice: AlgorithmChoice | str, m
         base = model.collective(topo, sched, rate)
         channels = int(sched.meta.get("channels", 1) or 1)
         if not protos:
-            out.append(Candidate(cand.name, "-", channels, sched, base))
+            out.append(Candidate(cand.name, "-", channels, sched, base, cand))
         for proto in protos:
             terms = protocol_terms(alg.nccl, coll, proto, shape)
-            out.append(Candidate(cand.name, proto, channels, sched, ProtocolCost(base, terms)))
+            out.append(Candidate(cand.name, proto, channels, sched, ProtocolCost(base, terms), cand))
     if not out:
         raise first_error
     return PricedCollective(out)
