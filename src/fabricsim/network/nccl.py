@@ -25,6 +25,10 @@ binary tree's NICs between nodes).
   use, already hold its overhead). Trees pay NCCL's 0.92 on top (`busBw*.92`), LL on a tree 1/3.8
   of that, LL128 on a tree 7/9 in one node and 120/128 across nodes.
 - **correction**: `treeCorrectionFactor` for tree all-reduces of 64 B to 256 MiB.
+- **NVLS's pipeline fill**: NVLS runs (without registered buffers) as a three-stage pipeline of
+  scatter, reduce and gather warps over chunks of 16-128 KiB that NCCL picks by size
+  (`nvls_chunk`); a call pays two chunk waves (16 channels x heads chunks) of fill, priced on the
+  network like the rest. This is what makes NVLS at 8-512 MiB slower than latency + size / rate.
 
 Which of these a schedule pays is stated by its algorithm (`Algorithm.nccl`: the NCCL algorithm it
 is), not guessed from its shape.
@@ -76,6 +80,13 @@ TREE_CORRECTION = {
     "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9),
 }
 RING_PLATEAU = 1.4  # tuning.cc ncclTopoGetAlgoTime: multi-node Simple ring all-reduce latency x1.4 (sm >= 80)
+# NVLS's pipeline (v2.23.4-1): transport/nvls.cc NCCL_NVLS_NCHANNELS 16 and NCCL_NVLS_CHUNKSIZE 128 KiB;
+# enqueue.cc calcCollChunking halves the chunk to 64, 32, 16 KiB below 64, 8, 2 x (channels x heads x
+# chunk) bytes; device/all_reduce.h runs NVLS without registered buffers as scatter, reduce and gather
+# warps, a three-stage pipeline, so a call pays two chunk waves of fill beyond its bandwidth
+NVLS_CHANNELS = 16
+NVLS_CHUNK = 128 * 1024
+NVLS_STAGES = 3
 TREE_RATIO = 0.5  # tuning.cc: a tree's algorithm bandwidth is half its bus bandwidth (`ratio *= .5`)
 
 
@@ -99,6 +110,8 @@ class NcclShape:
         Effective bytes/s of one NIC and direction (0 on one node).
     channels : int
         Channels of the schedule (rings, trees) for the ring plateau's threshold.
+    heads : int
+        NVLS heads: the GPUs of a node (one node) or its NICs (several).
     """
 
     ranks: int
@@ -108,6 +121,7 @@ class NcclShape:
     nics: int = 0
     nic_rate: float = 0.0
     channels: int = 1
+    heads: int = 1
 
 
 def nccl_shape(topo: Topology, schedule: Schedule) -> NcclShape:
@@ -130,14 +144,14 @@ def nccl_shape(topo: Topology, schedule: Schedule) -> NcclShape:
     G = int(getattr(topo, "node_gpus", 0) or 0)
     sm = int(getattr(topo, "gpu_sm", 0) or 90)
     if G <= 0 or schedule.nodes is None:
-        return NcclShape(p, 1, sm=sm, channels=channels)
+        return NcclShape(p, 1, sm=sm, channels=channels, heads=p)
     members = np.asarray(schedule.nodes[:p], dtype=np.int64)
     nodes = int(len(np.unique(members // G)))
     nics, rate = 0, 0.0
     if nodes > 1:
         nics = int(schedule.meta.get("nics_per_node") or max(1, int(getattr(topo, "node_nics", 1) or 1)))
         rate = _nic_rate(topo)
-    return NcclShape(p, nodes, "nvlink", sm, nics, rate, channels)
+    return NcclShape(p, nodes, "nvlink", sm, nics, rate, channels, p // nodes if nodes == 1 else max(nics, 1))
 
 
 def _nic_rate(topo: Topology) -> float:
@@ -259,6 +273,23 @@ def protocol_cap(family: str, collective: str, proto: str, shape: NcclShape) -> 
     return cap
 
 
+def nvls_chunk(sizes: np.ndarray, heads: int) -> np.ndarray:
+    """NVLS's chunk for each size (bytes), as NCCL's `calcCollChunking` picks it: 128 KiB, halved
+    to 64, 32 and 16 KiB below 64, 8 and 2 chunk waves (channels x heads chunks).
+
+    Examples
+    --------
+    >>> nvls_chunk(np.array([2**20, 8 * 2**20, 64 * 2**20, 2**30]), 8).tolist()
+    [16384, 32768, 65536, 131072]
+    """
+    s = np.asarray(sizes, float)
+    ops = NVLS_CHANNELS * max(int(heads), 1)
+    c = np.full(len(s), NVLS_CHUNK, dtype=np.int64)
+    for waves, floor in ((64, 65536), (8, 32768), (2, 16384)):
+        c = np.where((s < waves * ops * c) & (c > floor), floor, c)
+    return c
+
+
 def tree_correction(proto: str, sizes: np.ndarray) -> np.ndarray:
     """`treeCorrectionFactor` of each size (1 beyond 256 MiB and below 64 B)."""
     log = np.floor(np.log2(np.maximum(np.asarray(sizes, float), 1.0) / 64.0)).astype(np.int64)
@@ -290,6 +321,13 @@ class ProtocolTerms:
             per = np.asarray(sizes, float) / (max(self.shape.channels, 1) * self.shape.ranks)
             lat[per >= 64] *= RING_PLATEAU
         return lat
+
+    def fill_wave(self, sizes: np.ndarray) -> np.ndarray:
+        """Bytes of one chunk wave (every NVLS channel and head one chunk) whose time the pipeline
+        pays NVLS_STAGES - 1 times beyond its bandwidth; 0 for the other algorithms."""
+        if self.family != "nvls":
+            return np.zeros(len(sizes))
+        return nvls_chunk(sizes, self.shape.heads) * float(NVLS_CHANNELS * max(self.shape.heads, 1))
 
     def data_scale(self, sizes: np.ndarray) -> np.ndarray:
         """Bytes the network carries per byte of data, for each size."""
@@ -346,6 +384,9 @@ class ProtocolCost:
         t = self.terms
         lat = t.latency_at(s)
         net = np.asarray(self.base.times(s * t.data_scale(s)), float)
+        wave = t.fill_wave(s)
+        if np.any(wave > 0):  # NVLS: the pipeline's fill, two chunk waves priced on the network
+            lat = lat + (NVLS_STAGES - 1) * np.asarray(self.base.times(np.minimum(wave, s)), float)
         out = lat + net
         if math.isfinite(t.cap):
             out = np.maximum(out, lat + s / t.cap)
