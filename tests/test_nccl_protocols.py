@@ -61,8 +61,11 @@ def test_plain_ring_pays_no_protocol():
 
 def test_auto_picks_the_cheaper_by_hand():
     """dgx-h100, one node: NVLink 450 GB/s x 0.824 = 370.8 GB/s, 100 ns per link, NVSwitch reduction
-    275 GB/s. At 1 MiB ring/LL (28.0 us) beats NVLS (29.0 us); at 8 MiB NVLS (55.7 us) beats ring/LL128
-    (86.4 us)."""
+    275 GB/s. NVLS pays 25 us and two chunk waves of pipeline fill, a wave being 16 channels x 8 heads
+    chunks (NCCL's rule: 128 KiB, halved to 64, 32, 16 KiB below 64, 8, 2 waves of the larger chunk:
+    16 KiB at 1 MiB, 64 KiB at 64 MiB). At 1 MiB
+    ring/LL (28.0 us) beats NVLS (44.3 us); at 64 MiB NVLS (330.6 us) beats ring/LL128 (387.7) and
+    ring/Simple (375.5)."""
     link, lat = 450e9 * 0.824, 100e-9
     p = 8
 
@@ -72,16 +75,23 @@ def test_auto_picks_the_cheaper_by_hand():
     def ring_ll128(s):
         return (14.0 + 14 * 1.9) * US + 14 * (s / p / (0.92 * link) + 2 * lat)
 
-    def nvls(s):  # one stream up and down, the switch's 275 GB/s; NCCL's NVLS latency 25 us
-        return 25 * US + s / 275e9 + 2 * lat
+    def ring_simple(s):
+        return (8.4 + 14 * 3.4) * US + 14 * (s / p / link + 2 * lat)
 
-    header, rows = run_collective("dgx-h100:nodes=1", "400Gbps", "100ns", "all-reduce", "auto", "1MiB,8MiB",
+    def stream(s):  # one stream up and down at the switch's 275 GB/s
+        return s / 275e9 + 2 * lat
+
+    def nvls(s, chunk):  # NCCL's NVLS latency 25 us, the stream, two waves of 16 x 8 chunks
+        return 25 * US + stream(s) + 2 * stream(min(16 * 8 * chunk, s))
+
+    header, rows = run_collective("dgx-h100:nodes=1", "400Gbps", "100ns", "all-reduce", "auto", "1MiB,64MiB",
                                   "congestion-aware", check=False)
-    assert ring_ll(MIB) < nvls(MIB) and nvls(8 * MIB) < ring_ll128(8 * MIB)
+    assert ring_ll(MIB) < nvls(MIB, 16384)
+    assert nvls(64 * MIB, 65536) < min(ring_ll128(64 * MIB), ring_simple(64 * MIB))
     assert (rows[0]["algorithm"], rows[0]["protocol"]) == ("nccl_ring", "LL")
     assert rows[0]["time_s"] == pytest.approx(ring_ll(MIB), rel=1e-9)
     assert (rows[1]["algorithm"], rows[1]["protocol"]) == ("nvls", "Simple")
-    assert rows[1]["time_s"] == pytest.approx(nvls(8 * MIB), rel=1e-9)
+    assert rows[1]["time_s"] == pytest.approx(nvls(64 * MIB, 65536), rel=1e-9)
 
 
 def test_tree_nic_bound():
