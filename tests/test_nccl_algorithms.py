@@ -77,7 +77,7 @@ def test_defaults_are_one_node_and_serve_every_size():
 
 
 @pytest.mark.parametrize("G, N, c, entries", [
-    (8, 8, 8, [0, 1, 2, 3, 4, 5, 6, 7]),  # a NIC per GPU: ring k enters at GPU k (exit k-1, PXN)
+    (8, 8, 8, [0, 1, 2, 3, 4, 5, 6, 7]),  # a NIC per GPU: ring k enters node 0 at GPU k, alternating direction
     (8, 4, 4, [1, 3, 5, 7]),  # GPUs 2r, 2r+1 on NIC r: enter at 2r+1, leave from 2r, same NIC
     (8, 4, 8, [1, 3, 5, 7, 1, 3, 5, 7]),
     (8, 2, 4, [1, 5, 2, 6]),  # GPUs 4r..4r+3 on NIC r: entries 4r+1, 4r+2, 4r+3 have exits on NIC r
@@ -96,6 +96,11 @@ def test_ring_enters_every_node_on_the_rail_of_its_channel(G, N, c, entries):
         for k in range(c):
             mine = cross & (ch == k)
             assert mine.sum() == nodes  # one crossing into every node
+            if G == N:  # even nodes entered at e_k, odd ones at e_k - 1, each from the same rail (4 nodes)
+                into = st.dst[mine] // G
+                want = np.where(into % 2 == 0, entries[k], (entries[k] - 1) % G)
+                assert np.array_equal(st.dst[mine] % G, want) and np.array_equal(st.src[mine] % G, want)
+                continue
             assert np.all(st.dst[mine] % G == entries[k]) and np.all(st.src[mine] % G == (entries[k] - 1) % G)
             assert np.all(rail(st.dst[mine] % G, G, N) == k % N)
             if G > N:  # exit and entry on the same NIC: no proxy hop

@@ -9,8 +9,15 @@ crossing from one node's exit to the next node's entry goes over the rail of the
 (NCCL's PXN: a cross-node transfer leaves through the NIC on the destination GPU's rail), so the
 rings stripe over the NICs when ring k enters on rail r_k = k mod N (`entry_gpu`):
 
-- q = 1 (a NIC per GPU): e_k = r_k; the exit GPU is on the rail before, and PXN carries its
-  data over NVLink to the NIC of rail r_k;
+- q = 1 (a NIC per GPU): e_k = r_k, and the ring alternates direction node by node, as NCCL's
+  rings on rail-optimized nodes do: an even node is crossed e_k, e_k+1, ..., e_k-1 and leaves on
+  rail e_k-1, the next (odd) node is entered on that same rail and crossed backwards, e_k-1,
+  e_k-2, ..., e_k, leaving on rail e_k, where the following even node is entered. Every crossing
+  is then rail-aligned (no NVLink proxy hop) except, with an odd number of nodes, the one from the
+  last node back to node 0 (PXN carries that one over NVLink to the NIC of rail r_k). So with
+  G NICs a GPU's NVLink carries G-1 of the G rings' transfers and the NICs, not NVLink, bound 2
+  nodes (NVIDIA measures 396 GB/s busbw on 2 DGX H100, above the 370.8 GB/s effective NVLink:
+  nccl-tests#319);
 - q >= 2: e_k = r_k*q + 1 + (k // N) mod (q-1), so the exit e_k - 1 is on rail r_k as well (no
   proxy hop); rings that share a rail spread over its q-1 such entries.
 
@@ -81,13 +88,19 @@ def ring_orders(p: int, gpus_per_node: int, nics_per_node: int, channels: int) -
     Returns
     -------
     int64 array [c, p]
-        Row k: nodes in order 0..nodes-1, each visited from GPU e_k (`entry_gpu`) to e_k - 1.
+        Row k: nodes in order 0..nodes-1, each visited from GPU e_k (`entry_gpu`) to e_k - 1; with a
+        NIC per GPU the odd nodes backwards from e_k - 1 to e_k (module doc).
     """
     G = gpus_per_node
     entries = np.array([entry_gpu(k, G, nics_per_node) for k in range(channels)], dtype=np.int64)
-    local = (entries[:, None] + np.arange(G, dtype=np.int64)[None, :]) % G  # [c, G]
-    base = np.arange(p // G, dtype=np.int64) * G
-    return (base[None, :, None] + local[:, None, :]).reshape(channels, p)
+    j = np.arange(G, dtype=np.int64)[None, :]
+    forward = (entries[:, None] + j) % G  # [c, G]
+    nodes = p // G
+    local = np.broadcast_to(forward[:, None, :], (channels, nodes, G)).copy()
+    if G // nics_per_node == 1 and nodes > 1:
+        local[:, 1::2, :] = ((entries[:, None] - 1 - j) % G)[:, None, :]  # odd nodes backwards
+    base = np.arange(nodes, dtype=np.int64) * G
+    return (base[None, :, None] + local).reshape(channels, p)
 
 
 def nccl_ring(
