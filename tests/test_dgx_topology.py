@@ -231,9 +231,10 @@ def test_presets():
     assert t.node_nics == 4 and not t.can_reduce.any()
     assert parse_topology("dgx-h100:32").n_npus == 256
     assert parse_topology("dgx-h100:").n_npus == 8   # nodes default 1
-    # tpu-v4: 4x4x4 torus, 6 links per chip at 50 GB/s per direction
+    # tpu-v4: 4x4x4 torus, 6 links per chip at 50 GB/s per direction x 0.9 usable (4.5e10 B/s, JAX scaling book)
     t = parse_topology("tpu-v4:4x4x4", latency="1us")
-    assert t.dims == (4, 4, 4) and t.n_links == 64 * 6 and set(t.link_bw) == {50e9}
+    assert t.dims == (4, 4, 4) and t.n_links == 64 * 6 and set(t.link_bw) == {50e9 * 0.9}
+    assert set(parse_topology("tpu-v4:4x4x4,ici_eff=1").link_bw) == {50e9}
     assert parse_topology("tpu-v4:").dims == (4, 4, 4)
     assert set(parse_topology("tpu-v4:4x4x8,ici=100GB/s,ici_lat=2us").link_lat) == {2e-6}
 

@@ -71,6 +71,9 @@ TPU_V4: dict[str, tuple[Any, str]] = {
                   "from Jouppi et al. at glennklockwood.com/garden/processors/TPUv4; the paper's PDF was not at hand). "
                   "Cross-check: Cloud TPU v4 docs give 24 TB/s bisection per 4096-chip pod; a 16x16x16 torus cut in "
                   "half crosses 2 x 16 x 16 = 512 links, 24e12 / 512 = 47 GB/s"),
+    "ici_eff": (0.9, "ICI's usable rate per link and direction: 4.5e10 bytes/s for TPU v4p in Google's JAX team's "
+                      "'How to Scale Your Model' (jax-ml/scaling-book tpus.md, table 'ICI BW/link (one-way)', commit "
+                      "0819a7d), of the 50 GB/s line rate: 0.9"),
     "ici_lat": (None, "ASSUMPTION: no per-hop ICI latency is published in the sources found; the network's latency "
                       "argument is used unless ici_lat is given"),
 }
@@ -110,12 +113,15 @@ class TpuV4Params(GridParams):
         Chips per dimension of the 3-D torus slice (default 4x4x4), three sizes.
     ici : float or str
         ICI bandwidth per link and direction, bytes/s or with units (default 50 GB/s, `TPU_V4`).
+    ici_eff : float
+        Share of the line rate a link delivers, in (0, 1] (default 0.9, `TPU_V4`).
     ici_lat : float or str, optional
         Latency per ICI link, s or with units; default: the network's latency (`TPU_V4`: ASSUMPTION).
     """
 
     dims: tuple[Int, ...] = Field(default=TPU_V4["dims"][0], min_length=1)
     ici: float = TPU_V4["ici"][0]
+    ici_eff: float = Field(default=TPU_V4["ici_eff"][0], gt=0, le=1)
     ici_lat: float | None = None
 
     _ici = field_validator("ici", mode="before")(bandwidth_field)
@@ -130,7 +136,7 @@ class TpuV4Params(GridParams):
 
 
 def _parse_tpu(spec: str, shape: str, opts: list[str]) -> dict:
-    f = parse_flags(opts, {"ici", "ici_lat"}, spec, valued=frozenset({"ici", "ici_lat"}))
+    f = parse_flags(opts, {"ici", "ici_eff", "ici_lat"}, spec, valued=frozenset({"ici", "ici_eff", "ici_lat"}))
     out: dict[str, Any] = dict(f)
     if shape.strip():
         out["dims"] = parse_shape(shape, spec)
@@ -139,10 +145,10 @@ def _parse_tpu(spec: str, shape: str, opts: list[str]) -> dict:
 
 def _build_tpu(p: TpuV4Params, bandwidth: LinkValues, latency: LinkValues) -> Topology:
     lat = p.ici_lat if p.ici_lat is not None else latency.one()
-    return stack(("ring",) * 3, p.dims, p.ici, lat, name="tpu-v4:" + "x".join(map(str, p.dims)))
+    return stack(("ring",) * 3, p.dims, p.ici * p.ici_eff, lat, name="tpu-v4:" + "x".join(map(str, p.dims)))
 
 
-TPU_V4_FAMILY = TopologyFamily("tpu-v4", "tpu-v4:4x4x4", "TPU v4 slice: 3-D torus of ICI links (50 GB/s/dir)",
+TPU_V4_FAMILY = TopologyFamily("tpu-v4", "tpu-v4:4x4x4", "TPU v4 slice: 3-D torus of ICI links (50 GB/s/dir x 0.9)",
                                TpuV4Params, _parse_tpu, _build_tpu,
                                size=lambda p: grid_links(("ring",) * 3, p.dims))
 
