@@ -167,6 +167,31 @@ def test_a_kernel_slows_by_the_roofline_with_what_communication_holds(model, ep,
 
 
 @pytest.mark.parametrize("model", ENGINES)
+def test_nccl_kernels_hold_their_sms_and_the_memory_their_schedule_moves(model):
+    """NCCL's kernels (issue 39): 16 of 128 SMs held, and the memory bandwidth the ring:2 all-reduce
+    moves at its pace. ring:2 all-reduce of S = 4 ms x 50 GB/s: memory 7(p-1)/p S = 3.5 S over 4 ms,
+    3.5 x 50 GB/s = 175 GB/s of 1 TB/s.
+    A compute-bound kernel (F/P 8 ms) runs at 1 - 1/8 for the 4 ms collective: 3.5 ms of work, then
+    4.5 ms: 8.5 ms. A memory-bound one (M/B 8 ms) at 1 - 0.175: 3.3 ms, then 4.7 ms: 8.7 ms."""
+    S = 4e-3 * 50e9
+    npu = NPU(peak_flops=1e15, memory_bandwidth=1e12, efficiency=1.0)
+    ep = make_endpoint("nccl", ctas=16, sms=128)
+    for flops, mem, expected in ((8e12, 1e9, 4e-3 + (8e-3 - 4e-3 * 7 / 8)), (1e12, 8e9, 4e-3 + (8e-3 - 4e-3 * 0.825))):
+        b = GraphBuilder(2)
+        b.compute(0, "kernel", flops=flops, mem_bytes=mem)
+        b.collective("all-reduce", S, (0, 1), "DP", "ar")
+        res = simulate(b.build(), System(npu, ep, Scheduling()), CommPricer(parse_topology("ring:2", "50GB/s", "0ns"), model))
+        assert res.end[1] == pytest.approx(4e-3, rel=1e-9)  # no rate limit of its own
+        assert res.end[0] == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("fields, field", [({"ctas": 0}, "ctas"), ({"ctas": 200}, "ctas"), ({"sms": 0}, "sms")])
+def test_nccl_policy_fields_are_checked(fields, field):
+    with pytest.raises(ConfigError, match=field):
+        make_endpoint("nccl", **fields)
+
+
+@pytest.mark.parametrize("model", ENGINES)
 def test_a_compute_bound_kernel_only_feels_the_units(model):
     """F/P = 8 ms, M/B = 1 ms: NPU-driven holding 25% of the units and 50% of the memory runs it at
     0.75 for the 4 ms collective (3 ms of work): 4 + 5 = 9 ms; ACE holds no unit: 8 ms."""

@@ -9,10 +9,10 @@ from .ace import ACE
 from .endpoint import DEFAULT_POLICY, ENDPOINT_POLICIES, PolicyEntry, make_endpoint, register_policy
 from .model import System
 from .npu import NPU
-from .policies import Ideal, NoOverlap, NpuDriven, OffloadEngine
+from .policies import Ideal, NcclKernels, NoOverlap, NpuDriven, OffloadEngine
 from .resources import CommDemand, EndpointModel, Held, collective_demand, slowed_task_times, transfer_demand
 from .scheduling import Scheduling
 
-__all__ = ["ACE", "DEFAULT_POLICY", "ENDPOINT_POLICIES", "NPU", "CommDemand", "EndpointModel", "Held", "Ideal",
+__all__ = ["ACE", "DEFAULT_POLICY", "ENDPOINT_POLICIES", "NPU", "CommDemand", "EndpointModel", "Held", "Ideal", "NcclKernels",
            "NoOverlap", "NpuDriven", "OffloadEngine", "PolicyEntry", "Scheduling", "System", "collective_demand",
            "make_endpoint", "register_policy", "slowed_task_times", "transfer_demand"]

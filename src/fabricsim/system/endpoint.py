@@ -39,7 +39,8 @@ from pydantic import BaseModel
 
 from ..errors import ConfigError
 from .ace import ACE, AceFields
-from .policies import Ideal, NoFields, NoOverlap, NpuDriven, NpuFields, OffloadEngine, OffloadFields
+from .policies import (Ideal, NcclFields, NcclKernels, NoFields, NoOverlap, NpuDriven, NpuFields, OffloadEngine,
+                       OffloadFields)
 from .resources import EndpointModel
 
 DEFAULT_POLICY = "ideal"
@@ -102,6 +103,9 @@ register_policy(PolicyEntry("comp-opt", NpuDriven, NpuFields, "npu preset favour
                             preset={"units": 0.05, "memory": 0.1}))
 register_policy(PolicyEntry("comm-opt", NpuDriven, NpuFields, "npu preset favouring communication",
                             preset={"units": 0.2, "memory": 0.4}))
+register_policy(PolicyEntry("nccl", NcclKernels, NcclFields,
+                            "NCCL's kernels on a GPU: ctas thread blocks (one SM each) of sms held while a collective "
+                            "runs, and the memory bandwidth its schedule moves at its pace; no rate limit of its own"))
 register_policy(PolicyEntry("no-overlap", NoOverlap, NoFields,
                             "communication takes the whole NPU (all units, all memory bandwidth); compute waits"))
 register_policy(PolicyEntry("ace", ACE, AceFields,

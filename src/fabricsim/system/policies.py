@@ -11,6 +11,10 @@
   are registered in `system.endpoint`.
 - `no-overlap`: communication takes the whole NPU while it runs (compute waits) and is driven at
   what all the units and all the memory bandwidth can feed.
+- `nccl` (`NcclKernels`): NCCL's kernels as they run on a GPU: one thread block per channel,
+  each on an SM of its own, so `ctas` of the GPU's `sms` are held while a collective runs, and
+  the memory bandwidth its schedule moves at its pace (the same memory bytes as `npu`); NCCL sizes
+  its channels to the links, so no rate limit of its own.
 - `ideal`: nothing held, no limit: the links decide (an upper bound).
 - `offload`: an engine beside the NPU at a fixed `rate` bytes/s, holding nothing (a generic
   offload; `ace` models ACE's engine).
@@ -21,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, StrictInt, field_validator
 
 from ..errors import ConfigError
 from ..units import parse_bandwidth
@@ -208,6 +212,78 @@ class NoOverlap(OnTheNpu):
 
 
 @dataclass(frozen=True)
+class NcclKernels(OnTheNpu):
+    """Policy `nccl`: NCCL's kernels hold `ctas` of the GPU's `sms` and the memory bandwidth their
+    schedule moves at its pace (module doc).
+
+    Parameters
+    ----------
+    ctas : int
+        Thread blocks NCCL launches, one per channel, each on its own SM (default 16:
+        NCCL_NVLS_NCHANNELS' default, NVIDIA/nccl v2.23.4-1 src/transport/nvls.cc, and the 16 coll
+        channels NCCL reports on 8 H800s, NVIDIA/nccl#892).
+    sms : int
+        The GPU's streaming multiprocessors (default 132: H100 SXM5, NVIDIA H100 Tensor Core GPU
+        Architecture whitepaper; A100 SXM4 has 108).
+
+    Examples
+    --------
+    16 of 132 SMs; a ring all-reduce paced at 100 GB/s of size moves 7/8 x 7 = 6.125 memory bytes a byte
+    on 8 ranks: 612.5 GB/s of a 3.35 TB/s HBM3:
+
+    >>> from fabricsim.system.resources import CommDemand
+    >>> ring8 = CommDemand(1.75, 6.125, 3.5, 2.0, 8 / 7, 0.5, 1.0, 8, 0.0)
+    >>> h = NcclKernels().held(NPU(memory_bandwidth=3.35e12), ring8, 100e9)
+    >>> round(h.units, 4), round(h.memory, 4)
+    (0.1212, 0.1828)
+    """
+
+    ctas: int = 16
+    sms: int = 132
+    name = "nccl"
+    interferes = True
+
+    def __post_init__(self):
+        if not (isinstance(self.sms, int) and self.sms >= 1):
+            raise ConfigError("endpoint.sms", self.sms, "accepted: the GPU's SM count, an integer >= 1 (H100: 132)")
+        if not (isinstance(self.ctas, int) and 1 <= self.ctas <= self.sms):
+            raise ConfigError("endpoint.ctas", self.ctas, f"accepted: an integer from 1 to sms ({self.sms})")
+
+    def injection_rate(self, npu: NPU, demand: CommDemand) -> float:
+        """No limit of its own: NCCL's channels are sized to reach the links.
+
+        Parameters
+        ----------
+        npu : NPU
+        demand : CommDemand
+
+        Returns
+        -------
+        float
+            inf.
+        """
+        return np.inf
+
+    def held(self, npu: NPU, demand: CommDemand, pace: float) -> Held:
+        """ctas / sms of the units; the memory bandwidth the schedule moves at `pace`.
+
+        Parameters
+        ----------
+        npu : NPU
+        demand : CommDemand
+        pace : float
+            Bytes of size per second.
+
+        Returns
+        -------
+        Held
+            (ctas / sms, min(1, memory bytes per byte x pace / memory bandwidth)).
+        """
+        memory = demand.npu_memory * pace / npu.memory_bandwidth if npu.memory_bandwidth > 0 else 0.0
+        return Held(self.ctas / self.sms, float(min(1.0, memory)))
+
+
+@dataclass(frozen=True)
 class Ideal(BesideTheNpu):
     """Policy `ideal`: communication costs the NPU nothing and the links decide its speed."""
 
@@ -282,6 +358,21 @@ class NpuFields(Fields):
 
     units: float
     memory: float
+
+
+class NcclFields(Fields):
+    """Config fields of policy `nccl` (`NcclKernels`).
+
+    Parameters
+    ----------
+    ctas : int
+        Thread blocks (channels) NCCL launches, each on its own SM (default 16).
+    sms : int
+        The GPU's SMs (default 132, H100 SXM5).
+    """
+
+    ctas: StrictInt = 16
+    sms: StrictInt = 132
 
 
 class NoFields(Fields):
