@@ -103,9 +103,6 @@ register_policy(PolicyEntry("comp-opt", NpuDriven, NpuFields, "npu preset favour
                             preset={"units": 0.05, "memory": 0.1}))
 register_policy(PolicyEntry("comm-opt", NpuDriven, NpuFields, "npu preset favouring communication",
                             preset={"units": 0.2, "memory": 0.4}))
-register_policy(PolicyEntry("nccl", NcclKernels, NcclFields,
-                            "NCCL's kernels on a GPU: ctas thread blocks (one SM each) of sms held while a collective "
-                            "runs, and the memory bandwidth its schedule moves at its pace; no rate limit of its own"))
 register_policy(PolicyEntry("no-overlap", NoOverlap, NoFields,
                             "communication takes the whole NPU (all units, all memory bandwidth); compute waits"))
 register_policy(PolicyEntry("ace", ACE, AceFields,
@@ -113,6 +110,9 @@ register_policy(PolicyEntry("ace", ACE, AceFields,
                             "ALUs, one write back; no units; SRAM bounds the chunks in flight"))
 register_policy(PolicyEntry("offload", OffloadEngine, OffloadFields,
                             "a generic engine at the endpoint runs collectives at up to rate bytes/s per NPU, holding nothing"))
+register_policy(PolicyEntry("nccl", NcclKernels, NcclFields,
+                            "NCCL's kernels on a GPU: ctas thread blocks (one SM each) of sms held while a collective "
+                            "runs, and the memory bandwidth its schedule moves at its pace; no rate limit of its own"))
 
 
 def make_endpoint(policy: str = DEFAULT_POLICY, **params: Any) -> EndpointModel:
