@@ -116,6 +116,7 @@ class RoutedStep:
         self._sent = sent
         self.parts = parts
         self._link_time = link_time
+        self._link_time_of: tuple | None = None  # (link_bw, its busiest link): a composed step's loads are built per call
 
     def npu_sent(self, n_npus: int) -> np.ndarray:
         """Bytes each topology NPU sends in one repetition, per byte of collective size (float array [n_npus])."""
@@ -176,7 +177,11 @@ class RoutedStep:
         """
         if self._link_time is not None:
             return self._link_time
-        return float(np.max(self.link_frac / link_bw, initial=0.0))
+        if self._link_time_of is not None and self._link_time_of[0] is link_bw:
+            return self._link_time_of[1]
+        t = float(np.max(self.link_frac / link_bw, initial=0.0))
+        self._link_time_of = (link_bw, t)  # one scalar kept, not the per-link loads
+        return t
 
     @property
     def used_links(self) -> np.ndarray:

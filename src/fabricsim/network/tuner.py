@@ -83,10 +83,15 @@ class PricedCollective:
 
     def __init__(self, candidates: Sequence[Candidate]):
         self.candidates = tuple(candidates)
+        self._last: tuple | None = None  # (sizes, every candidate's times): times() then chosen() price once
 
     def _all(self, sizes) -> np.ndarray:
         s = np.atleast_1d(np.asarray(sizes, float))
-        return np.vstack([np.asarray(c.cost.times(s), float) for c in self.candidates])
+        if self._last is not None and np.array_equal(self._last[0], s):
+            return self._last[1]
+        got = np.vstack([np.asarray(c.cost.times(s), float) for c in self.candidates])
+        self._last = (s, got)
+        return got
 
     def winners(self, sizes) -> np.ndarray:
         """Index of the chosen candidate for each size (the first of equal times)."""
