@@ -32,6 +32,7 @@ EXPECTED = {
     "nccl_ring": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
     "nccl_tree": ({"all-reduce"}, set()),
     "nvls": ({"all-reduce"}, set()),
+    "nvls_tree": ({"all-reduce"}, set()),
     "swing": ({"all-reduce", "reduce-scatter", "all-gather"}, set()),
     "torus_recursive_doubling": ({"all-reduce", "reduce-scatter", "all-gather"}, {"all-reduce", "reduce-scatter", "all-gather"}),
 }

@@ -214,8 +214,10 @@ def ring_ordered(topo: Topology, group: np.ndarray) -> np.ndarray:
     return group[np.argsort(pos[group], kind="stable")]
 
 
-def node_switches(topo: Topology, group: np.ndarray, gpus_per_node: int, nics_per_node: int) -> np.ndarray:
-    """For `nvls`: each node's reducing switch and, with several nodes, each rail's SHARP switch.
+def node_switches(topo: Topology, group: np.ndarray, gpus_per_node: int, nics_per_node: int,
+                  rails: bool = True) -> np.ndarray:
+    """For `nvls`: each node's reducing switch and, with several nodes, each rail's SHARP switch
+    (`nvls_tree`: the nodes' switches only, `rails` False).
 
     Parameters
     ----------
@@ -225,6 +227,8 @@ def node_switches(topo: Topology, group: np.ndarray, gpus_per_node: int, nics_pe
         NPU ids, node-major: members k*G .. k*G + G - 1 of the group are node k's.
     gpus_per_node, nics_per_node : int
         G and N of the group (`cluster_shape`); member g of a node uses rail g*N // G.
+    rails : bool
+        Also each rail's SHARP switch, with several nodes.
 
     Returns
     -------
@@ -243,7 +247,7 @@ def node_switches(topo: Topology, group: np.ndarray, gpus_per_node: int, nics_pe
         k = int(np.setdiff1d(np.arange(nodes), node)[0])
         reducing_switch(topo, group[k * G:(k + 1) * G])  # raises its error for that node
     out = (key[first] % topo.n_nodes).tolist()
-    if nodes == 1:
+    if nodes == 1 or not rails:
         return np.array(out, dtype=np.int64)
     able = np.flatnonzero(topo.can_reduce & topo.can_multicast)
     taken = set(out)
@@ -427,7 +431,8 @@ def build_schedule(
         elif alg.helper == "reducing-switch":
             nodes = np.concatenate([g, [reducing_switch(topo, g)]])
         elif alg.helper == "node-switches":
-            nodes = np.concatenate([g, node_switches(topo, g, opts["gpus_per_node"], opts["nics_per_node"])])
+            G = opts["gpus_per_node"]
+            nodes = np.concatenate([g, node_switches(topo, g, G, opts["nics_per_node"], rails=s.n_extra > p // G)])
         else:
             raise ValueError(f"{alg.name}: schedule has helper nodes but declares no helper")
     return s.placed(nodes)

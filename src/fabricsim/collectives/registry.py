@@ -23,6 +23,7 @@ from . import (
     in_network,
     in_network_tree,
     nvls,
+    nvls_tree,
     nccl_ring,
     nccl_tree,
     recursive_doubling,
@@ -67,6 +68,7 @@ register(hierarchical.ALGORITHM)
 register(in_network.ALGORITHM)
 register(in_network_tree.ALGORITHM)
 register(nvls.ALGORITHM)
+register(nvls_tree.ALGORITHM)
 register(swing.ALGORITHM)
 register(swing.TORUS_RECURSIVE_DOUBLING)
 register(bucket.ALGORITHM)
@@ -171,7 +173,7 @@ def _auto_choice(given: Mapping[str, Any], where: str) -> AlgorithmChoice:
     return AlgorithmChoice(AUTO, tuple(sorted(opts)))
 
 
-AUTO_MAY_RUN = ("ring", "direct", "nccl_ring", "nccl_tree", "nvls")
+AUTO_MAY_RUN = ("ring", "direct", "nccl_ring", "nccl_tree", "nvls", "nvls_tree")
 """The algorithms `auto` chooses among (`network.tuner`)."""
 
 AUTO = "auto"

@@ -55,17 +55,19 @@ PROTO_CHOICES = ("auto", "none") + PROTOCOLS
 """What the `proto` option accepts: auto = the fastest protocol NCCL enables, none = no protocol
 costs (the schedule on the network alone)."""
 
-FAMILIES = ("ring", "tree", "nvls")
+FAMILIES = ("ring", "tree", "nvls", "nvls_tree")
 """The NCCL algorithms fabricsim's schedules stand for (`Algorithm.nccl`)."""
 
 _US = 1e-6
 # tuning.cc v2.23.4-1 `baseLat` (us), per algorithm, (LL, LL128, Simple)
-BASE_LAT_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0)}
+BASE_LAT_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0), "nvls_tree": (0.0, 0.0, 0.0)}
 # tuning.cc v2.23.4-1 `hwLat` (us): per hop, by the hop's hardware and the algorithm, (LL, LL128, Simple)
 HW_LAT_US = {
-    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0.0, 0.0, 25.0)},
-    "pci": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "nvls": (0.0, 0.0, 0.0)},
-    "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvls": (0.0, 0.0, 18.0)},
+    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0.0, 0.0, 25.0),
+               "nvls_tree": (0.0, 0.0, 25.0)},
+    "pci": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "nvls": (0.0, 0.0, 0.0), "nvls_tree": (0.0, 0.0, 0.0)},
+    "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvls": (0.0, 0.0, 18.0),
+            "nvls_tree": (0.0, 0.0, 14.0)},
 }
 # tuning.cc `getNetOverhead` (us): a network post on x86 (Intel; AMD 2.0), x3 for Simple
 NET_OVERHEAD_US = 1.0
@@ -209,6 +211,8 @@ def protocol_latency(family: str, collective: str, proto: str, shape: NcclShape)
         return (lat + (nsteps - n_inter) * intra + n_inter * inter) * _US
     if family == "tree":
         return (lat + 2 * ((n // nodes - 1) * intra + _log2i(nodes) * inter)) * _US
+    if family == "nvls_tree":  # one NVLink hop, then up and down log2(nodes) network hops
+        return (lat + intra + 2 * _log2i(nodes) * inter) * _US
     # NVLS: its latency replaces the base (tuning.cc sets it, not adds)
     return (intra + (inter if nodes > 1 else 0.0)) * _US
 
@@ -290,6 +294,23 @@ def nvls_chunk(sizes: np.ndarray, heads: int) -> np.ndarray:
     return c
 
 
+def nvls_tree_chunk(sizes: np.ndarray, heads: int, nodes: int) -> np.ndarray:
+    """NVLS-tree's chunk for each size (bytes), as `calcCollChunking` picks it: 128 KiB (64 KiB from
+    4 nodes), cut to 256, 128, 64 and 32 KiB below 32, 16, 4 and 1 chunk waves.
+
+    Examples
+    --------
+    >>> nvls_tree_chunk(np.array([2**20, 64 * 2**20, 2**30]), 8, 2).tolist()
+    [32768, 65536, 131072]
+    """
+    s = np.asarray(sizes, float)
+    ops = NVLS_CHANNELS * max(int(heads), 1)
+    c = np.full(len(s), NVLS_CHUNK if nodes < 4 else 65536, dtype=np.int64)
+    for waves, cap in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+        c = np.where((s < waves * ops * c) & (c > cap), cap, c)
+    return c
+
+
 def tree_correction(proto: str, sizes: np.ndarray) -> np.ndarray:
     """`treeCorrectionFactor` of each size (1 beyond 256 MiB and below 64 B)."""
     log = np.floor(np.log2(np.maximum(np.asarray(sizes, float), 1.0) / 64.0)).astype(np.int64)
@@ -325,9 +346,13 @@ class ProtocolTerms:
     def fill_wave(self, sizes: np.ndarray) -> np.ndarray:
         """Bytes of one chunk wave (every NVLS channel and head one chunk) whose time the pipeline
         pays NVLS_STAGES - 1 times beyond its bandwidth; 0 for the other algorithms."""
-        if self.family != "nvls":
+        if self.family == "nvls":
+            chunk = nvls_chunk(sizes, self.shape.heads)
+        elif self.family == "nvls_tree":
+            chunk = nvls_tree_chunk(sizes, self.shape.heads, self.shape.nodes)
+        else:
             return np.zeros(len(sizes))
-        return nvls_chunk(sizes, self.shape.heads) * float(NVLS_CHANNELS * max(self.shape.heads, 1))
+        return chunk * float(NVLS_CHANNELS * max(self.shape.heads, 1))
 
     def data_scale(self, sizes: np.ndarray) -> np.ndarray:
         """Bytes the network carries per byte of data, for each size."""
@@ -359,7 +384,7 @@ def protocol_terms(family: str, collective: str, proto: str, shape: NcclShape) -
 def enabled_protocols(family: str, shape: NcclShape) -> tuple[str, ...]:
     """The protocols NCCL runs `family` in by default: NVLS only Simple; LL128 where the links
     inside a node are NVLink on Volta, Ampere or Hopper (tuning.cc's LL128 enable rule)."""
-    if family == "nvls":
+    if family in ("nvls", "nvls_tree"):
         return ("Simple",)
     ll128 = shape.intra == "nvlink" and shape.sm in (70, 80, 90)
     return ("LL", "LL128", "Simple") if ll128 else ("LL", "Simple")

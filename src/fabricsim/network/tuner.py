@@ -9,7 +9,8 @@ each on the network model and adds the NCCL protocol terms its algorithm pays (`
   protocol, `proto=auto` meaning every protocol NCCL enables there;
 - `auto` (the default everywhere): NCCL's tuner. On a GPU cluster (a topology with `node_gpus`)
   its candidates are NCCL's algorithms that the topology can run (all-reduce: ring, tree, NVLS
-  where the node switches reduce, NVLS + SHARP across nodes where the fabric does too;
+  where the node switches reduce, NVLS + SHARP across nodes where the fabric does too, NVLS-tree
+  across nodes where the node switches reduce;
   reduce-scatter and all-gather: ring; broadcast and reduce: ring; all-to-all: direct, NCCL's
   point-to-point exchange), each in every protocol NCCL enables; NCCL never runs on the other
   families (tori, wafers, TPU-like meshes), where auto is ring (direct for all-to-all), as before.
@@ -39,7 +40,7 @@ PLAIN_DEFAULTS = {"all-reduce": "ring", "reduce-scatter": "ring", "all-gather": 
                   "broadcast": "ring", "reduce": "ring"}
 """What `auto` runs on a topology that is not a GPU cluster (no NCCL there)."""
 
-NCCL_CANDIDATES = {"all-reduce": ("nccl_ring", "nccl_tree", "nvls"), "reduce-scatter": ("nccl_ring",),
+NCCL_CANDIDATES = {"all-reduce": ("nccl_ring", "nccl_tree", "nvls", "nvls_tree"), "reduce-scatter": ("nccl_ring",),
                    "all-gather": ("nccl_ring",), "broadcast": ("ring,proto=auto",), "reduce": ("ring,proto=auto",),
                    "all-to-all": ("direct",)}
 """`auto`'s candidates on a GPU cluster, in tie-breaking order."""
