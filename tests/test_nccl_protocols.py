@@ -170,3 +170,14 @@ def test_auto_refused_where_a_schedule_is_built():
 
     with pytest.raises(ConfigError):
         build_schedule(parse_topology("ring:4"), "all-reduce", "auto")
+
+
+def test_all_to_all_pays_a_simple_rounds_latency():
+    """auto's all-to-all on one DGX A100 node: direct (NCCL's send/recv rounds), Simple, charged as a
+    Simple ring's p - 1 steps (ASSUMPTION stated in network/nccl.py): 8.4 + 7 x 3.4 us, plus each rank's
+    7/8 S over its NVLink (300 GB/s x 0.8) and two 100 ns links."""
+    _, rows = run_collective("dgx-a100:nodes=1", "400Gbps", "100ns", "all-to-all", "auto", "1MiB,8MiB",
+                             "congestion-aware", check=False)
+    for row, s in zip(rows, (MIB, 8 * MIB)):
+        assert (row["algorithm"], row["protocol"]) == ("direct", "Simple")
+        assert row["time_s"] == pytest.approx((8.4 + 7 * 3.4) * US + 7 / 8 * s / 240e9 + 2 * 100e-9, rel=1e-9)

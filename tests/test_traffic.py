@@ -63,6 +63,8 @@ collectives:
     ("topology: torus:8x8\nmodel: analytical\nmode: pipelined\n", ["mode", "pipelined", "flow models"]),
     ("topology: torus:8x8\ncollectives:\n  - {collective: all-sum, size: 1MiB}\n", ["collective", "all-sum", "all-reduce"]),
     ("topology: torus:8x8\ncollectives:\n  - {collective: all-reduce, size: 1MiB, options: {lockstep: 2}}\n",
+     ["lockstep", "none takes lockstep"]),  # no algorithm: auto, whose candidates take no lockstep
+    ("topology: torus:8x8\ncollectives:\n  - {collective: all-reduce, algorithm: ring, size: 1MiB, options: {lockstep: 2}}\n",
      ["lockstep", "ring accepts"]),
 ])
 def test_traffic_bad_input_is_one_line(tmp_path, capsys, body, words):

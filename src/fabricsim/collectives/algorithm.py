@@ -221,7 +221,7 @@ class Algorithm:
         bidirectional=true).
     check : callable, optional
         `check(collective, p, options) -> reason or None` for limits that depend on options.
-    nccl : {"ring", "tree", "nvls", "nvls_tree"} or None
+    nccl : {"ring", "tree", "nvls", "nvls_tree", "p2p"} or None
         The NCCL algorithm its schedules stand for: they pay that algorithm's protocol costs (LL,
         LL128, Simple: `network.nccl`) as its `proto` option (`proto_option`) says.
     """
@@ -241,7 +241,7 @@ class Algorithm:
     cluster: bool = False
     aliases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     check: Callable[[str, int, dict], str | None] | None = None
-    nccl: Literal["ring", "tree", "nvls", "nvls_tree"] | None = None
+    nccl: Literal["ring", "tree", "nvls", "nvls_tree", "p2p"] | None = None
 
     def option(self, name: str) -> Option | None:
         """The declared option `name`.

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import require_collective, require_group, require_root
-from .algorithm import Algorithm
+from .algorithm import Algorithm, proto_option
 from .full_mesh import FullMeshStep
 from .schedule import Schedule, make_step
 
@@ -119,4 +119,5 @@ def direct(collective: str, p: int, *, root: int = 0) -> Schedule:
 ALGORITHM = Algorithm(
     "direct", direct, COLLECTIVES, "any p >= 2",
     "direct: one full-mesh step per phase, every rank to every other rank at once",
+    options=(proto_option("none"),), nccl="p2p",
 )

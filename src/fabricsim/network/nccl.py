@@ -55,7 +55,7 @@ PROTO_CHOICES = ("auto", "none") + PROTOCOLS
 """What the `proto` option accepts: auto = the fastest protocol NCCL enables, none = no protocol
 costs (the schedule on the network alone)."""
 
-FAMILIES = ("ring", "tree", "nvls", "nvls_tree")
+FAMILIES = ("ring", "tree", "nvls", "nvls_tree", "p2p")
 """The NCCL algorithms fabricsim's schedules stand for (`Algorithm.nccl`)."""
 
 _US = 1e-6
@@ -192,6 +192,11 @@ def protocol_latency(family: str, collective: str, proto: str, shape: NcclShape)
     >>> round(protocol_latency("ring", "all-reduce", "Simple", NcclShape(8, 1)) * 1e6, 6)
     56.0
     """
+    if family == "p2p":
+        # ASSUMPTION: NCCL's tuner has no entry for send/recv. NCCL runs an all-to-all as p - 1
+        # rounds of point-to-point transfers (Simple); they are charged as a Simple ring's p - 1
+        # steps (its all-gather latency: nodes - 1 of them on the network)
+        return protocol_latency("ring", "all-gather", "Simple", shape)
     i = PROTOCOLS.index(proto)
     n, nodes = shape.ranks, shape.nodes
     intra = HW_LAT_US[shape.intra][family][i]
@@ -241,7 +246,7 @@ def protocol_fraction(family: str, proto: str, shape: NcclShape) -> float:
     if family == "tree":
         per = {"LL": 1 / 3.8, "LL128": 7 / 9 if shape.nodes == 1 else 120 / 128, "Simple": 1.0}[proto]
         return 0.92 * per
-    return 1.0
+    return 1.0  # NVLS, NVLS-tree, point-to-point: Simple
 
 
 def protocol_cap(family: str, collective: str, proto: str, shape: NcclShape) -> float:
@@ -384,7 +389,7 @@ def protocol_terms(family: str, collective: str, proto: str, shape: NcclShape) -
 def enabled_protocols(family: str, shape: NcclShape) -> tuple[str, ...]:
     """The protocols NCCL runs `family` in by default: NVLS only Simple; LL128 where the links
     inside a node are NVLink on Volta, Ampere or Hopper (tuning.cc's LL128 enable rule)."""
-    if family in ("nvls", "nvls_tree"):
+    if family in ("nvls", "nvls_tree", "p2p"):
         return ("Simple",)
     ll128 = shape.intra == "nvlink" and shape.sm in (70, 80, 90)
     return ("LL", "LL128", "Simple") if ll128 else ("LL", "Simple")

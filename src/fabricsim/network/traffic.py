@@ -140,7 +140,7 @@ class CollectiveItem(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str | None = None
     collective: str
-    algorithm: str = "ring"
+    algorithm: str = "auto"
     size: float
     group: Any = None
     root: StrictInt = Field(default=0, ge=0)
@@ -358,7 +358,7 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False, progress: P
         node outside the topology or a file with no flows and no collectives.
     """
     from ..collectives.api import build_schedule
-    from ..collectives.registry import AUTO
+    from ..collectives.registry import AUTO, choose_algorithm
     from ..topology.spec import topology_from_config
     from .tuner import price_collective
 
@@ -379,8 +379,9 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False, progress: P
     for i, c in enumerate(spec.collectives):
         report(progress, i, len(spec.collectives), f"scheduling {c.name or f'collective{i}'}")
         with errors_in(where, f"collectives[{i}]"):
-            if c.algorithm == AUTO:  # NCCL's choice at this size (network.tuner), run as its flows
-                sched = price_collective(topo, c.collective, AUTO, net, group=_group(c.group),
+            choice = choose_algorithm(c.algorithm)
+            if choice.name == AUTO:  # NCCL's choice at this size (network.tuner), run as its flows
+                sched = price_collective(topo, c.collective, choice, net, group=_group(c.group),
                                          root=c.root).schedule_at(c.size)
             else:
                 sched = build_schedule(topo, c.collective, c.algorithm, group=_group(c.group), root=c.root)

@@ -42,7 +42,7 @@ PLAIN_DEFAULTS = {"all-reduce": "ring", "reduce-scatter": "ring", "all-gather": 
 
 NCCL_CANDIDATES = {"all-reduce": ("nccl_ring", "nccl_tree", "nvls", "nvls_tree"), "reduce-scatter": ("nccl_ring",),
                    "all-gather": ("nccl_ring",), "broadcast": ("ring,proto=auto",), "reduce": ("ring,proto=auto",),
-                   "all-to-all": ("direct",)}
+                   "all-to-all": ("direct,proto=auto",)}
 """`auto`'s candidates on a GPU cluster, in tie-breaking order."""
 
 

@@ -39,7 +39,7 @@ COLLECTIVE_KEYS = ("topology", "bandwidth", "latency", "collective", "algorithm"
                    "options")
 # `fabricsim collective`'s defaults, so a point left at them answers as the command does
 COLLECTIVE_DEFAULTS = {"bandwidth": DEFAULT_BANDWIDTH, "latency": DEFAULT_LATENCY, "collective": "all-reduce",
-                       "algorithm": "ring", "model": "congestion-aware", "group": None, "root": 0, "options": {}}
+                       "algorithm": "auto", "model": "congestion-aware", "group": None, "root": 0, "options": {}}
 
 
 class _Strict(BaseModel):
