@@ -181,3 +181,25 @@ def test_all_to_all_pays_a_simple_rounds_latency():
     for row, s in zip(rows, (MIB, 8 * MIB)):
         assert (row["algorithm"], row["protocol"]) == ("direct", "Simple")
         assert row["time_s"] == pytest.approx((8.4 + 7 * 3.4) * US + 7 / 8 * s / 240e9 + 2 * 100e-9, rel=1e-9)
+
+
+@pytest.mark.parametrize("model", ["congestion-aware", "flow"])
+def test_training_engines_price_a_collective_as_the_command(model):
+    """One all-reduce of 1 MiB after one of 64 MiB on one DGX H100 node, default algorithms (auto):
+    both engines end at the sum of what `fabricsim collective` prints for the two sizes (ring/LL,
+    NVLS), on the analytical model and on the flow model (the flow engine's whole-workload flows
+    carry the protocol's bandwidth share and latency)."""
+    from fabricsim.engine.simulator import simulate  # the flow model runs the flow engine
+    from fabricsim.system import NPU, Ideal, Scheduling, System
+    from fabricsim.workload.graph import GraphBuilder
+
+    topo = parse_topology("dgx-h100:nodes=1", "400Gbps", "100ns")
+    _, rows = run_collective("dgx-h100:nodes=1", "400Gbps", "100ns", "all-reduce", "auto", f"{64 * MIB},{MIB}", model,
+                             check=False)
+    b = GraphBuilder(8)
+    first = b.collective("all-reduce", 64 * MIB, tuple(range(8)), "DP", "big")
+    b.collective("all-reduce", MIB, tuple(range(8)), "DP", "small", deps=(first,))
+    pricer = CommPricer(topo, model)
+    sysm = System(NPU(), Ideal(), Scheduling())
+    res = simulate(b.build(), sysm, pricer)
+    assert res.makespan == pytest.approx(rows[0]["time_s"] + rows[1]["time_s"], rel=1e-9)

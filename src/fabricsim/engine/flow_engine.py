@@ -29,7 +29,9 @@ are consecutive (compute: one; p2p: the transfer, after an entry marker where ho
 collective and io: entry, transfers, exit) and their number is known up front, so every task's
 first flow id is a cumulative sum and every array (dependencies, routes, marks in CSR form) is
 filled by scatter. The flows after a collective's entry are built, routed and linked once per
-(collective, group) as a template relative to the entry, and tiled over its tasks, sizes scaled.
+(collective, group) and candidate NCCL's choice runs at the task's size (`network.tuner`) as a
+template relative to the entry, and tiled over its tasks, sizes scaled; an NCCL protocol's share of
+the bandwidth scales them too, and its latency (and NVLS's pipeline fill) is the exit marker's.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import numpy as np
 from ..network.dataflow import runs_as_streams, schedule_flows
 from ..network.flow import Flows, Holds
 from ..network.flow_model import endpoint_topology, with_injection
+from ..network.nccl import ProtocolCost
 from ..system.model import System
 from ..system.resources import task_times_of
 from ..vocab import CATEGORIES, COLLECTIVES, TaskKind
@@ -101,6 +104,7 @@ class _Template:
     route_links: np.ndarray  # int64 link ids
     stream: bool  # streams fed by every member (else transfers, each fed by its source)
     route_weight: np.ndarray | None = None  # per route_links entry (None: 1): reduction units, injection
+    protocol: object = None  # the NCCL protocol's cost (network.nccl.ProtocolCost) the task pays, or None
 
     @property
     def n(self) -> int:
@@ -173,14 +177,22 @@ class _FlowGraph:
 
     def _templates(self, kind: int) -> tuple[np.ndarray, list]:
         """The non-empty tasks of `kind` (collective or io), the template of each (index into the
-        list), and the templates, one per (collective or direction and shards, group)."""
+        list), and the templates, one per (collective or direction and shards, group) and, for a
+        collective, per candidate NCCL's choice runs at the task's size (`network.tuner`)."""
         g = self.g
         tasks = np.flatnonzero((g.kind == kind) & ~self.empty)
         key = (g.peer[tasks].astype(np.int64) * (int(g.coll.max(initial=0)) + 1) + g.coll[tasks]) * len(g.groups) \
             + g.group[tasks]
         _, first, inv = np.unique(key, return_index=True, return_inverse=True)
         pc, topo, out = self.pricer, self.topo, []
-        for t in tasks[first].tolist():
+        if kind == TaskKind.COLLECTIVE:  # split each (collective, group) by the candidate chosen at each size
+            chosen = np.zeros(len(tasks), dtype=np.int64)
+            for u, t in enumerate(tasks[first].tolist()):
+                on = np.flatnonzero(inv == u)
+                chosen[on] = pc.priced(COLLECTIVES[g.coll[t]], g.members(t)).winners(g.size[tasks[on]])
+            _, first, inv = np.unique(inv * (int(chosen.max(initial=0)) + 1) + chosen, return_index=True,
+                                      return_inverse=True)
+        for i, t in zip(first.tolist(), tasks[first].tolist()):
             members = g.members(t)
             if kind == TaskKind.IO:
                 d, shards = int(g.peer[t]), int(g.coll[t])
@@ -189,11 +201,12 @@ class _FlowGraph:
                                      ("io", d, members, shards), True, div=len(fl)))
             else:
                 c = COLLECTIVES[g.coll[t]]
-                rate = pc.injection_for(pc.demand(c, members))
-                sched = pc.schedule(c, members)
+                cand = pc.priced(c, members).candidates[chosen[i]]
+                sched = cand.schedule
+                rate = pc.injection_for(pc.schedule_demand(sched))
                 fl = schedule_flows(topo, sched, 1.0, stream=pc.model.streams)
-                out.append(_template(topo, fl, members[0], rate, ("coll", c, members),
-                                     runs_as_streams(sched, pc.model.streams)))
+                tp = _template(topo, fl, members[0], rate, ("coll", c, members), runs_as_streams(sched, pc.model.streams))
+                out.append(replace(tp, protocol=cand.cost if isinstance(cand.cost, ProtocolCost) else None))
         return tasks, inv.reshape(-1), out
 
     def _held(self, t: int, tp: _Template | None):
@@ -277,6 +290,13 @@ class _FlowGraph:
             S[pos], D[pos], prio[pos], lat[pos] = tp.src, tp.dst, pr[T][:, None], tp.lat
             if tp.div:
                 size[pos[:, :-1]] = (g.size[T] / tp.div)[:, None]
+            elif tp.protocol is not None:
+                # NCCL's protocol: its share of the bandwidth scales the bytes; its latency (and NVLS's
+                # fill) and what its ceiling (LL's llMaxBw, a tree's NICs) adds to the collective alone
+                # are the exit marker's
+                sz = g.size[T]
+                size[pos] = (sz * tp.protocol.terms.data_scale(sz))[:, None] * tp.size
+                lat[pos[:, -1]] = tp.protocol.overhead(sz) + tp.protocol.ceiling_wait(sz)
             else:
                 size[pos] = g.size[T][:, None] * tp.size
             dcnt[pos], hops[pos] = np.diff(tp.dep_ptr), np.diff(tp.route_ptr)

@@ -212,13 +212,23 @@ class CommPricer:
         -------
         Schedule
         """
-        priced = self._cost(coll, group)
+        priced = self.priced(coll, group)
         if len(priced.candidates) == 1:
             return priced.candidates[0].schedule
         return priced.schedule_at(REFERENCE_SIZE if size is None or size <= 0 else float(size))
 
-    def _schedule_demand(self, sched: Schedule) -> CommDemand:
-        """What one schedule asks of its members' endpoints per byte (cached by identity)."""
+    def schedule_demand(self, sched: Schedule) -> CommDemand:
+        """What one placed schedule asks of its members' endpoints per byte (cached by identity).
+
+        Parameters
+        ----------
+        sched : Schedule
+            One of this pricer's placed schedules (a candidate of `priced`).
+
+        Returns
+        -------
+        CommDemand
+        """
         key = ("demand", id(sched))
         d = self._demands.get(key)
         if d is None:
@@ -241,7 +251,7 @@ class CommPricer:
         -------
         CommDemand
         """
-        return self._schedule_demand(self.schedule(coll, group))
+        return self.schedule_demand(self.schedule(coll, group))
 
     def p2p_demand(self, src: int, dst: int) -> CommDemand:
         """What a point-to-point transfer asks of its endpoints per byte (one read, one write; cached).
@@ -337,14 +347,27 @@ class CommPricer:
         rate = self.injection_for(d)
         return d.sent * size / rate if np.isfinite(rate) and rate > 0 else 0.0
 
-    def _cost(self, coll: str, group: tuple[int, ...]) -> PricedCollective:
+    def priced(self, coll: str, group: tuple[int, ...]) -> PricedCollective:
         """The collective priced by the one pricing path (`network.tuner.price_collective`), each
-        candidate with its endpoint's injection limit (cached)."""
+        candidate with its endpoint's injection limit (cached): its candidates, the one chosen
+        at each size, their times.
+
+        Parameters
+        ----------
+        coll : str
+            Canonical collective name.
+        group : tuple of int
+            NPU ids.
+
+        Returns
+        -------
+        PricedCollective
+        """
         key = (coll, group)
         got = self._costs.get(key)
         if got is None:
             def injection(sched: Schedule) -> float | None:
-                rate = self.injection_for(self._schedule_demand(sched))
+                rate = self.injection_for(self.schedule_demand(sched))
                 return None if np.isinf(rate) else rate
 
             got = self._costs[key] = price_collective(
@@ -375,7 +398,7 @@ class CommPricer:
         key = ("phases", coll, group, float(size))
         t = self._times.get(key)
         if t is None:
-            t = self._times[key] = self._cost(coll, group).phase_times(float(size))
+            t = self._times[key] = self.priced(coll, group).phase_times(float(size))
         return t
 
     def collective(self, coll: int | str, group: tuple[int, ...], size: float) -> float:
@@ -401,7 +424,7 @@ class CommPricer:
         key = (coll, group, float(size))
         t = self._times.get(key)
         if t is None:
-            t = self._times[key] = float(self._cost(coll, group).times([float(size)])[0])
+            t = self._times[key] = float(self.priced(coll, group).times([float(size)])[0])
         return t
 
     def io(self, direction: int, members: tuple[int, ...], shards: int, size: float) -> float:

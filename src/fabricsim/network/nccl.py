@@ -361,8 +361,9 @@ class ProtocolTerms:
 
     def data_scale(self, sizes: np.ndarray) -> np.ndarray:
         """Bytes the network carries per byte of data, for each size."""
-        corr = tree_correction(self.proto, sizes) if self.family == "tree" and self.collective == "all-reduce" else 1.0
-        return 1.0 / (self.fraction * corr)
+        s = np.atleast_1d(np.asarray(sizes, float))
+        corr = tree_correction(self.proto, s) if self.family == "tree" and self.collective == "all-reduce" else 1.0
+        return np.ones(len(s)) / (self.fraction * corr)
 
 
 def protocol_terms(family: str, collective: str, proto: str, shape: NcclShape) -> ProtocolTerms:
@@ -408,18 +409,30 @@ class ProtocolCost:
     def __init__(self, base, terms: ProtocolTerms):
         self.base, self.terms = base, terms
 
-    def times(self, sizes) -> np.ndarray:
-        """Seconds for each size (bytes)."""
+    def overhead(self, sizes) -> np.ndarray:
+        """What the protocol adds before the network's time for each size (s): its latency and, for
+        NVLS, the pipeline's fill (two chunk waves priced on the network)."""
         s = np.atleast_1d(np.asarray(sizes, float))
         t = self.terms
         lat = t.latency_at(s)
-        net = np.asarray(self.base.times(s * t.data_scale(s)), float)
         wave = t.fill_wave(s)
-        if np.any(wave > 0):  # NVLS: the pipeline's fill, two chunk waves priced on the network
+        if np.any(wave > 0):
             lat = lat + (NVLS_STAGES - 1) * np.asarray(self.base.times(np.minimum(wave, s)), float)
-        out = lat + net
-        if math.isfinite(t.cap):
-            out = np.maximum(out, lat + s / t.cap)
+        return lat
+
+    def ceiling_wait(self, sizes) -> np.ndarray:
+        """How much longer than the network alone the protocol's ceiling makes each size (s)."""
+        s = np.atleast_1d(np.asarray(sizes, float))
+        if not math.isfinite(self.terms.cap):
+            return np.zeros(len(s))
+        net = np.asarray(self.base.times(s * self.terms.data_scale(s)), float)
+        return np.maximum(0.0, s / self.terms.cap - net)
+
+    def times(self, sizes) -> np.ndarray:
+        """Seconds for each size (bytes): overhead + the network's time, no faster than the ceiling."""
+        s = np.atleast_1d(np.asarray(sizes, float))
+        net = np.asarray(self.base.times(s * self.terms.data_scale(s)), float)
+        out = self.overhead(s) + net + self.ceiling_wait(s)
         return np.where(s > 0, out, 0.0)
 
     def phase_times(self, size: float) -> np.ndarray:
