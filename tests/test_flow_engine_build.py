@@ -180,8 +180,10 @@ def _reduction_units(endpoint, model="flow"):
     b.p2p(1, 6, 2e6, "PP", "send", deps=[c[1]])
     topo = parse_topology("dgx:nodes=2,gpus=4,nics=1,nvlink=100GB/s,nic=400Gbps,nvls,nvls_rate=20GB/s,"
                           "sharp,sharp_rate=10GB/s")
+    # proto=none: the reference builds the network's flows; NCCL's protocol terms on them are
+    # tests/test_nccl_protocols.py's (the flow engine against `fabricsim collective`)
     return b.build(), System(NPU(1e15, 1e12, 0.5), endpoint, Scheduling()), CommPricer(
-        topo, model, {"all-reduce": "nvls"})
+        topo, model, {"all-reduce": "nvls,proto=none"})
 
 
 def _forwarders(endpoint):
