@@ -211,10 +211,30 @@ class NoOverlap(OnTheNpu):
         return ALL
 
 
+class Unlimited:
+    """What the policies without a rate limit of their own share: the links decide."""
+
+    def injection_rate(self, npu: NPU, demand: CommDemand) -> float:
+        """No limit of its own.
+
+        Parameters
+        ----------
+        npu : NPU
+        demand : CommDemand
+
+        Returns
+        -------
+        float
+            inf.
+        """
+        return np.inf
+
+
 @dataclass(frozen=True)
-class NcclKernels(OnTheNpu):
+class NcclKernels(Unlimited, OnTheNpu):
     """Policy `nccl`: NCCL's kernels hold `ctas` of the GPU's `sms` and the memory bandwidth their
-    schedule moves at its pace (module doc).
+    schedule moves at its pace (module doc); no rate limit of their own: NCCL sizes its channels to
+    reach the links.
 
     Parameters
     ----------
@@ -249,21 +269,6 @@ class NcclKernels(OnTheNpu):
         if not (isinstance(self.ctas, int) and 1 <= self.ctas <= self.sms):
             raise ConfigError("endpoint.ctas", self.ctas, f"accepted: an integer from 1 to sms ({self.sms})")
 
-    def injection_rate(self, npu: NPU, demand: CommDemand) -> float:
-        """No limit of its own: NCCL's channels are sized to reach the links.
-
-        Parameters
-        ----------
-        npu : NPU
-        demand : CommDemand
-
-        Returns
-        -------
-        float
-            inf.
-        """
-        return np.inf
-
     def held(self, npu: NPU, demand: CommDemand, pace: float) -> Held:
         """ctas / sms of the units; the memory bandwidth the schedule moves at `pace`.
 
@@ -284,25 +289,10 @@ class NcclKernels(OnTheNpu):
 
 
 @dataclass(frozen=True)
-class Ideal(BesideTheNpu):
+class Ideal(Unlimited, BesideTheNpu):
     """Policy `ideal`: communication costs the NPU nothing and the links decide its speed."""
 
     name = "ideal"
-
-    def injection_rate(self, npu: NPU, demand: CommDemand) -> float:
-        """No limit of its own.
-
-        Parameters
-        ----------
-        npu : NPU
-        demand : CommDemand
-
-        Returns
-        -------
-        float
-            inf.
-        """
-        return np.inf
 
 
 @dataclass(frozen=True)
