@@ -203,3 +203,11 @@ def test_training_engines_price_a_collective_as_the_command(model):
     sysm = System(NPU(), Ideal(), Scheduling())
     res = simulate(b.build(), sysm, pricer)
     assert res.makespan == pytest.approx(rows[0]["time_s"] + rows[1]["time_s"], rel=1e-9)
+
+
+def test_auto_with_a_protocol_runs_what_can_run_it():
+    """auto with proto=LL128 (as NCCL_PROTO=LL128): NVLS, which runs only Simple, drops out; the
+    rings and trees run in LL128."""
+    _, rows = run_collective("dgx-h100:nodes=1", "400Gbps", "100ns", "all-reduce", "auto", "1MiB,1GiB",
+                             "congestion-aware", options=["proto=LL128"], check=False)
+    assert {r["protocol"] for r in rows} == {"LL128"} and {r["algorithm"] for r in rows} <= {"nccl_ring", "nccl_tree"}

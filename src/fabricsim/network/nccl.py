@@ -444,7 +444,8 @@ class ProtocolCost:
         return phases * (total / s) if s > 0 else np.array([total])
 
 
-def check_proto(proto: str, family: str | None, algorithm: str, shape: NcclShape | None = None) -> None:
+def check_proto(proto: str, family: str | None, algorithm: str, shape: NcclShape | None = None,
+                where: str = "algorithm") -> None:
     """Refuse a protocol the algorithm cannot run: one line naming the option.
 
     Parameters
@@ -457,14 +458,17 @@ def check_proto(proto: str, family: str | None, algorithm: str, shape: NcclShape
         Its name, for the message.
     shape : NcclShape, optional
         For NCCL's enable rules (NVLS: Simple only; LL128: NVLink).
+    where : str
+        The field that named the options (`--option`, `network.algorithms.all-reduce`).
     """
     if proto in ("auto", "none"):
         return
+    field = f"{where} proto" if where.startswith("--") else f"{where}.proto"
     if family is None:
-        raise ConfigError("proto", proto, f"{algorithm} is no NCCL algorithm; accepted: leave proto out")
+        raise ConfigError(field, proto, f"{algorithm} is no NCCL algorithm; accepted: leave proto out")
     allowed = enabled_protocols(family, shape or NcclShape(2, 1))
     if proto not in allowed:
-        raise ConfigError("proto", proto, f"{algorithm} runs in: {', '.join(allowed)}")
+        raise ConfigError(field, proto, f"{algorithm} runs in: {', '.join(allowed)} (or auto, none)")
 
 
 __all__ = ["FAMILIES", "NCCL_VERSION", "NcclShape", "PROTOCOLS", "PROTO_CHOICES", "ProtocolCost", "ProtocolTerms",

@@ -135,14 +135,14 @@ def _candidate_choices(topo: Topology, coll: str, choice: AlgorithmChoice, where
     return out
 
 
-def _protocols(choice: AlgorithmChoice, alg, shape) -> tuple[str, ...]:
+def _protocols(choice: AlgorithmChoice, alg, shape, where: str) -> tuple[str, ...]:
     """The protocols a candidate runs in: the chosen `proto`, else the algorithm's default."""
     opt = alg.option("proto")
     proto = choice.kwargs.get("proto", opt.default if opt is not None else "none")
     family = alg.nccl
     if family is None or proto == "none":
         return ()
-    check_proto(proto, family, choice.name, shape)
+    check_proto(proto, family, choice.name, shape, where)
     return enabled_protocols(family, shape) if proto == "auto" else (proto,)
 
 
@@ -181,17 +181,17 @@ def price_collective(topo: Topology, coll: str, choice: AlgorithmChoice | str, m
     choice = choose_algorithm(choice) if isinstance(choice, str) else choice
     out, first_error = [], None
     for cand in _candidate_choices(topo, coll, choice, where or "algorithm"):
-        try:
+        alg = get_algorithm(cand.name)
+        try:  # under auto, a candidate this topology, group or protocol rules out is skipped
             sched = (build(cand) if build is not None
                      else build_schedule(topo, coll, cand, group=group, root=root, where=where))
+            shape = nccl_shape(topo, sched)
+            protos = _protocols(cand, alg, shape, where or "algorithm")
         except (ConfigError, UnsupportedGroupSize) as e:
             if choice.name != AUTO:
                 raise
             first_error = first_error or e
             continue
-        alg = get_algorithm(cand.name)
-        shape = nccl_shape(topo, sched)
-        protos = _protocols(cand, alg, shape)
         rate = injection(sched) if injection is not None else None
         base = model.collective(topo, sched, rate)
         channels = int(sched.meta.get("channels", 1) or 1)
