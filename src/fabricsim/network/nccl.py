@@ -432,8 +432,9 @@ class ProtocolCost:
         """Seconds for each size (bytes): overhead + the network's time, no faster than the ceiling."""
         s = np.atleast_1d(np.asarray(sizes, float))
         net = np.asarray(self.base.times(s * self.terms.data_scale(s)), float)
-        out = self.overhead(s) + net + self.ceiling_wait(s)
-        return np.where(s > 0, out, 0.0)
+        if math.isfinite(self.terms.cap):
+            net = np.maximum(net, s / self.terms.cap)
+        return np.where(s > 0, self.overhead(s) + net, 0.0)
 
     def phase_times(self, size: float) -> np.ndarray:
         """The network's phases at the protocol's data scale, scaled to this total (s)."""
