@@ -242,6 +242,10 @@ def algorithms():
     from ..collectives.registry import ALGORITHMS
 
     con = _out()
+    con.print(f"{'auto':<26} every collective (the default)", highlight=False, markup=False)
+    con.print(f"{'':<26} NCCL's choice per size on a GPU cluster: its algorithms the topology can run, each in "
+              "every protocol NCCL enables, the cheapest; ring (direct for all-to-all) elsewhere; takes the "
+              "options of the algorithms it may run", highlight=False, markup=False)
     for alg in ALGORITHMS.values():
         colls = ", ".join(c + ("*" if c in alg.pow2_only else "") for c in alg.collectives)
         con.print(f"{alg.name:<26} {colls}", highlight=False, markup=False)
