@@ -95,7 +95,10 @@ class PricedCollective:
         return got
 
     def winners(self, sizes) -> np.ndarray:
-        """Index of the chosen candidate for each size (the first of equal times)."""
+        """Index of the chosen candidate for each size (the first of equal times); nothing is
+        priced when there is one candidate (the flow engine asks for every task's size)."""
+        if len(self.candidates) == 1:
+            return np.zeros(len(np.atleast_1d(sizes)), dtype=np.int64)
         return np.argmin(self._all(sizes), axis=0)
 
     def times(self, sizes) -> np.ndarray:
