@@ -2,7 +2,8 @@
 
 Every constant below is NVIDIA's, from NVIDIA/nccl v2.23.4-1 `src/graph/tuning.cc` (`baseLat`,
 `hwLat`, `llMaxBws`, the model refinements of `ncclTopoTuneModel`, `treeCorrectionFactor` and the
-ring plateau of `ncclTopoGetAlgoTime`) and `src/graph/topo.h`; none is fitted here. NCCL's tuner
+ring plateau of `ncclTopoGetAlgoTime`), `src/enqueue.cc` (NVLS's chunk rule), `src/transport/nvls.cc`
+(its channels and chunk) and `src/graph/topo.h`; none is fitted here. NCCL's tuner
 prices an algorithm a in protocol p as `latency(a, p) + bytes / bandwidth(a, p)`. fabricsim keeps
 NCCL's latency terms and its protocol's share of the bandwidth, and takes the bandwidth itself from
 its network model on the algorithm's schedule (links at NCCL's effective rates, congestion where
@@ -16,7 +17,9 @@ binary tree's NICs between nodes).
 - **latency** (`protocol_latency`): `baseLat[a][p]` once, plus per hop of the algorithm's critical
   path `hwLat[hw][a][p]`: NVLink (or PCI) hops inside a node, network hops between nodes (ring:
   2(nodes-1) of its 2(p-1) all-reduce steps; tree: 2((p/nodes - 1) intra + log2(nodes) inter);
-  NVLS: one NVLink hop, plus one network hop with several nodes). Between nodes a ring step costs
+  NVLS: one NVLink hop, plus one network hop with several nodes; NVLS-tree: one NVLink hop and
+  2 log2(nodes) network hops; send/recv (all-to-all, an ASSUMPTION: NCCL's tuner has no entry for
+  it): a Simple ring's p - 1 steps). Between nodes a ring step costs
   at least the network post overhead (1 us on x86, 3x for Simple), and a multi-node Simple ring
   all-reduce 1.4x its latency (the "plateau effect of ring").
 - **fraction**: the share of a link's rate the protocol leaves to data. LL: 0.5 (every 8 bytes
