@@ -211,3 +211,19 @@ def test_auto_with_a_protocol_runs_what_can_run_it():
     _, rows = run_collective("dgx-h100:nodes=1", "400Gbps", "100ns", "all-reduce", "auto", "1MiB,1GiB",
                              "congestion-aware", options=["proto=LL128"], check=False)
     assert {r["protocol"] for r in rows} == {"LL128"} and {r["algorithm"] for r in rows} <= {"nccl_ring", "nccl_tree"}
+
+
+@pytest.mark.parametrize("model", ["congestion-aware", "flow"])
+def test_a_traffic_file_prices_a_collective_as_the_command(tmp_path, model):
+    """A traffic file's collective without an algorithm (auto) ends when `fabricsim collective` says:
+    its flows at the protocol's share, then the protocol's latency (ring/LL at 1 MiB, NVLS at 64 MiB)."""
+    from fabricsim.network.traffic import load_traffic, run_traffic
+
+    for size in (MIB, 64 * MIB):
+        f = tmp_path / f"t{size}.yaml"
+        f.write_text(f"topology: dgx-h100:nodes=1\nbandwidth: 400Gbps\nlatency: 100ns\nmodel: {model}\n"
+                     f"collectives:\n  - {{name: c, collective: all-reduce, size: {size}B}}\n")
+        res = run_traffic(load_traffic(str(f)))
+        _, rows = run_collective("dgx-h100:nodes=1", "400Gbps", "100ns", "all-reduce", "auto", str(size), model,
+                                 check=False)
+        assert res.items[0].finish_s == pytest.approx(rows[0]["time_s"], rel=1e-9)

@@ -337,6 +337,30 @@ def load_traffic(path: str) -> TrafficFile:
                     from_file=True, context={"source": str(path)})
 
 
+def _pays_protocol(choice) -> bool:
+    """Whether a collective item runs through NCCL's choice or pays an NCCL protocol: auto, or an
+    algorithm whose `proto` (given, or its default) is not none."""
+    from ..collectives.registry import AUTO, get_algorithm
+
+    if choice.name == AUTO:
+        return True
+    opt = get_algorithm(choice.name).option("proto")
+    return opt is not None and dict(choice.options).get("proto", opt.default) != "none"
+
+
+def _then_wait(topo, fl: Flows, node: int, wait: float, start: float, priority: int) -> Flows:
+    """`fl` and one more flow that moves nothing, waits for all of them and then `wait` seconds
+    (an item's finish is its last flow's)."""
+    k = len(fl)
+    done = Flows(np.array([node]), np.array([node]), np.zeros(1), np.array([float(start)]), None,
+                 np.array([int(priority)]), np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                 np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64), np.array([float(wait)]))
+    both = merge_flows(fl, done, topo=topo)
+    dep_ptr = np.concatenate([both.dep_ptr[:-1], [both.dep_ptr[-1] + k]]).astype(np.int64)
+    return dataclasses.replace(both, dep_ptr=dep_ptr,
+                               dep_idx=np.concatenate([both.dep_idx, np.arange(k)]).astype(np.int64))
+
+
 def run_traffic(spec: TrafficFile, *, record_timeline: bool = False, progress: Progress | None = None) -> TrafficResult:
     """Run every flow and collective of `spec` together on its network model.
 
@@ -358,8 +382,9 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False, progress: P
         node outside the topology or a file with no flows and no collectives.
     """
     from ..collectives.api import build_schedule
-    from ..collectives.registry import AUTO, choose_algorithm
+    from ..collectives.registry import choose_algorithm
     from ..topology.spec import topology_from_config
+    from .nccl import ProtocolCost
     from .tuner import price_collective
 
     where = spec._source
@@ -380,12 +405,19 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False, progress: P
         report(progress, i, len(spec.collectives), f"scheduling {c.name or f'collective{i}'}")
         with errors_in(where, f"collectives[{i}]"):
             choice = choose_algorithm(c.algorithm)
-            if choice.name == AUTO:  # NCCL's choice at this size (network.tuner), run as its flows
-                sched = price_collective(topo, c.collective, choice, net, group=_group(c.group),
-                                         root=c.root).schedule_at(c.size)
+            cost = None
+            if _pays_protocol(choice):  # NCCL's choice and protocol at this size (network.tuner)
+                cand = price_collective(topo, c.collective, choice, net, group=_group(c.group),
+                                        root=c.root).chosen([c.size])[0]
+                sched, cost = cand.schedule, cand.cost if isinstance(cand.cost, ProtocolCost) else None
             else:
                 sched = build_schedule(topo, c.collective, c.algorithm, group=_group(c.group), root=c.root)
-        fl = schedule_flows(topo, sched, c.size, start=c.start, priority=c.priority, stream=net.streams)
+        size = np.array([float(c.size)])
+        scale = 1.0 if cost is None else float(cost.terms.data_scale(size)[0])
+        fl = schedule_flows(topo, sched, c.size * scale, start=c.start, priority=c.priority, stream=net.streams)
+        if cost is not None:  # the protocol's latency, NVLS's fill and its ceiling's wait, after the last byte
+            fl = _then_wait(topo, fl, int(sched.topology_nodes()[0]),
+                            float(cost.overhead(size)[0] + cost.ceiling_wait(size)[0]), c.start, c.priority)
         parts.append(fl)
         labels.append((c.name or f"collective{i}", sched.collective, len(fl), float(fl.size.sum())))
     if not parts:
