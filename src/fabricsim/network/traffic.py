@@ -13,7 +13,8 @@ flows:                       # point-to-point
 collectives:
   - {name: dp, collective: all-reduce, algorithm: ring, size: 256MiB, group: 0-63, start: 10us, priority: 2}
   - {name: mp, collective: all-reduce, algorithm: direct, size: 16MiB, group: "0-7", priority: 0,
-     options: {}}         # algorithm options (see `fabricsim algorithms`), or algorithm: ring,bidirectional=true
+     options: {}}         # algorithm options (see `fabricsim algorithms`), or algorithm: ring,bidirectional=true;
+                          # no algorithm: auto, as `fabricsim collective` (NCCL's choice on a GPU cluster)
 ```
 Every field is validated when the file is read; errors name the file, the field with its list
 item (`t.yaml: collectives[2].group`), the value and what is accepted, in one line. Numbers are not
