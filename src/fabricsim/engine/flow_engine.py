@@ -43,7 +43,6 @@ import numpy as np
 from ..network.dataflow import runs_as_streams, schedule_flows
 from ..network.flow import Flows, Holds
 from ..network.flow_model import endpoint_topology, with_injection
-from ..network.nccl import ProtocolCost
 from ..system.model import System
 from ..system.resources import task_times_of
 from ..vocab import CATEGORIES, COLLECTIVES, TaskKind
@@ -206,7 +205,7 @@ class _FlowGraph:
                 rate = pc.injection_for(pc.schedule_demand(sched))
                 fl = schedule_flows(topo, sched, 1.0, stream=pc.model.streams)
                 tp = _template(topo, fl, members[0], rate, ("coll", c, members), runs_as_streams(sched, pc.model.streams))
-                out.append(replace(tp, protocol=cand.cost if isinstance(cand.cost, ProtocolCost) else None))
+                out.append(replace(tp, protocol=cand.protocol_cost))
         return tasks, inv.reshape(-1), out
 
     def _held(self, t: int, tp: _Template | None):
@@ -296,7 +295,7 @@ class _FlowGraph:
                 # are the exit marker's
                 sz = g.size[T]
                 size[pos] = (sz * tp.protocol.terms.data_scale(sz))[:, None] * tp.size
-                lat[pos[:, -1]] = tp.protocol.overhead(sz) + tp.protocol.ceiling_wait(sz)
+                lat[pos[:, -1]] = tp.protocol.tail(sz)
             else:
                 size[pos] = g.size[T][:, None] * tp.size
             dcnt[pos], hops[pos] = np.diff(tp.dep_ptr), np.diff(tp.route_ptr)

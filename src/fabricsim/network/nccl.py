@@ -171,12 +171,18 @@ def _log2i(n: int) -> int:
     return max(int(n), 1).bit_length() - 1
 
 
+def ring_steps(collective: str, n: int) -> int:
+    """Steps of NCCL's ring for a collective on n ranks (tuning.cc `nsteps`): 2(n-1) for all-reduce,
+    n-1 for reduce-scatter and all-gather, n for broadcast and reduce."""
+    return {"all-reduce": 2 * (n - 1), "reduce-scatter": n - 1, "all-gather": n - 1}.get(collective, n)
+
+
 def protocol_latency(family: str, collective: str, proto: str, shape: NcclShape) -> float:
     """NCCL's latency of one collective (s), before the size-dependent ring plateau.
 
     Parameters
     ----------
-    family : {"ring", "tree", "nvls"}
+    family : {"ring", "tree", "nvls", "nvls_tree", "p2p"}
         The NCCL algorithm.
     collective : str
         Canonical collective name.
@@ -207,7 +213,7 @@ def protocol_latency(family: str, collective: str, proto: str, shape: NcclShape)
     inter = HW_LAT_US["net"]["tree" if n == nodes else family][i]
     lat = BASE_LAT_US[family][i]
     if family == "ring":
-        nsteps = {"all-reduce": 2 * (n - 1), "reduce-scatter": n - 1, "all-gather": n - 1}.get(collective, n)
+        nsteps = ring_steps(collective, n)
         if collective in ("broadcast", "reduce"):
             # NCCL charges every step a chunk's latency (the tree's for Simple) when channels differ
             hw = shape.intra if nodes == 1 else "net"
@@ -230,7 +236,7 @@ def protocol_fraction(family: str, proto: str, shape: NcclShape) -> float:
 
     Parameters
     ----------
-    family : {"ring", "tree", "nvls"}
+    family : {"ring", "tree", "nvls", "nvls_tree", "p2p"}
     proto : {"LL", "LL128", "Simple"}
     shape : NcclShape
 
@@ -264,7 +270,7 @@ def protocol_cap(family: str, collective: str, proto: str, shape: NcclShape) -> 
 
     Parameters
     ----------
-    family : {"ring", "tree", "nvls"}
+    family : {"ring", "tree", "nvls", "nvls_tree", "p2p"}
     collective : str
     proto : {"LL", "LL128", "Simple"}
     shape : NcclShape
@@ -275,7 +281,7 @@ def protocol_cap(family: str, collective: str, proto: str, shape: NcclShape) -> 
         Bytes/s.
     """
     n, cap = shape.ranks, math.inf
-    nsteps = {"all-reduce": 2 * (n - 1), "reduce-scatter": n - 1, "all-gather": n - 1}.get(collective, n)
+    nsteps = ring_steps(collective, n)
     ratio = n / nsteps if family == "ring" else TREE_RATIO
     if proto == "LL" and family in ("ring", "tree"):
         ll = LL_MAX_BW_ONE_NODE.get(shape.sm, 141.0) if shape.nodes == 1 else LL_MAX_BW_NODES[min(shape.nodes, 3)]
@@ -374,7 +380,7 @@ def protocol_terms(family: str, collective: str, proto: str, shape: NcclShape) -
 
     Parameters
     ----------
-    family : {"ring", "tree", "nvls"}
+    family : {"ring", "tree", "nvls", "nvls_tree", "p2p"}
     collective : str
         Canonical collective name.
     proto : {"LL", "LL128", "Simple"}
@@ -430,6 +436,11 @@ class ProtocolCost:
             return np.zeros(len(s))
         net = np.asarray(self.base.times(s * self.terms.data_scale(s)), float)
         return np.maximum(0.0, s / self.terms.cap - net)
+
+    def tail(self, sizes) -> np.ndarray:
+        """What a flow simulation of the schedule (at the protocol's share) waits after its last byte
+        to take this cost's time alone: the overhead and the ceiling's wait (s)."""
+        return self.overhead(sizes) + self.ceiling_wait(sizes)
 
     def times(self, sizes) -> np.ndarray:
         """Seconds for each size (bytes): overhead + the network's time, no faster than the ceiling."""

@@ -338,17 +338,6 @@ def load_traffic(path: str) -> TrafficFile:
                     from_file=True, context={"source": str(path)})
 
 
-def _pays_protocol(choice) -> bool:
-    """Whether a collective item runs through NCCL's choice or pays an NCCL protocol: auto, or an
-    algorithm whose `proto` (given, or its default) is not none."""
-    from ..collectives.registry import AUTO, get_algorithm
-
-    if choice.name == AUTO:
-        return True
-    opt = get_algorithm(choice.name).option("proto")
-    return opt is not None and dict(choice.options).get("proto", opt.default) != "none"
-
-
 def _then_wait(topo, fl: Flows, node: int, wait: float, start: float, priority: int) -> Flows:
     """`fl` and one more flow that moves nothing, waits for all of them and then `wait` seconds
     (an item's finish is its last flow's)."""
@@ -385,8 +374,7 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False, progress: P
     from ..collectives.api import build_schedule
     from ..collectives.registry import choose_algorithm
     from ..topology.spec import topology_from_config
-    from .nccl import ProtocolCost
-    from .tuner import price_collective
+    from .tuner import chosen_protocol, price_collective
 
     where = spec._source
     with errors_in(where, ""):
@@ -407,18 +395,17 @@ def run_traffic(spec: TrafficFile, *, record_timeline: bool = False, progress: P
         with errors_in(where, f"collectives[{i}]"):
             choice = choose_algorithm(c.algorithm)
             cost = None
-            if _pays_protocol(choice):  # NCCL's choice and protocol at this size (network.tuner)
+            if chosen_protocol(choice) != "none":  # NCCL's choice and protocol at this size (network.tuner)
                 cand = price_collective(topo, c.collective, choice, net, group=_group(c.group),
                                         root=c.root).chosen([c.size])[0]
-                sched, cost = cand.schedule, cand.cost if isinstance(cand.cost, ProtocolCost) else None
+                sched, cost = cand.schedule, cand.protocol_cost
             else:
                 sched = build_schedule(topo, c.collective, c.algorithm, group=_group(c.group), root=c.root)
         size = np.array([float(c.size)])
         scale = 1.0 if cost is None else float(cost.terms.data_scale(size)[0])
         fl = schedule_flows(topo, sched, c.size * scale, start=c.start, priority=c.priority, stream=net.streams)
         if cost is not None:  # the protocol's latency, NVLS's fill and its ceiling's wait, after the last byte
-            fl = _then_wait(topo, fl, int(sched.topology_nodes()[0]),
-                            float(cost.overhead(size)[0] + cost.ceiling_wait(size)[0]), c.start, c.priority)
+            fl = _then_wait(topo, fl, int(sched.topology_nodes()[0]), float(cost.tail(size)[0]), c.start, c.priority)
         parts.append(fl)
         labels.append((c.name or f"collective{i}", sched.collective, len(fl), float(fl.size.sum())))
     if not parts:

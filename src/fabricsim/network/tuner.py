@@ -72,6 +72,11 @@ class Candidate:
     cost: object
     choice: AlgorithmChoice
 
+    @property
+    def protocol_cost(self) -> ProtocolCost | None:
+        """The NCCL protocol's terms on the network's cost, or None where it pays none."""
+        return self.cost if isinstance(self.cost, ProtocolCost) else None
+
 
 class PricedCollective:
     """A collective priced per size as its cheapest candidate (module doc).
@@ -138,10 +143,28 @@ def _candidate_choices(topo: Topology, coll: str, choice: AlgorithmChoice, where
     return out
 
 
+def chosen_protocol(choice: AlgorithmChoice) -> str:
+    """What a choice asks of NCCL's protocols: `auto` for auto, else its `proto` option as given or
+    its algorithm's default (`none` for an algorithm without one).
+
+    Parameters
+    ----------
+    choice : AlgorithmChoice
+
+    Returns
+    -------
+    str
+        auto, none, LL, LL128 or Simple.
+    """
+    if choice.name == AUTO:
+        return "auto"
+    opt = get_algorithm(choice.name).option("proto")
+    return choice.kwargs.get("proto", opt.default if opt is not None else "none")
+
+
 def _protocols(choice: AlgorithmChoice, alg, shape, where: str) -> tuple[str, ...]:
-    """The protocols a candidate runs in: the chosen `proto`, else the algorithm's default."""
-    opt = alg.option("proto")
-    proto = choice.kwargs.get("proto", opt.default if opt is not None else "none")
+    """The protocols a candidate runs in: its chosen protocol (`chosen_protocol`)."""
+    proto = chosen_protocol(choice)
     family = alg.nccl
     if family is None or proto == "none":
         return ()
@@ -208,4 +231,4 @@ def price_collective(topo: Topology, coll: str, choice: AlgorithmChoice | str, m
     return PricedCollective(out)
 
 
-__all__ = ["AUTO", "Candidate", "NCCL_CANDIDATES", "PLAIN_DEFAULTS", "PricedCollective", "price_collective"]
+__all__ = ["AUTO", "Candidate", "chosen_protocol", "NCCL_CANDIDATES", "PLAIN_DEFAULTS", "PricedCollective", "price_collective"]

@@ -72,9 +72,9 @@ EFFICIENCY = {
 """Default link efficiencies (share of line rate a collective reaches) and their sources."""
 
 _VALUED = ("nodes", "gpus", "nics", "nvlink", "nic", "pcie", "fabric", "leaf", "spines", "oversub", "nvls_rate",
-           "sharp_rate", "nvlink_eff", "nic_eff", "pcie_eff", "nvlink_lat", "nic_lat")
+           "sharp_rate", "nvlink_eff", "nic_eff", "pcie_eff", "nvlink_lat", "nic_lat", "sm")
 _FLAGS = ("nvls", "sharp", "nonvls", "nosharp")
-_INTS = ("nodes", "gpus", "nics", "leaf", "spines")
+_INTS = ("nodes", "gpus", "nics", "leaf", "spines", "sm")
 _REALS = ("oversub", "nvlink_eff", "nic_eff", "pcie_eff")
 _RATES = ("nvlink", "nic", "pcie", "nvls_rate", "sharp_rate")
 _TIMES = ("nvlink_lat", "nic_lat")
