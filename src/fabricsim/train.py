@@ -44,7 +44,7 @@ chunks and the tasks of the graph (estimated before it is built) are bounded by 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -492,7 +492,8 @@ def graph_of(cfg: TrainConfig, n_npus: int, fold: bool = False) -> WorkloadGraph
     -------
     WorkloadGraph
         Compute in FLOPs and bytes (zoo) or fixed durations in s (text, Chakra), communication
-        in bytes.
+        in bytes. A transformer's `meta` has `global_batch` (sequences) and `seq` (tokens per
+        sequence): `TrainResult.tokens_per_iteration` is their product.
     """
     w, where = cfg.workload, cfg.source
     with errors_in(where, "workload"):  # iterations may come from --iterations or Python, past the validator
@@ -507,7 +508,10 @@ def graph_of(cfg: TrainConfig, n_npus: int, fold: bool = False) -> WorkloadGraph
             if st.npus == n_npus:  # otherwise build_training says why
                 check_limit("tasks", training_tasks(model, st, fold), "tasks", "workload",
                             f"{model.name} {st.name}, {w.iterations} iteration(s)")
-            return build_training(model, st, n_npus, fold=fold)
+            g = build_training(model, st, n_npus, fold=fold)
+        if model.seq is None or not model.blocks():  # tokens are counted for transformers only
+            return g
+        return replace(g, meta={**g.meta, "global_batch": st.batch, "seq": model.seq})
     if w.astra_text is not None:
         from .workload.astra_text import read_astra_text
         from .workload.estimate import text_tasks

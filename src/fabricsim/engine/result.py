@@ -272,7 +272,8 @@ class TrainResult:
 
     @property
     def model_flop_per_iteration(self) -> float | None:
-        """Model FLOPs of one iteration, or None when the workload does not know them.
+        """Model FLOPs of one iteration (mean over the run), FLOP; None when the workload does not
+        know them.
 
         The sum of the FLOPs of the graph's compute tasks divided by the iterations: for the zoo
         models every layer's forward and backward (input-gradient + weight-gradient, each equal to
@@ -284,46 +285,84 @@ class TrainResult:
         it stands for. Unknown (None) when a compute task has a fixed duration and no FLOPs
         (ASTRA-sim text workloads, traces without `num_ops`).
         """
-        return self._flops(with_recompute=False)
+        return self._flops(False, 0, self.graph.n_iterations - 1)
 
     @property
     def hardware_flop_per_iteration(self) -> float | None:
-        """FLOPs the NPUs execute per iteration: the model FLOPs plus recomputed forwards (None as
-        for `model_flop_per_iteration`)."""
-        return self._flops(with_recompute=True)
+        """FLOPs the NPUs execute per iteration (mean over the run), FLOP: the model FLOPs plus
+        recomputed forwards (None as for `model_flop_per_iteration`)."""
+        return self._flops(True, 0, self.graph.n_iterations - 1)
 
-    def _flops(self, with_recompute: bool) -> float | None:
+    @property
+    def tokens_per_iteration(self) -> int | None:
+        """Tokens one iteration trains on, tokens: the global batch (sequences) x the sequence
+        length, for a transformer whose graph records both (`graph.meta["global_batch"]` and
+        `graph.meta["seq"]`, set by `train.graph_of`); None otherwise (other models, ASTRA-sim
+        text workloads, Chakra traces, graphs built by hand without them)."""
+        b, s = self.graph.meta.get("global_batch"), self.graph.meta.get("seq")
+        return None if b is None or s is None else int(b) * int(s)
+
+    def _flops(self, with_recompute: bool, first: int, last: int) -> float | None:
+        """FLOPs per iteration of iterations `first..last` (0-based, inclusive), FLOP; None where
+        a compute task has a duration and no FLOPs, or there are no iterations."""
         g = self.graph
         comp = g.kind == TaskKind.COMPUTE
         fixed_blind = comp & ~np.isnan(g.duration) & (g.duration > 0) & (g.flops <= 0)
-        if g.n_iterations == 0 or fixed_blind.any():
+        if g.n_iterations == 0 or last < first or fixed_blind.any():
             return None
+        comp &= (g.iteration >= first) & (g.iteration <= last)
         if not with_recompute:
             comp &= g.phase != PHASES.index("recompute")
-        return float(g.flops[comp].sum()) * g.copies / g.n_iterations
+        return float(g.flops[comp].sum()) * g.copies / (last - first + 1)
 
     def throughput(self, period: Period) -> dict:
-        """Model FLOP/s per NPU and model FLOPs utilization over a period.
+        """FLOPs, FLOP rates, utilizations and token rate of a period, per iteration.
 
-        `achieved_per_npu_tflop_per_s` = model FLOPs per iteration / (iteration time x NPUs) / 1e12;
-        `mfu` = model FLOPs per iteration / (iteration time x NPUs x NPU peak FLOP/s) (peak, not
-        peak x efficiency). None where the FLOPs are unknown (`model_flop_per_iteration`).
+        Two FLOP counts: **model** FLOPs (the forward and backward the model needs, no recompute:
+        PaLM's MFU, Chowdhery et al. 2022) and **hardware** FLOPs (model FLOPs plus recomputed
+        forwards: what the NPUs execute; Korthikanti et al. 2022 report both, Table 5). With
+        T = the period's iteration time, N = NPUs of the job, P = one NPU's peak FLOP/s (peak,
+        not peak x efficiency):
+
+        - `model_flop_per_iteration`, `hardware_flop_per_iteration`: FLOP, the FLOPs of the
+          period's iterations per iteration;
+        - `model_tflop_per_s_per_npu` = model FLOPs / (T x N) / 1e12 and
+          `hardware_tflop_per_s_per_npu` = hardware FLOPs / (T x N) / 1e12: TFLOP/s per NPU;
+        - `mfu` = model FLOPs / (T x N x P), `hfu` = hardware FLOPs / (T x N x P): fractions;
+        - `tokens_per_iteration` (`tokens_per_iteration`), `tokens_per_s` = tokens / T and
+          `tokens_per_s_per_npu` = tokens / (T x N): tokens, tokens/s;
+        - `achieved_per_npu_tflop_per_s`: TFLOP/s, the same value as `model_tflop_per_s_per_npu`
+          (the name summary.json has always had; kept for its readers).
+
+        FLOP figures are None where the FLOPs are unknown (`model_flop_per_iteration`), token
+        figures where the tokens are (`tokens_per_iteration`), rates where T is 0.
 
         Parameters
         ----------
         period : Period
-            The iterations (`headline`, `first_iteration`, `steady_state`).
+            The iterations (`headline`, `first_iteration`, `steady_state`, `last_iteration`).
 
         Returns
         -------
         dict
-            `achieved_per_npu_tflop_per_s` (TFLOP/s) and `mfu` (fraction of peak), or None values.
+            The keys above, in their units (FLOP, TFLOP/s, fraction, tokens, tokens/s) or None.
         """
-        f = self.model_flop_per_iteration
-        if f is None or period.time_s <= 0:
-            return {"achieved_per_npu_tflop_per_s": None, "mfu": None}
-        per_npu = f / (period.time_s * self.graph.real_npus)
-        return {"achieved_per_npu_tflop_per_s": per_npu / 1e12, "mfu": per_npu / self.system.npu.peak_flops}
+        t, n, peak = period.time_s, self.graph.real_npus, self.system.npu.peak_flops
+        model = self._flops(False, period.first, period.last)
+        hardware = self._flops(True, period.first, period.last)
+        tokens = self.tokens_per_iteration
+
+        def per_npu_s(x):  # a per-iteration amount per NPU and second
+            return None if x is None or t <= 0 else x / (t * n)
+
+        m, h, tok = per_npu_s(model), per_npu_s(hardware), per_npu_s(tokens)
+        return {"model_flop_per_iteration": model, "hardware_flop_per_iteration": hardware,
+                "model_tflop_per_s_per_npu": None if m is None else m / 1e12,
+                "hardware_tflop_per_s_per_npu": None if h is None else h / 1e12,
+                "mfu": None if m is None else m / peak, "hfu": None if h is None else h / peak,
+                "tokens_per_iteration": tokens, "tokens_per_s": None if tok is None else tok * n,
+                "tokens_per_s_per_npu": tok,
+                "achieved_per_npu_tflop_per_s": None if m is None else m / 1e12}
 
     def summary(self) -> dict:
         """A JSON-ready dict; every time is per iteration unless its name says otherwise (s).
@@ -333,10 +372,11 @@ class TrainResult:
         (which, in words); `first_iteration_time_s`, `steady_state_iteration_time_s` (None with
         fewer than 3 iterations), `last_iteration_time_s`, `iteration_times_s` (each iteration);
         `total_s` (the whole run, all iterations); `breakdown_mean_s`, `breakdown_max_s` (over
-        NPUs), `exposed_comm_mean_s` and `stages` of the headline; `model_flop_per_iteration`
-        (FLOPs), `npu_peak_flop_per_s`, `achieved_per_npu_tflop_per_s` and `mfu` of the headline
-        (None when the FLOPs are unknown); `first_iteration`, `steady_state` (None with fewer than
-        3 iterations) and `last_iteration`: the same figures for each period.
+        NPUs), `exposed_comm_mean_s` and `stages` of the headline; `npu_peak_flop_per_s`
+        (FLOP/s); the headline's `throughput` (model and hardware FLOPs per iteration, their
+        TFLOP/s per NPU, `mfu`, `hfu`, tokens per iteration, per s and per s and NPU,
+        `achieved_per_npu_tflop_per_s`; None where unknown); `first_iteration`, `steady_state`
+        (None with fewer than 3 iterations) and `last_iteration`: the same figures for each period.
         """
         g = self.graph
         first, steady, last = self.first_iteration(), self.steady_state(), self.last_iteration()
@@ -355,8 +395,6 @@ class TrainResult:
             "iteration_times_s": [float(x) for x in self.iteration_times],
             "total_s": self.makespan,
             **self._period_figures(head),
-            "model_flop_per_iteration": self.model_flop_per_iteration,
-            "hardware_flop_per_iteration": self.hardware_flop_per_iteration,
             "npu_peak_flop_per_s": self.system.npu.peak_flops,
             **self.throughput(head),
             "first_iteration": self._period_block(first),

@@ -99,7 +99,8 @@ def iteration_line(res: TrainResult) -> str:
 
 
 def throughput_line(res: TrainResult, period: Period | None = None) -> str:
-    """Model FLOPs per iteration, TFLOP/s per NPU and MFU of a period (default the headline).
+    """Model and hardware FLOPs per iteration, TFLOP/s per NPU by each, MFU and HFU, and tokens/s
+    of a period (default the headline): `TrainResult.throughput`.
 
     Parameters
     ----------
@@ -111,16 +112,34 @@ def throughput_line(res: TrainResult, period: Period | None = None) -> str:
     Returns
     -------
     str
-        "n/a" figures where the workload does not know its FLOPs.
+        e.g. "model FLOPs: 1.52 PFLOP per iteration, 119 TFLOP/s per NPU (MFU 38.2%); hardware
+        FLOPs (model + recomputed forwards): 1.98 PFLOP per iteration, 156 TFLOP/s per NPU (HFU
+        50.0%); 5,770 tokens/s (90.2 per NPU); peak 312 TFLOP/s per NPU; steady state (iterations
+        2-4)"; "n/a" figures where the workload does not know its FLOPs, no tokens where it does
+        not know them (`TrainResult.tokens_per_iteration`).
     """
     period = period or res.headline()
-    f = res.model_flop_per_iteration
-    peak = format_flops(res.system.npu.peak_flops)
-    if f is None:
-        return f"model FLOPs: n/a (compute given as durations); TFLOP/s per NPU: n/a; MFU: n/a (peak {peak} per NPU)"
     tp = res.throughput(period)
-    return (f"model FLOPs: {format_flops(f).removesuffix('/s')} per iteration; {tp['achieved_per_npu_tflop_per_s']:.4g} TFLOP/s per NPU; "
-            f"MFU {tp['mfu']:.1%} of {peak} peak per NPU; {period.label}")
+    peak = format_flops(res.system.npu.peak_flops)
+    tokens = ""
+    if tp["tokens_per_s"] is not None:
+        tokens = f"; {_count(tp['tokens_per_s'])} tokens/s ({_count(tp['tokens_per_s_per_npu'])} per NPU)"
+    if tp["mfu"] is None:
+        return (f"model FLOPs: n/a (compute given as durations); TFLOP/s per NPU: n/a; MFU: n/a; HFU: n/a"
+                f"{tokens}; peak {peak} per NPU")
+
+    def flops(kind: str, util: str) -> str:
+        per_it = format_flops(tp[f"{kind}_flop_per_iteration"]).removesuffix("/s")
+        rate = tp[f"{kind}_tflop_per_s_per_npu"]
+        return f"{per_it} per iteration, {rate:.4g} TFLOP/s per NPU ({util} {tp[util.lower()]:.1%})"
+
+    return (f"model FLOPs: {flops('model', 'MFU')}; hardware FLOPs (model + recomputed forwards): "
+            f"{flops('hardware', 'HFU')}{tokens}; peak {peak} per NPU; {period.label}")
+
+
+def _count(x: float) -> str:
+    """A count or rate as text: thousands separated from 1,000, else 4 significant digits."""
+    return f"{x:,.0f}" if x >= 1000 else f"{x:.4g}"
 
 
 def memory_summary(run) -> dict | None:
