@@ -553,7 +553,8 @@ def memory_of(cfg: TrainConfig, system: System):
     (tuple of StageMemory, list of str) or (None, [])
         Per stage (bytes) and the warnings; None for models without transformer blocks by shape
         and other workloads. ConfigError naming `system.npu.memory` when a stage does not fit
-        and the check is `error`.
+        and the check is `error`, with the single changes of `workload.parallelism` that would fit
+        and their peaks (`workload.memory.fitting_changes`).
     """
     w = cfg.workload
     if w.model is None:
@@ -569,21 +570,41 @@ def memory_of(cfg: TrainConfig, system: System):
         # Korthikanti's forms need Megatron's layout (`plan.by_shape`) with the weights on the NPUs
         if not by_shape(model, st.mp) or st.stage_layout != "contiguous" or st.weight_streaming:
             return None, []
-        split = layer_stages(model, st.pp) if st.stage_split == "layers" else _stages(model, st.pp)
-        blocks = [sum(model.layers[i].kind == "transformer_block" for i in r) for r in split]
-        if min(blocks) < 1:
+
+        def blocks_for(pp: int, strict: bool = False):  # blocks per stage as the graph splits them; False: none
+            try:
+                split = layer_stages(model, pp) if st.stage_split == "layers" else _stages(model, pp)
+            except ConfigError:
+                if strict:
+                    raise
+                return False
+            blocks = [sum(model.layers[i].kind == "transformer_block" for i in r) for r in split]
+            return blocks if min(blocks) >= 1 else False
+
+        blocks = blocks_for(st.pp, strict=True)
+        if blocks is False:
             return None, []
-        stages = stage_memory(layers=len(model.blocks()), hidden=model.hidden, heads=model.heads, seq=model.seq,
-                              vocab=model.vocab, ffn=model.ffn, dtype_bytes=model.dtype_bytes, tp=st.mp, pp=st.pp,
-                              dp=st.dp, microbatch=st.microbatch, microbatches=st.microbatches, schedule=st.schedule,
-                              virtual_stages=st.virtual_stages, recompute=st.recompute,
-                              sequence_parallel=st.sequence_parallel, zero=st.zero, stage_blocks=blocks,
-                              grad_bytes=DTYPES[st.grad_dtype] if st.grad_dtype else 4)
+        shape = dict(layers=len(model.blocks()), hidden=model.hidden, heads=model.heads, seq=model.seq,
+                     vocab=model.vocab, ffn=model.ffn, dtype_bytes=model.dtype_bytes, tp=st.mp, pp=st.pp, dp=st.dp,
+                     microbatch=st.microbatch, microbatches=st.microbatches, schedule=st.schedule,
+                     virtual_stages=st.virtual_stages, recompute=st.recompute, sequence_parallel=st.sequence_parallel,
+                     zero=st.zero, stage_blocks=blocks, grad_bytes=DTYPES[st.grad_dtype] if st.grad_dtype else 4)
+        stages = stage_memory(**shape)
     cap = system.npu.memory_capacity
     if cap == float("inf"):
         return stages, []
+
+    def accepts(fields: dict) -> bool:  # the strategy with these changes passes its own checks
+        try:
+            replace(st, **fields)
+        except ConfigError:
+            return False
+        return True
+
     with errors_in(cfg.source, "system.npu"):
-        warnings = check_memory(stages, cap, cfg.system.npu.memory_check, field="memory")
+        # a refusal names the changes that fit: only those a config can make (ZeRO 2 of `parallelism.zero`)
+        warnings = check_memory(stages, cap, cfg.system.npu.memory_check, field="memory", strategy=shape,
+                                zero_stages=(2,), blocks_for=blocks_for, accepts=accepts)
     return stages, warnings
 
 

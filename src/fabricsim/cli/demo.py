@@ -61,11 +61,13 @@ def demo(
               highlight=False, markup=False)
 
 
-DEMO_TRAIN = {
-    "name": "GPT-3 175B, MP(8)-DP(2)-PP(4), 1F1B, 8 microbatches, on 64 H100-class NPUs (8 per 450 GB/s switch, 400 Gb/s between)",
+DEMO_TRAIN = {  # configs/gpt3-175b-64.yaml: its comments say why ZeRO-2 and full recompute (80 GB per GPU)
+    "name": "GPT-3 175B, MP(8)-DP(2)-PP(4), 1F1B, 8 microbatches, ZeRO-2, full recompute, on 64 H100 80 GB "
+            "(8 per 450 GB/s switch, 400 Gb/s between)",
     "network": {"topology": "stack:Switch8xSwitch8", "bandwidth": ["450GB/s", "400Gbps"], "latency": ["100ns", "1us"]},
-    "system": {"npu": {"peak": "989TFLOP/s", "memory_bandwidth": "3.35TB/s", "efficiency": 0.5},
+    "system": {"npu": {"peak": "989TFLOP/s", "memory_bandwidth": "3.35TB/s", "efficiency": 0.5, "memory": "80GB"},
                "scheduling": {"comm_streams": "per-category"}},
     "workload": {"model": "gpt3-175b", "batch": 32,
-                 "parallelism": {"mp": 8, "dp": 2, "pp": 4, "microbatches": 8, "schedule": "1f1b"}},
+                 "parallelism": {"mp": 8, "dp": 2, "pp": 4, "microbatches": 8, "schedule": "1f1b", "zero": 2,
+                                 "recompute": "full"}},
 }
