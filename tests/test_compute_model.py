@@ -25,8 +25,9 @@ def only_256x128(gpu: GpuCompute, **kw) -> GpuCompute:
 
 
 def wave_time(gpu: GpuCompute, waves: int, k: int, tm: int = 256, tn: int = 128) -> float:
-    """Closed form: waves x one tile's FLOPs at one SM's share of peak x ceiling."""
-    return waves * 2 * tm * tn * k / (gpu.peak_flops * gpu.gemm_ceiling / gpu.sms)
+    """Closed form: waves x one tile's FLOPs, k plus the tile's fixed k-steps, at one SM's share of
+    peak x ceiling."""
+    return waves * 2 * tm * tn * (k + gpu.tile_overhead) / (gpu.peak_flops * gpu.gemm_ceiling / gpu.sms)
 
 
 def test_docstring_examples():
@@ -75,13 +76,15 @@ def test_the_fastest_tile_wins():
 
 def test_a_full_wave_of_the_best_tile_runs_at_the_ceiling():
     g = Gemm(12 * 256, 9 * 128, 8192)                             # 108 tiles of 256x128
-    expected = g.flops / (A100.peak_flops * A100.gemm_ceiling) + A100.kernel_overhead
+    expected = g.flops * (8192 + A100.tile_overhead) / 8192 / (A100.peak_flops * A100.gemm_ceiling) + A100.kernel_overhead
     assert A100.gemm_time(g) == pytest.approx(expected, rel=1e-12)
 
 
-def test_small_k_gemm_is_memory_bound():
-    g = Gemm(8192, 8192, 16)
-    nbytes = (8192 * 16 + 16 * 8192 + 8192 * 8192) * 2
+def test_a_tall_thin_gemm_is_memory_bound():
+    # 65536 x 16 outputs over k = 8192: the 2 x 65536 x 8192 byte operand takes 632 us at 1.70 TB/s,
+    # while 1,024 64x64 tiles (10 waves) take 10 x 2 x 64 x 64 x (8192 + 516) / (265.1 TFLOP/s / 108)
+    g = Gemm(65536, 16, 8192)
+    nbytes = (65536 * 8192 + 8192 * 16 + 65536 * 16) * 2
     expected = nbytes / (A100.memory_bandwidth * A100.memory_efficiency) + A100.kernel_overhead
     assert A100.gemm_time(g) == pytest.approx(expected, rel=1e-12)
     assert A100.gemm_time(g, dtype_bytes=4) == pytest.approx(2 * (expected - A100.kernel_overhead)
@@ -92,8 +95,11 @@ def test_small_k_gemm_is_memory_bound():
 def test_large_gemm_reaches_the_ceiling(gpu):
     # 8192^2 outputs in 256x128 tiles: 2048 tiles, 18.96 waves on 108 SMs (19: 0.998 of the ceiling),
     # 15.52 on 132 (16: 0.970); the L2 bandwidth does not bind a 256x128 tile (85 FLOP per byte)
+    # (a tile's fixed k-steps cost k / (k + tile_overhead) of the rate)
     waves = 2048 / gpu.sms
-    assert gpu.efficiency(Gemm(8192, 8192, 8192)) == pytest.approx(gpu.gemm_ceiling * waves / math.ceil(waves), rel=1e-3)
+    fixed = 8192 / (8192 + gpu.tile_overhead)
+    assert gpu.efficiency(Gemm(8192, 8192, 8192)) == pytest.approx(gpu.gemm_ceiling * waves / math.ceil(waves) * fixed,
+                                                                   rel=1e-3)
     assert gpu.efficiency(Gemm(8192, 8192, 8192)) <= gpu.gemm_ceiling
 
 
@@ -103,7 +109,7 @@ def test_small_tiles_are_held_back_by_the_l2():
     g = replace(A100, tiles=((64, 64),), kernel_overhead=0.0, memory_bandwidth=1e18)
     one_wave = Gemm(12 * 64, 9 * 64, 8192)
     rate = min(312e12 * A100.gemm_ceiling, 5120 * 1.41e9 * 2 * 64 * 64 / (128 * 2)) / 108
-    assert g.gemm_time(one_wave) == pytest.approx(2 * 64 * 64 * 8192 / rate, rel=1e-12)
+    assert g.gemm_time(one_wave) == pytest.approx(2 * 64 * 64 * (8192 + A100.tile_overhead) / rate, rel=1e-12)
 
 
 def test_memory_kernel_time():
@@ -186,3 +192,59 @@ def test_presets_are_frozen():
         A100.sms = 1
     with pytest.raises(TypeError):
         GPUS["b200"] = A100
+
+
+# The A100 preset's GEMM formula by hand (module doc of system.compute): a tile (tm, tn) takes
+# 2 tm tn (k + 516) FLOP-times at min(ceiling x peak, its L2 share x its reuse) / 108 per SM, in
+# waves of 108 tiles; the GEMM takes the fastest tile, no faster than its compulsory bytes at
+# 1.70 TB/s; plus a 0.9 us launch.
+TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64))
+
+
+def gemm_by_hand(m: int, n: int, k: int, count: int = 1) -> float:
+    per_sm = 312e12 * 0.8497 / 108
+    l2_sm = 5120 * 1.41e9 / 108
+    memory = (m * k + k * n + m * n) * count * 2 / 1.70e12
+    best = min(math.ceil(math.ceil(m / tm) * math.ceil(n / tn) * count / 108)
+               * 2 * tm * tn * (k + 516) / min(per_sm, l2_sm * 2 * tm * tn / ((tm + tn) * 2)) for tm, tn in TILES)
+    return max(best, memory) + 0.9e-6
+
+
+@pytest.mark.parametrize("shape", [
+    (8192, 2304, 6144),   # 22B QKV at t = 8, b = 4: the column-parallel linear
+    (8192, 6144, 768),    # its row-parallel projection: k = h / t = 768, where the tile overhead bites
+    (2048, 6144, 12288),  # 175B fc1 at t = 8, b = 1: the skinny m of a microbatch of one
+])
+def test_megatron_gemm_shapes_by_hand(shape):
+    assert A100.gemm_time(Gemm(*shape)) == pytest.approx(gemm_by_hand(*shape), rel=1e-12)
+
+
+def test_attention_core_by_hand():
+    # 22B at t = 8, b = 4, s = 2048, 64 heads of 96: per GPU 32 score matrices of 2048 x 2048
+    from fabricsim.workload.kernels import selective_recompute
+
+    b, s, h, a, t = 4, 2048, 6144, 64, 8
+    heads, scores = b * a // t, b * a // t * s * s
+    stream = 2.039e12 * (1.70e12 / 2.039e12)
+    expected = (gemm_by_hand(s, s, h // a, heads)                     # Q K^T
+                + 2 * scores * 2 / stream + 0.9e-6                    # softmax: read, write
+                + scores * (2 * 2 + 1) / stream + 0.9e-6              # dropout: read, write, 1-byte mask
+                + gemm_by_hand(s, h // a, s, heads))                  # scores x V
+    total, _, _ = A100.kernels_time(selective_recompute(b, s, h, a, t))
+    assert total == pytest.approx(expected, rel=1e-12)
+    # the score GEMM (k = 96) pays its tiles' fixed cost: 4,096 256x128 tiles in 38 waves of
+    # 2 x 256 x 128 x (96 + 516) FLOP-times, more than writing its 32 x 2048^2 fp16 scores
+    tile = 2 * 256 * 128 * (96 + 516) / (312e12 * 0.8497 / 108)
+    assert A100.gemm_time(Gemm(s, s, h // a, heads)) == pytest.approx(38 * tile + 0.9e-6, rel=1e-12)
+
+
+def test_megatron_optimizer_step_bytes_by_hand():
+    from fabricsim.system.compute import megatron_optimizer_step
+
+    # fp16: unscale (read + write fp32 grad) 8, norm (read) 4, Adam (read g, p, m, v; write p, m, v) 28,
+    # copy to the model (read fp32, write fp16) 6, zero the buffer 4
+    fp16 = megatron_optimizer_step(2e9)
+    assert [k.name for k in fp16] == ["unscale and inf check", "gradient norm", "adam", "copy main to model parameters",
+                                      "zero gradient buffer"]
+    assert sum(k.nbytes for k in fp16) == pytest.approx(2e9 * (8 + 4 + 28 + 6 + 4))
+    assert sum(k.nbytes for k in megatron_optimizer_step(2e9, loss_scaling=False)) == pytest.approx(2e9 * 42)

@@ -60,9 +60,17 @@ def test_attention_and_mlp_shapes_and_bytes():
     assert [k for k in att if isinstance(k, Gemm)] == [
         Gemm(b * s, 3 * h // t, h), Gemm(s, s, h // a, b * a // t), Gemm(s, h // a, s, b * a // t), Gemm(b * s, h, h // t)]
     by_name = {k.name: k.nbytes for k in att if isinstance(k, Memory)}
-    assert by_name == {"input layer norm": 2 * b * s * h * d, "softmax": 2 * b * (a // t) * s * s * d,
+    assert by_name == {"input layer norm": 2 * b * s * h * d, "QKV bias add": 2 * b * s * (3 * h // t) * d,
+                       "softmax": 2 * b * (a // t) * s * s * d,
                        "attention dropout": b * (a // t) * s * s * (2 * d + 1),
                        "attention dropout-add": b * s * h * (3 * d + 1)}
+    # backward bytes as each kernel's implementation moves them (module doc): layer norm 5 passes,
+    # the bias gradient one read, softmax 3 passes, dropout its forward's bytes, dropout-add twice
+    bwd = {k.name: k.nbytes for k in backward(att) if isinstance(k, Memory)}
+    assert bwd == {"input layer norm backward": 5 * b * s * h * d, "QKV bias add backward": b * s * (3 * h // t) * d,
+                   "softmax backward": 3 * b * (a // t) * s * s * d,
+                   "attention dropout backward": b * (a // t) * s * s * (2 * d + 1),
+                   "attention dropout-add backward": 2 * b * s * h * (3 * d + 1)}
     mlp = mlp_forward(b, s, h, ffn, t, False, d)
     assert [k for k in mlp if isinstance(k, Gemm)] == [Gemm(b * s, ffn // t, h), Gemm(b * s, h, ffn // t)]
     assert {k.name: k.nbytes for k in mlp if isinstance(k, Memory)} == {

@@ -80,7 +80,9 @@ def test_interleaved_fewer_microbatches_than_stages_waits():
 def test_interleaved_graph_counts(streaming):
     """A transformer of L = 8 layers (embedding, 6 blocks, head) under MP(2)-DP(2)-PP(2), M = 2,
     interleaved. Per microbatch and (MP rank, DP replica): forward 1 + 2 x 6 + 1 = 14 compute
-    tasks, backward 1 (embedding wg) + 12 + 2 (head wg, ig) = 15; MP all-reduces 1 + 12 forward,
+    tasks, backward 1 (embedding wg) + 3 x 12 (each block part's backward cut for Megatron's
+    asynchronous TP all-reduce: up to and with the column linear's input gradient, its weight
+    gradient, the layer norm) + 2 (head wg, ig) = 39; MP all-reduces 1 + 12 forward,
     12 + 1 backward per DP replica. PP: every one of the L - 1 = 7 boundaries is a crossing,
     x M x dp x mp p2p x 2 directions = 112. Weight streaming: 2 loads per layer, 1 store per
     layer (every layer owns parameters); otherwise one DP all-reduce per layer and MP rank."""
@@ -90,7 +92,7 @@ def test_interleaved_graph_counts(streaming):
     st = Strategy(mp=mp, dp=dp, pp=pp, batch=dp * M, microbatches=M, stage_layout="interleaved",
                   weight_streaming=streaming)
     g = build_training(m, st)
-    assert count(g, COMPUTE) == (14 + 15) * M * mp * dp
+    assert count(g, COMPUTE) == (14 + 39) * M * mp * dp
     assert count(g, COLLECTIVE, "MP") == (13 + 13) * M * dp
     assert count(g, P2P, "PP") == (L - 1) * M * dp * mp * 2
     loads, stores = g.kind == IO, g.kind == IO
@@ -275,7 +277,8 @@ def assert_same_graph(a, b):
 def test_defaults_build_the_contiguous_graph():
     """transformer(4 blocks, h 128, seq 32, vocab 500) under MP(2)-DP(2)-PP(2), M = 2, batch 8
     (microbatch 2): per microbatch and (MP rank, DP replica) 1 + 8 + 1 = 10 forward and
-    1 + 8 + 2 = 11 backward compute tasks; 9 + 9 MP all-reduces per microbatch and DP replica,
+    1 + 3 x 8 + 2 = 27 backward compute tasks (each block part's backward in three, around
+    Megatron's asynchronous TP all-reduce); 9 + 9 MP all-reduces per microbatch and DP replica,
     each of seq x h x mb x 2 bytes; one boundary: M x dp x mp p2p each way, the same bytes; one
     DP all-reduce per layer and MP rank, params / mp x 2 bytes (all DP bytes: 2 x params)."""
     mp, dp, pp, M, batch = 2, 2, 2, 2, 8
@@ -283,7 +286,7 @@ def test_defaults_build_the_contiguous_graph():
     mb = batch // (dp * M)
     act = 32 * 128 * mb * 2
     g = build_training(m, Strategy(mp=mp, dp=dp, pp=pp, batch=batch, microbatches=M))
-    assert count(g, COMPUTE) == (10 + 11) * M * mp * dp
+    assert count(g, COMPUTE) == (10 + 27) * M * mp * dp
     assert count(g, COLLECTIVE, "MP") == (9 + 9) * M * dp
     assert np.all(g.size[g.category == CATEGORIES.index("MP")] == act)
     assert count(g, P2P, "PP") == 1 * M * dp * mp * 2 and count(g, COLLECTIVE, "PP") == 0
@@ -291,7 +294,7 @@ def test_defaults_build_the_contiguous_graph():
     assert count(g, COLLECTIVE, "DP") == len(m.layers) * mp
     assert g.size[g.category == CATEGORIES.index("DP")].sum() == pytest.approx(2 * m.params, rel=1e-12)
     assert count(g, IO) == 0
-    assert len(g) == (10 + 11) * M * mp * dp + 18 * M * dp + M * dp * mp * 2 + len(m.layers) * mp
+    assert len(g) == (10 + 27) * M * mp * dp + 18 * M * dp + M * dp * mp * 2 + len(m.layers) * mp
     flops = m.fwd_flops + m.bwd_flops - m.layers[0].bwd_input_flops
     assert g.flops.sum() == pytest.approx(flops * batch, rel=1e-12)
     # spelling the defaults out changes nothing

@@ -218,10 +218,11 @@ def test_megatron_traffic_per_block_is_the_closed_form():
 
 
 def test_megatron_mp_exposed_time():
-    """MP(4) on a switch, one microbatch: every MP all-reduce is on the critical path."""
+    """MP(4) on a switch, one microbatch, no asynchronous TP communication: every MP all-reduce
+    is on the critical path."""
     L, h, seq, mp = 2, 2048, 1024, 4
     m = transformer("tiny", L, h, 16, seq, 1000)
-    g = build_training(m, Strategy(mp=mp, batch=1))
+    g = build_training(m, Strategy(mp=mp, batch=1, tp_overlap=False))
     res = run(g, topo=f"switch:{mp}", bw=100e9, lat=1e-6)
     size = seq * h * 2
     t_ar = 2 * (mp - 1) * (2e-6 + size / (mp * 100e9))  # ring on a switch: 2 hops per step

@@ -116,6 +116,11 @@ class ParallelismSection(_Strict):
         the embedding with the first, the head with the last: Megatron-LM).
     optimizer : str
         none or adam: a memory-bound mixed-precision Adam step per NPU and iteration.
+    tp_overlap : bool
+        Megatron-LM's asynchronous tensor-parallel communication in backward (its default since
+        2022; `--no-async-tensor-model-parallel-allreduce` turns it off): the column-parallel
+        linear's input-gradient all-reduce (sequence parallel: its input's all-gather, then the
+        gradient's reduce-scatter) overlaps that linear's weight-gradient (input-gradient) matmul.
     """
 
     mp: StrictInt = Field(default=1, ge=1)
@@ -134,6 +139,7 @@ class ParallelismSection(_Strict):
     virtual_stages: StrictInt = Field(default=1, ge=1)
     stage_split: Literal["flops", "layers"] = "flops"
     optimizer: Literal["none", "adam"] = "none"
+    tp_overlap: StrictBool = True
 
     _bucket = field_validator("dp_bucket", mode="before")(lambda v: parse_size(v, "dp_bucket"))
 
@@ -473,7 +479,7 @@ def strategy_of(cfg: TrainConfig):
                         grad_dtype=w.grad_dtype, weight_streaming=p.weight_streaming, input_loading=w.input_loading,
                         stage_layout=p.stage_layout, pp_send=p.pp_send, input_prefetch=w.input_prefetch,
                         recompute=p.recompute, sequence_parallel=p.sequence_parallel, virtual_stages=p.virtual_stages,
-                        stage_split=p.stage_split, optimizer=p.optimizer)
+                        stage_split=p.stage_split, optimizer=p.optimizer, tp_overlap=p.tp_overlap)
 
 
 def graph_of(cfg: TrainConfig, n_npus: int, fold: bool = False) -> WorkloadGraph:

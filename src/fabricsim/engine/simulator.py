@@ -25,7 +25,11 @@ Resources: each NPU has one compute stream and `comm_streams` communication stre
   flow model) and each direction keeps its order.
 
 Because every stream ranks candidates by one global total order, the highest-ranked ready
-collective always starts once its members' streams are free: no deadlock.
+collective always starts once its members' streams are free: no deadlock. Tasks that become ready
+at the same instant are all queued before any of them starts (the events of one instant are
+handled, then the NPUs and streams they touched pick, in index order): which of two simultaneous
+candidates goes first is the ranking's, never the order in which their events were handled, so a
+folded graph (`engine.fold`) decides as the full one does.
 
 Two kinds of events: a compute task ends (`COMPUTE_END`, ignored if the task was re-timed since)
 and a communication wave ends (`COMM_END`). With a network model whose traffic shares links
@@ -158,6 +162,8 @@ class _Run:
         self.events: list = []
         self.seq = 0
         self.n_done = 0
+        self.pend_c: set[int] = set()  # NPUs and streams to pick once this instant's events are handled
+        self.pend_s: set[int] = set()
         self.n_events = 0
 
     # ---- the loop ----------------------------------------------------------------------------
@@ -167,22 +173,39 @@ class _Run:
         for t in range(n):
             if self.waiting[t] == 0:
                 self.ready(t, 0.0)
+        self.pick(0.0)
         report_every = max(1, n // 200)
         while self.events:
-            now, _, typ, a, b = heapq.heappop(self.events)
-            self.n_events += 1
-            if typ == Event.COMPUTE_END:
-                self.compute_end(a, b, now)
-            else:
-                self.comm_end(a, b, now)
-            if self.progress is not None and self.n_events % report_every == 0:
-                self.progress(self.n_done, n)
+            now = self.events[0][0]
+            while self.events and self.events[0][0] == now:  # every event of this instant, then the picks
+                _, _, typ, a, b = heapq.heappop(self.events)
+                self.n_events += 1
+                if typ == Event.COMPUTE_END:
+                    self.compute_end(a, b, now)
+                else:
+                    self.comm_end(a, b, now)
+                if self.progress is not None and self.n_events % report_every == 0:
+                    self.progress(self.n_done, n)
+            self.pick(now)
         if self.n_done != n:
             stuck = next(t for t in range(n) if not self.done[t])
             raise RuntimeError(f"workload graph stalled at task {stuck} ({g.name(stuck)}): a dependency never finished")
         if self.progress is not None:
             self.progress(n, n)
         return self.result()
+
+    def pick(self, now: float) -> None:
+        """Start what the NPUs and streams touched at this instant pick, in index order."""
+        pend_c, pend_s = self.pend_c, self.pend_s
+        while pend_c or pend_s:
+            npus = sorted(pend_c) if len(pend_c) > 1 else list(pend_c)
+            streams = sorted(pend_s) if len(pend_s) > 1 else list(pend_s)
+            pend_c.clear()
+            pend_s.clear()
+            for p in npus:
+                self.try_compute(p, now)
+            for s in streams:
+                self.try_comm(s, now)
 
     def push(self, when: float, typ: Event, a, b) -> None:
         heapq.heappush(self.events, (when, self.seq, typ, a, b))
@@ -202,7 +225,7 @@ class _Run:
         k = self.kind[t]
         if k == COMPUTE:
             heapq.heappush(self.cready[self.npu[t]], t)
-            self.try_compute(self.npu[t], now)
+            self.pend_c.add(self.npu[t])
             return
         if self.empty[t]:
             self.start[t] = now
@@ -213,8 +236,7 @@ class _Run:
         sts = self.streams(t)
         for s in sts:
             heapq.heappush(self.queue[s], (key, t))
-        for s in sts:
-            self.try_comm(s, now)
+        self.pend_s.update(sts)
 
     def release(self, t: int, now: float) -> None:
         self.done[t] = True
@@ -286,7 +308,7 @@ class _Run:
         t = self.crun[p]
         self.crun[p] = -1
         self.release(t, now)
-        self.try_compute(p, now)
+        self.pend_c.add(p)
 
     # ---- communication -----------------------------------------------------------------------
 
@@ -364,5 +386,4 @@ class _Run:
             self.hold(t, self.wave_held.pop(t), -1, now)
         if self.pieces_left[t] == 0:
             self.release(t, now)
-        for m in sts:
-            self.try_comm(m, now)
+        self.pend_s.update(sts)

@@ -21,11 +21,11 @@ import numpy as np
 from ..engine.result import TrainResult
 from ..vocab import CATEGORIES, TaskKind
 
-_MICROBATCH = re.compile(r"^[FB]\d+ ")
+_MICROBATCH = re.compile(r"^[FBR]\d+ ")  # forward, backward, recompute of microbatch n
 _PIPELINE = re.compile(r"^(?:activation|gradient) \d+->\d+$")
 _WHAT = re.compile(r"(?: (?:MP|DP|PP|IO|other) (?:all-reduce|reduce-scatter|all-gather|all-to-all)"
                    r"| (?:gradient )?all-to-all| (?:fwd|wg|ig)(?: [A-Z]+)?| weights in| gradients out"
-                   r"| lookup| update)$")
+                   r"| lookup| update| core)$")
 _PART = re.compile(r"\.(?:attn|mlp)$")
 LAYER_COLUMNS = ("compute",) + CATEGORIES  # compute time, then exposed communication per category
 
@@ -46,8 +46,9 @@ def layer_of(label: str) -> str:
     Examples
     --------
     >>> [layer_of(x) for x in ("F3 block7.attn MP all-reduce", "B0 layer1.0.conv1 wg", "F1 activation 0->1",
-    ...                        "block95..block90 DP all-reduce", "MLP_Top_0 fwd ALLTOALL", "embedding lookup")]
-    ['block7', 'layer1.0.conv1', '(pipeline)', 'block95..block90', 'MLP_Top_0', 'embedding']
+    ...                        "block95..block90 DP all-reduce", "MLP_Top_0 fwd ALLTOALL", "embedding lookup",
+    ...                        "R2 block4.attn core", "B0 block4.mlp ig LN")]
+    ['block7', 'layer1.0.conv1', '(pipeline)', 'block95..block90', 'MLP_Top_0', 'embedding', 'block4', 'block4']
     """
     s = _MICROBATCH.sub("", label)
     if _PIPELINE.match(s):

@@ -6,8 +6,10 @@ the output is cut into tm x tn tiles, one thread block each, stepping through al
 quantization: a partial tile at the edge does a full tile's work (m costs ceil(m / tm) tiles).
 Wave quantization: the SMs run the tiles in waves of `sms` (one 256x128 tile per SM on the A100,
 the guide's example), and a partial last wave takes a full wave's time. A tile does 2 tm tn k
-FLOPs on one SM at its share of peak x ceiling, the ceiling being the measured fraction of peak a
-full wave of the best tile reaches (never fitted here). A tile size takes max(its compute, the
+FLOPs on one SM at its share of peak x ceiling, and pays a fixed cost besides, its pipeline's fill
+and its epilogue (loading the first k-slices, writing the tm x tn output), stated as
+`tile_overhead` k-steps: a tile takes 2 tm tn (k + tile_overhead) / rate. That cost is what makes a
+GEMM with a short k (Megatron's row-parallel projections: k = h / t) far slower than its FLOPs say. A tile size takes max(its compute, the
 GEMM's compulsory bytes at the achievable bandwidth); cuBLAS' heuristics pick the fastest tile, so
 the GEMM takes the minimum over the tiles, plus one launch. Limitation: every tile size runs at the
 same per-SM rate, while the guide notes smaller tiles reuse less data and run slower, so shapes
@@ -34,7 +36,7 @@ CUBLAS_TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 
 
 # The figures each preset cites a source for (one `sources` entry per figure, "figure: ...").
 FIGURES = ("peak_flops", "memory_bandwidth", "memory_capacity", "sms", "tiles", "gemm_ceiling",
-           "memory_efficiency", "kernel_overhead", "l2_bandwidth")
+           "memory_efficiency", "kernel_overhead", "l2_bandwidth", "tile_overhead")
 
 
 def _count(field: str, value) -> int:
@@ -102,13 +104,26 @@ class Memory:
         Bytes read plus bytes written, >= 0.
     name : str
         What it is (layer norm, softmax, ...), for reports.
+    backward_bytes : float, optional
+        Bytes its backward kernel(s) read and write, as the kernel's implementation states them
+        (`workload.kernels` says per kernel); None: twice `nbytes` (read the output gradient and the
+        saved input, write the input gradient).
     """
 
     nbytes: float
     name: str = ""
+    backward_bytes: float | None = None
 
     def __post_init__(self):
         _real("memory.nbytes", self.nbytes, lambda v: 0 <= v < math.inf, "accepted: a finite byte count >= 0")
+        if self.backward_bytes is not None:
+            _real("memory.backward_bytes", self.backward_bytes, lambda v: 0 <= v < math.inf,
+                  "accepted: a finite byte count >= 0")
+
+    @property
+    def bwd_nbytes(self) -> float:
+        """Bytes of the backward (`backward_bytes`, or twice `nbytes` when not stated)."""
+        return 2 * self.nbytes if self.backward_bytes is None else self.backward_bytes
 
 
 Kernel = Gemm | Memory
@@ -151,6 +166,9 @@ class GpuCompute:
         operand elements from L2 for 2 tm tn k FLOPs, so an SM's share l2_bandwidth / sms feeds at
         most 2 tm tn / ((tm + tn) dtype bytes) FLOP per byte: small tiles reuse less and run slower
         (the guide's point that larger tiles are more efficient).
+    tile_overhead : float
+        A tile's fixed cost (pipeline fill, epilogue) in k-steps, >= 0: a tile takes
+        2 tm tn (k + tile_overhead) FLOP-times at its rate.
 
     Examples
     --------
@@ -172,6 +190,7 @@ class GpuCompute:
     kernel_overhead: float
     sources: tuple = ()
     l2_bandwidth: float = math.inf
+    tile_overhead: float = 0.0
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -189,6 +208,7 @@ class GpuCompute:
         for field in ("gemm_ceiling", "memory_efficiency"):
             _real(f"npu.{field}", getattr(self, field), lambda v: 0 < v <= 1, "accepted: a fraction in (0, 1]")
         _real("npu.kernel_overhead", self.kernel_overhead, lambda v: 0 <= v < math.inf, "accepted: seconds >= 0, e.g. 1e-6")
+        _real("npu.tile_overhead", self.tile_overhead, lambda v: 0 <= v < math.inf, "accepted: k-steps >= 0, e.g. 516")
         if isinstance(self.sources, str) or not all(isinstance(s, str) for s in self.sources):
             raise ConfigError("npu.sources", self.sources, "accepted: a tuple of citation strings")
         object.__setattr__(self, "sources", tuple(self.sources))
@@ -206,8 +226,8 @@ class GpuCompute:
         Returns
         -------
         float
-            min over tiles (tm, tn) of max(waves x 2 tm tn k / per-SM rate, compulsory bytes /
-            (bandwidth x memory efficiency)), plus `kernel_overhead`; waves = ceil(ceil(m / tm)
+            min over tiles (tm, tn) of max(waves x 2 tm tn (k + tile_overhead) / per-SM rate,
+            compulsory bytes / (bandwidth x memory efficiency)), plus `kernel_overhead`; waves = ceil(ceil(m / tm)
             ceil(n / tn) count / sms); per-SM rate = min(peak x ceiling, l2_bandwidth x 2 tm tn /
             ((tm + tn) dtype bytes)) / sms.
         """
@@ -219,7 +239,7 @@ class GpuCompute:
             tiles = -(-g.m // tm) * -(-g.n // tn) * g.count
             waves = -(-tiles // self.sms)
             rate = min(per_sm, self.l2_bandwidth / self.sms * 2.0 * tm * tn / ((tm + tn) * dtype_bytes))
-            best = min(best, max(waves * 2.0 * tm * tn * g.k / rate, memory))
+            best = min(best, max(waves * 2.0 * tm * tn * (g.k + self.tile_overhead) / rate, memory))
         return best + self.kernel_overhead
 
     def memory_time(self, k: Memory) -> float:
@@ -346,12 +366,52 @@ def adam_step(params: float, param_bytes: float = 2, grad_bytes: float = 4, mast
     return Memory(adam_step_bytes(params, param_bytes, grad_bytes, master_bytes, state_bytes), "adam")
 
 
+def megatron_optimizer_step(params: float, loss_scaling: bool = True) -> tuple[Memory, ...]:
+    """Megatron-LM's optimizer step over `params` parameters, kernel by kernel (memory-bound).
+
+    What `Float16OptimizerWithFloat16Params.step` and `train_step` run per iteration with fp32 main
+    gradients accumulated in place (NVIDIA/Megatron-LM at 2755bcb, June 2022, the code of
+    Korthikanti et al. 2022: megatron/optimizer/optimizer.py, clip_grads.py, training.py), in bytes
+    per parameter: with fp16's loss scaling, unscale and check for inf/nan
+    (`_amp_foreach_non_finite_check_and_unscale_`: read and write the fp32 gradient, 8); the
+    gradient norm for clipping (`multi_tensor_l2norm`: read, 4; the scaling that follows runs only
+    when the norm exceeds the limit, left out); Apex's fused Adam on the fp32 main parameters (read
+    gradient, parameter and both moments, write parameter and moments: 28); copying the main
+    parameters to the fp16/bf16 model (read 4, write 2: 6); zeroing the gradient buffer for the next
+    iteration (`zero_grad_buffer`: write 4). 50 bytes per parameter with loss scaling (fp16), 42
+    without (bf16).
+
+    Parameters
+    ----------
+    params : float
+        Parameters this GPU updates, >= 0.
+    loss_scaling : bool
+        fp16's dynamic loss scaling (bf16 runs without it).
+
+    Returns
+    -------
+    tuple of Memory
+        The step's kernels in order.
+
+    Examples
+    --------
+    >>> sum(k.nbytes for k in megatron_optimizer_step(1e9)) / 1e9, sum(k.nbytes for k in megatron_optimizer_step(1e9, False)) / 1e9
+    (50.0, 42.0)
+    """
+    _real("params", params, lambda v: 0 <= v < math.inf, "accepted: a finite parameter count >= 0")
+    steps = ((("unscale and inf check", 8),) if loss_scaling else ()) + (
+        ("gradient norm", 4), ("adam", 28), ("copy main to model parameters", 6), ("zero gradient buffer", 4))
+    return tuple(Memory(params * per, name) for name, per in steps)
+
+
 # Sources shared by the presets.
 _GUIDE = ("NVIDIA, Matrix Multiplication Background User's Guide, https://docs.nvidia.com/deeplearning/"
           "performance/dl-performance-matrix-multiplication/index.html")
 _MAMF = ("S. Bekman, ml-engineering, 'Maximum Achievable Matmul FLOPS comparison table' (BF16, mean of 100 "
          "iterations, best shape), https://github.com/stas00/ml-engineering/blob/master/compute/accelerator/README.md")
 _AZURE = "Microsoft Azure, AI-benchmarking-guide, https://github.com/Azure/AI-benchmarking-guide, Azure_Results/"
+_AZURE_A100_GEMM = ("Azure's cuBLASLt FP16 GEMM table on ND A100 v4 (A100-SXM4-80GB, random data, 10,000 warm-up "
+                    "iterations; CUDA 12.5, PyTorch 2.4.1), " + _AZURE + "ND_A100_v4_results.md")
 _A100_DS = ("NVIDIA A100 Tensor Core GPU datasheet, https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/"
             "a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf")
 _A100_WP = ("NVIDIA A100 Tensor Core GPU Architecture whitepaper, https://images.nvidia.com/aem-dam/en-zz/"
@@ -371,21 +431,28 @@ A100_SXM4_80GB = GpuCompute(
     memory_capacity=80e9,         # datasheet GB; the part holds 80 GiB, so this is conservative
     sms=108,
     tiles=CUBLAS_TILES,
-    gemm_ceiling=271.2 / 312,     # best measured bf16 matmul, 0.869 (Azure's 8192^3 fp16 cuBLASLt: 253.7, 0.813)
+    gemm_ceiling=0.8497,          # INFERRED with tile_overhead from Azure's cuBLASLt table (module sources)
     memory_efficiency=1.70e12 / 2.039e12,  # STREAM Triad 1.70 TB/s, 0.834 (BabelStream on EPCC Tursa: 1.725, 0.846)
     kernel_overhead=0.9e-6,
     l2_bandwidth=5120 * 1.41e9,   # 5,120 bytes/clk at the 1,410 MHz boost clock: 7.22 TB/s
+    tile_overhead=516,            # INFERRED with gemm_ceiling (sources)
     sources=(
         f"peak_flops: 312 TFLOP/s dense FP16/BF16 Tensor Core, {_A100_DS}",
         f"memory_bandwidth: 2,039 GB/s HBM2e (A100 80GB SXM), {_A100_DS}",
         f"memory_capacity: 80 GB HBM2e, {_A100_DS}",
         f"sms: 108 SMs in the A100 product, {_A100_WP}",
         _TILES,
-        f"gemm_ceiling: 271.2 of 312 TFLOP/s (86.9%), NVIDIA A100 SXM, torch 2.6.0+cu126, {_MAMF}",
+        f"gemm_ceiling: 0.8497 of 312 TFLOP/s, INFERRED from ONE row of {_AZURE_A100_GEMM}: 16384^3, 256.5 TFLOP/s "
+        "(2 x 16384^3 FLOPs in 2,048 waves of 256x128 tiles: no wave loss, a tile overhead of 3%), solved together "
+        "with tile_overhead; the table's other rows are predictions (benchmarks/validate_compute.py). The best "
+        f"matmul of a shape sweep, 271.2 TFLOP/s ({_MAMF}), is a maximum over thousands of shapes, not a sustained rate",
         f"memory_efficiency: STREAM Triad 1.70 TB/s on A100-SXM4-80GB (ND A100 v4), {_AZURE}ND_A100_v4_results.md",
         _LAUNCH,
         f"l2_bandwidth: 5,120 bytes/clk (A100) at 1,410 MHz boost, {_A100_WP} (L2 cache read bandwidth, "
         "2.3x V100's 2,048 bytes/clk)",
+        f"tile_overhead: 516 k-steps, INFERRED from ONE row of {_AZURE_A100_GEMM}: m=802816, n=192, k=768, 157.8 "
+        "TFLOP/s, the row where a tile's fixed cost dominates (k = 768) and no wave is partial (3,136 x 2 tiles); "
+        "solved together with gemm_ceiling",
     ),
 )
 
@@ -414,6 +481,7 @@ H100_SXM5_80GB = GpuCompute(
     memory_efficiency=2.97e12 / 3.35e12,   # STREAM Triad 2.97 TB/s, 0.887
     kernel_overhead=0.9e-6,
     l2_bandwidth=5120 / 108 * 132 * 1.98e9,  # ASSUMPTION: A100's L2 bytes/clk per SM, 132 SMs, 1,980 MHz boost
+    tile_overhead=516,            # ASSUMPTION: the A100's (sources)
     sources=(
         f"peak_flops: 989.4 TFLOP/s dense BF16 Tensor Core (1,978.9 with sparsity), H100 SXM5, {_H100_WP}",
         f"memory_bandwidth: 3.35 TB/s HBM3, H100 SXM, {_H100_DS}",
@@ -426,6 +494,8 @@ H100_SXM5_80GB = GpuCompute(
         _LAUNCH,
         "l2_bandwidth: ASSUMPTION 12.4 TB/s = A100's 5,120 bytes/clk over 108 SMs, x 132 SMs x 1,980 MHz boost "
         f"(the H100 whitepaper gives no bytes/clk figure), {_H100_WP}",
+        "tile_overhead: ASSUMPTION 516 k-steps, the A100's (inferred from Azure's A100 table): no published bf16 "
+        "GEMM table by shape for H100 was found (Azure's H200 table is FP8), " + _AZURE + "ND_A100_v4_results.md",
     ),
 )
 

@@ -364,6 +364,12 @@ class NcclFields(Fields):
     ctas: StrictInt = 16
     sms: StrictInt = 132
 
+    @field_validator("ctas", "sms", mode="before")
+    @classmethod
+    def _digits(cls, v):
+        # `--endpoint nccl,ctas=24` gives text; a config file gives an integer
+        return int(v) if isinstance(v, str) and v.strip().isdigit() else v
+
 
 class NoFields(Fields):
     """A policy without fields (`ideal`, `no-overlap`)."""

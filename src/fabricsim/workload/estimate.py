@@ -50,9 +50,12 @@ def training_tasks(model: Model, st: Strategy, fold: bool = False) -> int:
         for part in plan.parts:
             full = st.recompute == "full" and part.block
             computes += 1 + (1 if part.ig_flops < 0 else 1 + (part.ig_flops > 0 and li != 0)) + (part.rc_flops > 0) + full
+            if part.bwd_steps is not None:  # the backward in tasks around Megatron's async TP collective:
+                computes += 3 if part.bwd_pre else 2  # + input gradient (sequence parallel), weight gradient, layer norm
             if st.mp > 1:
                 colls += len(part.fwd_pre) + len(part.fwd_post) + len(part.bwd_pre) + len(part.bwd_post)
                 colls += (len(part.fwd_pre) + len(part.fwd_post)) * full
+                colls += len(part.bwd_pre) * (part.bwd_steps is not None)  # sequence parallel: the input gathered again
         per_microbatch += mp * dp * computes + dp * colls
         with_grads += plan.grad_bytes > 0
     if st.stage_layout == "interleaved":

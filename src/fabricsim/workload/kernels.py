@@ -8,7 +8,10 @@ of the t GPUs runs them on all b s tokens. With it (`sp`, Korthikanti et al. 202
 
 The lists, in execution order (b microbatch, s sequence, h hidden, a heads, ffn MLP inner size):
 
-* `attention_forward`: input layer norm, QKV projection, Q K^T scores (a batched GEMM per head),
+* `attention_forward`: input layer norm, QKV projection and its bias add (Megatron-LM's
+  column-parallel linear adds the bias in a kernel of its own: `output = output + bias` in
+  `LinearWithGradAccumulationAndAsyncCommunication`, NVIDIA/Megatron-LM megatron/mpu/layers.py at
+  2755bcb, June 2022, the code of Korthikanti et al.), Q K^T scores (a batched GEMM per head),
   softmax, attention dropout, attention over V (batched), output projection, then the fused
   bias-dropout-add of Megatron-LM (reads the output and the residual, writes the sum and a 1-byte
   mask per element).
@@ -20,8 +23,15 @@ The lists, in execution order (b microbatch, s sequence, h hidden, a heads, ffn 
 * `backward` of a forward list, and `selective_recompute`: what selective activation
   recomputation re-runs before the attention backward.
 
-A layer norm reads and writes its b s h elements; softmax reads and writes the scores. Left out:
-bias adds (fused into the GEMM epilogue or the bias-GeLU / bias-dropout-add kernels), the small
+A layer norm reads and writes its b s h elements; softmax reads and writes the scores. Backward
+bytes are stated per kernel (`Memory.backward_bytes`) where its implementation differs from "read
+the output gradient and the input, write the input gradient" (twice the forward): Apex's fused
+layer norm runs two kernels, the weight-gradient partial sums (read dy and x) and the input
+gradient (read dy and x, write dx): 5 passes; Megatron's fused masked softmax backward reads the
+output gradient and the softmax output and writes the input gradient in place: 3 passes; dropout's
+backward reads the gradient and the 1-byte mask and writes the gradient: its forward's bytes; the
+QKV bias gradient is one reduction over the output gradient. Left out: the other bias adds (fused
+into the bias-GeLU / bias-dropout-add kernels), the small
 reads of layer-norm weights and statistics, the split of QKV into heads and the transposes
 (views, no kernels), communication (the network model prices it) and gradient accumulation.
 """
@@ -59,7 +69,8 @@ def _tokens(b: int, s: int, t: int, sp: bool) -> int:
 
 
 def _layer_norm(tokens: int, h: int, dtype_bytes: float, name: str) -> Memory:
-    return Memory(2 * tokens * h * dtype_bytes, name)  # read x, write y
+    # read x, write y; backward (Apex): partial weight gradients read dy, x; input gradient reads dy, x, writes dx
+    return Memory(2 * tokens * h * dtype_bytes, name, backward_bytes=5 * tokens * h * dtype_bytes)
 
 
 def _dropout_add(tokens: int, h: int, dtype_bytes: float, name: str) -> Memory:
@@ -84,7 +95,8 @@ def attention_forward(b: int, s: int, h: int, a: int, t: int, sp: bool = False, 
     Returns
     -------
     tuple of Gemm and Memory
-        Layer norm, QKV, scores, softmax, dropout, context, output projection, dropout-add.
+        Layer norm, QKV, QKV bias add, scores, softmax, dropout, context, output projection,
+        dropout-add.
     """
     _check(t, sp, b=b, s=s, h=h, a=a)
     tokens, heads = _tokens(b, s, t, sp), b * a // t
@@ -92,9 +104,13 @@ def attention_forward(b: int, s: int, h: int, a: int, t: int, sp: bool = False, 
     return (
         _layer_norm(tokens, h, dtype_bytes, "input layer norm"),
         Gemm(b * s, 3 * h // t, h),
+        # read, write the QKV output; backward: the bias gradient sums the output gradient (one read)
+        Memory(2 * b * s * (3 * h // t) * dtype_bytes, "QKV bias add", backward_bytes=b * s * (3 * h // t) * dtype_bytes),
         Gemm(s, s, h // a, count=heads),                               # Q K^T
-        Memory(2 * scores * dtype_bytes, "softmax"),                   # read, write
-        Memory(scores * (2 * dtype_bytes + 1), "attention dropout"),   # read, write, 1-byte mask
+        # read, write; backward reads the output gradient and the output, writes the input gradient
+        Memory(2 * scores * dtype_bytes, "softmax", backward_bytes=3 * scores * dtype_bytes),
+        # read, write, 1-byte mask; backward reads the gradient and the mask, writes the gradient
+        Memory(scores * (2 * dtype_bytes + 1), "attention dropout", backward_bytes=scores * (2 * dtype_bytes + 1)),
         Gemm(s, h // a, s, count=heads),                               # scores x V
         Gemm(b * s, h, h // t),
         _dropout_add(tokens, h, dtype_bytes, "attention dropout-add"),
@@ -138,8 +154,9 @@ def backward(kernels: Iterable) -> Kernels:
     dX = dY W^T, `Gemm(m, k, n, c)`, then the weight gradient dW = X^T dY, `Gemm(k, n, m, c)`:
     each as many FLOPs as the forward, so the backward is twice the forward. The attention's
     batched score and context GEMMs have two activation operands and still give two GEMMs. A
-    memory-bound kernel costs twice its forward bytes (it reads the output gradient and the saved
-    input and writes the input gradient).
+    memory-bound kernel costs `Memory.bwd_nbytes`: what its backward is stated to move, else twice
+    its forward bytes (it reads the output gradient and the saved input and writes the input
+    gradient).
 
     Parameters
     ----------
@@ -186,8 +203,36 @@ def _backward_of(k) -> tuple[tuple, tuple]:
     if isinstance(k, Gemm):
         return (Gemm(k.m, k.k, k.n, k.count),), (Gemm(k.k, k.n, k.m, k.count),)
     if isinstance(k, Memory):
-        return (Memory(2 * k.nbytes, f"{k.name} backward"),), ()
+        return (Memory(k.bwd_nbytes, f"{k.name} backward"),), ()
     raise ConfigError("kernels", k, "accepted: Gemm and Memory kernels")
+
+
+def backward_overlap(kernels: Iterable) -> tuple[Kernels, Kernels, Kernels, Kernels]:
+    """A block part's backward, cut where Megatron-LM's asynchronous tensor-parallel communication
+    runs beside it (`LinearWithGradAccumulationAndAsyncCommunication.backward`, NVIDIA/Megatron-LM
+    megatron/mpu/layers.py at 2755bcb): the part's forward starts with a layer norm and the
+    column-parallel linear (`attention_forward`, `mlp_forward`), so its backward (`backward`'s
+    order) ends with that linear's input-gradient matmul, its weight-gradient matmul and the layer
+    norm's backward. The input gradient's all-reduce (sequence parallel: its reduce-scatter) runs
+    beside the weight-gradient matmul; with sequence parallelism the re-gather of the linear's
+    input runs beside the input-gradient matmul.
+
+    Parameters
+    ----------
+    kernels : iterable of Gemm and Memory
+        A block part's forward list (a layer norm, then the column-parallel GEMM).
+
+    Returns
+    -------
+    (tuple, tuple, tuple, tuple)
+        (the backward before the linear's input gradient, its input-gradient matmul, its
+        weight-gradient matmul, the layer norm's backward).
+    """
+    fwd = tuple(kernels)
+    if len(fwd) < 2 or not isinstance(fwd[0], Memory) or not isinstance(fwd[1], Gemm):
+        raise ConfigError("kernels", fwd[:2], "accepted: a block part's forward (a layer norm, then the column linear)")
+    bwd = backward(fwd)
+    return bwd[:-3], bwd[-3:-2], bwd[-2:-1], bwd[-1:]
 
 
 def selective_recompute(b: int, s: int, h: int, a: int, t: int, dtype_bytes: float = 2) -> Kernels:
@@ -210,7 +255,7 @@ def selective_recompute(b: int, s: int, h: int, a: int, t: int, dtype_bytes: flo
     tuple of Gemm and Memory
         The four forward kernels of the attention core.
     """
-    return attention_forward(b, s, h, a, t, False, dtype_bytes)[2:6]
+    return attention_forward(b, s, h, a, t, False, dtype_bytes)[3:7]
 
 
 def embedding_forward(b: int, s: int, h: int, t: int, sp: bool = False, dtype_bytes: float = 2) -> Kernels:

@@ -60,7 +60,7 @@ import numpy as np
 from ..errors import ConfigError
 from .graph import IO_LOAD, IO_STORE, GraphBuilder, WorkloadGraph
 from .models import DTYPES, Model
-from .plan import layer_stages, optimizer_bytes, plan_layers
+from .plan import Step, layer_stages, optimizer_step, plan_layers
 
 from .strategy import AXES, PP_SENDS, RECOMPUTES, SCHEDULES, STAGE_LAYOUTS, STAGE_SPLITS, Strategy
 
@@ -435,9 +435,43 @@ class _Emitter:
 
         for j, part in enumerate(plan.parts[::-1]):
             extra = {p: [load_t, entry.get(p) if j == 0 else None] for g in groups for p in g}
+            if part.bwd_steps is not None:
+                tail = self._bwd_overlapped(groups, part, m, tail, extra, wg_tasks)
+                continue
             tail = self._part(groups, part.bwd_pre, part.bwd_post, f"B{m} {part.name}", "bwd", tail, extra,
                               lambda p, deps, part=part: compute(p, deps, part))
         return tail, wg_tasks
+
+    def _bwd_overlapped(self, groups, part, m: int, tail: dict, extra: dict, wg_tasks: dict) -> dict:
+        """A block part's backward with Megatron's asynchronous TP communication (`plan` module doc):
+        [pre collective] -> (selective recompute) -> backward up to the column linear -> its input
+        gradient (sequence parallel: beside the re-gather of its input) -> the gradient's collective
+        beside its weight gradient -> the layer norm's backward after both. Fills `wg_tasks` with
+        each NPU's last task; returns the tail (the gradient's collective)."""
+        name = f"B{m} {part.name}"
+        main, dx, dw, ln = part.bwd_steps
+        if part.bwd_pre:
+            tail = self._tp_comm(groups, part.bwd_pre, f"{name} MP", {p: [tail.get(p), *extra.get(p, ())] for g in groups for p in g})
+            extra = {}
+        members = [p for g in groups for p in g]
+        sp = bool(part.bwd_pre)
+        if not sp:  # nothing starts between the two: one task up to and with the input gradient
+            main = Step(main.flops + dx.flops, main.mem + dx.mem, (main.work or ()) + (dx.work or ()))
+        for p in members:
+            deps = [tail.get(p), *extra.get(p, ())]
+            if part.rc_flops > 0:
+                self._comp(p, f"R{m} {part.name} core", part.rc_flops, part.rc_mem, "recompute", deps, part.rc_work)
+                deps = []
+            self._comp(p, name, main.flops, main.mem, "bwd", deps, main.work)
+        # sequence parallel: the column linear's input (a 1/t shard) is gathered again beside its input gradient
+        gather = self._tp_comm(groups, part.bwd_pre, f"{name} input MP", {}) if sp else {}
+        for p in members if sp else ():
+            self._comp(p, f"{name} ig", dx.flops, dx.mem, "bwd", (), dx.work)
+        comm = self._tp_comm(groups, part.bwd_post, f"{name} MP", {p: [gather.get(p)] for p in members})
+        for p in members:  # the weight gradient needs the gathered input (sequence parallel)
+            self._comp(p, f"{name} wg", dw.flops, dw.mem, "bwd", (gather.get(p),), dw.work)
+            wg_tasks[p] = self._comp(p, f"{name} ig LN", ln.flops, ln.mem, "bwd", (comm.get(p),), ln.work)
+        return comm
 
     def _grads_done(self, s: int, li: int, wg_tasks: dict, m: int, flush: bool) -> None:
         """After the last microbatch's backward of layer `li` on stage `s`: stream its gradients out
@@ -480,14 +514,13 @@ class _Emitter:
         backward and its stage's DP collectives; the next iteration's compute follows it."""
         if self.st.optimizer == "none":
             return
-        from ..system.compute import Memory
-
         for s, layers in enumerate(self.stages):
             params = sum(self.plans[li].params for li in layers)
-            nbytes = optimizer_bytes(params)
+            kernels = optimizer_step(params, self.model.dtype)
+            nbytes = sum(k.nbytes for k in kernels)
             done = self.dp_done.pop(s, [])
             for p in self.R[:, s, :].ravel().tolist():
-                self._comp(p, "optimizer step", 0.0, nbytes, "update", done, (Memory(nbytes, "adam"),))
+                self._comp(p, "optimizer step", 0.0, nbytes, "update", done, kernels)
 
 
 __all__ = ["AXES", "PP_SENDS", "RECOMPUTES", "SCHEDULES", "STAGE_LAYOUTS", "STAGE_SPLITS", "Strategy", "build_training",

@@ -13,6 +13,15 @@ tensor-parallel degree t > 1 and S = b x seq x hidden x dtype bytes (one full ac
 - The vocabulary-parallel embedding ends with an all-reduce of its output (sequence parallel: a
   reduce-scatter; its backward then starts with an all-gather); the head all-reduces the gradient
   of its input (sequence parallel: all-gathers its input forward, reduce-scatters backward).
+- Backward, tensor parallel (`Strategy.tp_overlap`, Megatron-LM's asynchronous TP communication):
+  the part's backward runs as four tasks (`kernels.backward_overlap`): up to the column-parallel
+  linear, its input-gradient matmul, its weight-gradient matmul, the layer norm (without sequence
+  parallelism the first two are one task: nothing starts between them). The input
+  gradient's all-reduce (sequence parallel: reduce-scatter) starts after the input-gradient matmul
+  and runs beside the weight-gradient matmul; the layer norm waits for both. With sequence
+  parallelism the linear's input is all-gathered again (Megatron keeps only its 1/t shard) beside
+  the input-gradient matmul. Without `tp_overlap` the part's backward is one task followed by its
+  collective.
 - Recompute "selective": before the attention part's backward, its attention core (score and
   context matmuls, softmax, dropout: 4 x seq^2 x hidden x b / t FLOPs) runs again. "full": before a
   block's backward, its whole forward runs again, with its tensor-parallel communication. These
@@ -41,6 +50,15 @@ class Comm:
 
 
 @dataclass(frozen=True)
+class Step:
+    """One compute task's share of a part's backward: FLOPs, bytes and kernels."""
+
+    flops: float
+    mem: float
+    work: tuple | None = None
+
+
+@dataclass(frozen=True)
 class Part:
     """One compute unit of a layer, per NPU per microbatch (module doc). FLOPs, bytes; kernels
     (tuples of `system.compute.Gemm`/`Memory`) or None where the shape is unknown."""
@@ -63,6 +81,7 @@ class Part:
     rc_mem: float = 0.0
     rc_work: tuple | None = None
     block: bool = False  # a transformer block part (full recompute re-runs its forward)
+    bwd_steps: tuple[Step, ...] | None = None  # the backward cut for overlapped TP communication (below)
 
 
 @dataclass(frozen=True)
@@ -192,12 +211,25 @@ def _plan_block(model: Model, st: Strategy, layer, act: float, gB: int, K) -> La
             rc_mem = 4.0 * mb * heads / mp * s * s * B  # scores written, softmax read + written, dropout written
             rc_work = K.selective_recompute(mb, s, h, model.heads, mp, B) if K is not None else None
         fw, bw = works.get(nm, (None, None))
+        bwd_flops = layer.bwd_flops * f * mb / mp
+        bwd_mem = (2 * layer.weight_elems * f / mp + 3 * layer.activation_elems * mb) * B
+        steps = _overlap_steps(K, fw, bwd_flops, B) if (fw is not None and st.tp_overlap and mp > 1) else None
         parts.append(Part(
             f"{layer.name}.{nm}", layer.fwd_flops * f * mb / mp,
             (layer.weight_elems * f / mp + 2 * layer.activation_elems * mb) * B,
-            layer.bwd_flops * f * mb / mp, (2 * layer.weight_elems * f / mp + 3 * layer.activation_elems * mb) * B,
-            -1.0, 0.0, pre, post, pre, post, fw, bw, None, rc_flops, rc_mem, rc_work, block=True))
+            bwd_flops, bwd_mem, -1.0, 0.0, pre, post, pre, post, fw, bw, None, rc_flops, rc_mem, rc_work, block=True,
+            bwd_steps=steps))
     return LayerPlan(layer.name, tuple(parts), layer.params / mp * gB, act, layer.params / mp)
+
+
+def _overlap_steps(K, fwd_work: tuple, flops: float, dtype_bytes: float) -> tuple[Step, ...]:
+    """A block part's backward as the four tasks Megatron's asynchronous TP communication runs
+    beside (`kernels.backward_overlap`): the part's FLOPs shared as its kernels' FLOPs are (so the
+    model FLOPs stay the part's), each task's bytes its kernels' own (a roofline NPU then prices the
+    layer norm's backward, a task of its own, by its bytes)."""
+    cuts = K.backward_overlap(fwd_work)
+    f_all = K.flops(sum(cuts, ())) or 1.0
+    return tuple(Step(flops * K.flops(c) / f_all, K.memory_bytes(c, dtype_bytes), c) for c in cuts)
 
 
 def layer_stages(model: Model, pp: int, chunks: int = 1) -> list[range]:
@@ -234,23 +266,25 @@ def layer_stages(model: Model, pp: int, chunks: int = 1) -> list[range]:
     return [range(a, b) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
-def optimizer_bytes(params: float) -> float:
-    """Memory bytes of one mixed-precision Adam step over `params` parameters
-    (`system.compute.adam_step_bytes`).
+def optimizer_step(params: float, dtype: str) -> tuple:
+    """The kernels of Megatron-LM's mixed-precision Adam step over `params` parameters
+    (`system.compute.megatron_optimizer_step`; fp16 runs its loss-scaling pass).
 
     Parameters
     ----------
     params : float
         Parameters this NPU updates.
+    dtype : str
+        The model's dtype ("fp16" scales the loss).
 
     Returns
     -------
-    float
-        Bytes read and written.
+    tuple of Memory
+        In order; their bytes sum to 50 per parameter in fp16, 42 otherwise.
     """
-    from ..system.compute import adam_step_bytes
+    from ..system.compute import megatron_optimizer_step
 
-    return float(adam_step_bytes(params))
+    return megatron_optimizer_step(params, loss_scaling=dtype == "fp16")
 
 
-__all__ = ["Comm", "LayerPlan", "Part", "by_shape", "layer_stages", "optimizer_bytes", "plan_layers"]
+__all__ = ["Comm", "LayerPlan", "Part", "Step", "by_shape", "layer_stages", "optimizer_step", "plan_layers"]

@@ -84,7 +84,11 @@ class Strategy:
         transformer blocks per stage, the embedding with the first, the head with the last).
     optimizer : str
         "none" or "adam": a memory-bound optimizer step per NPU after its stage's gradients are
-        reduced (mixed-precision Adam, `system.compute.adam_step_bytes`).
+        reduced (Megatron-LM's mixed-precision Adam step, `system.compute.megatron_optimizer_step`).
+    tp_overlap : bool
+        Megatron-LM's asynchronous tensor-parallel communication in backward (`plan`): the
+        column-parallel linear's input-gradient all-reduce (sequence parallel: the re-gather of
+        its input, then the gradient's reduce-scatter) runs beside that linear's matmuls.
 
     Examples
     --------
@@ -116,6 +120,7 @@ class Strategy:
     virtual_stages: int = 1  # model chunks per stage (interleaved 1F1B)
     stage_split: str = "flops"  # or "layers": equal blocks per stage (Megatron)
     optimizer: str = "none"  # or "adam": a memory-bound optimizer step per iteration
+    tp_overlap: bool = True  # Megatron's async TP communication in backward (overlaps the column linear's matmuls)
 
     def __post_init__(self):
         for f in ("mp", "pp", "dp", "batch", "microbatches", "iterations"):

@@ -114,7 +114,10 @@ def train_config(cfg: FredConfig, workload: str, system: str, iterations: int, m
                                      "zero": 2 if (p.dp > 1 and not streaming and tr.dp_collective == "zero-2") else 0,
                                      "dp_bucket": tr.dp_bucket, "pp_send": tr.pp_send,
                                      "stage_layout": tr.weight_streaming_layout if streaming else "contiguous",
-                                     "placement": s.placement, "weight_streaming": streaming}},
+                                     "placement": s.placement, "weight_streaming": streaming,
+                                     # FRED's simulator keeps tensor-parallel collectives on the critical
+                                     # path (no Megatron-style asynchronous TP communication)
+                                     "tp_overlap": False}},
     }
     return TrainConfig.model_validate(data)
 
