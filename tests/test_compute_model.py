@@ -248,3 +248,37 @@ def test_megatron_optimizer_step_bytes_by_hand():
                                       "zero gradient buffer"]
     assert sum(k.nbytes for k in fp16) == pytest.approx(2e9 * (8 + 4 + 28 + 6 + 4))
     assert sum(k.nbytes for k in megatron_optimizer_step(2e9, loss_scaling=False)) == pytest.approx(2e9 * 42)
+
+
+def test_fused_attention_by_hand():
+    from fabricsim.system.compute import Attention
+
+    # 4 x 16 heads of dim 128 over 4096 tokens, causal: 4 s^2 d x count / 2 FLOPs at cuDNN's measured
+    # causal forward rate at 4k (518 TFLOP/s, FlashAttention-3's figure); backward 2.5x the FLOPs at
+    # the backward rate (499), between 2k and 4k (465, 499) interpolated in log2(seq)
+    fwd = Attention(4096, 128, 64)
+    assert fwd.flops == 4 * 4096 ** 2 * 128 * 64 / 2
+    assert H100_SXM5_80GB.kernel_time(fwd) == pytest.approx(fwd.flops / 518e12 + 0.9e-6, rel=1e-12)
+    bwd = Attention(4096, 128, 64, backward=True)
+    assert bwd.flops == 2.5 * fwd.flops
+    assert H100_SXM5_80GB.kernel_time(bwd) == pytest.approx(bwd.flops / 499e12 + 0.9e-6, rel=1e-12)
+    mid = Attention(int(2048 * 2 ** 0.5), 128, 64, causal=False)
+    # (2896 tokens is log2 11.4998: the midpoint to 1e-5)
+    assert H100_SXM5_80GB.kernel_time(mid) == pytest.approx(mid.flops / ((617 + 609) / 2 * 1e12) + 0.9e-6, rel=1e-5)
+    # beyond the measured lengths the rate holds; the A100 carries no rates and refuses
+    long = Attention(65536, 128, 1)
+    assert H100_SXM5_80GB.kernel_time(long) == pytest.approx(long.flops / 539e12 + 0.9e-6, rel=1e-12)
+    with pytest.raises(ConfigError) as e:
+        A100.kernel_time(fwd)
+    assert e.value.field == "parallelism.attention"
+
+
+def test_fused_attention_replaces_the_core():
+    from fabricsim.system.compute import Attention
+    from fabricsim.workload.kernels import attention_forward, backward
+
+    b, s, h, a, t = 2, 1024, 2048, 16, 4
+    fused = attention_forward(b, s, h, a, t, fused=True)
+    assert fused[3] == Attention(s, h // a, b * a // t)
+    assert not any(isinstance(k, Memory) and k.name in ("softmax", "attention dropout") for k in fused)
+    assert Attention(s, h // a, b * a // t, backward=True) in backward(fused)

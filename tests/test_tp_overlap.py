@@ -96,3 +96,19 @@ def test_tp_overlap_must_be_a_bool():
     with pytest.raises(ConfigError) as e:
         config(False, overlap="yes")
     assert "tp_overlap" in str(e.value.field)
+
+
+def test_fused_attention_needs_measured_rates():
+    d = config_dict(False, attention="fused")
+    d["system"]["npu"]["gpu"] = "a100"
+    with pytest.raises(ConfigError) as e:
+        validate(TrainConfig, d, "t.yaml", context={"source": "t.yaml"})
+    assert "attention" in str(e.value.field) and "h100" in str(e.value)
+    d["system"]["npu"]["gpu"] = "h100"
+    from fabricsim.system.compute import Attention
+
+    res = run_train(validate(TrainConfig, d, "t.yaml", context={"source": "t.yaml"})).result
+    kernels = [k for w in res.graph.works for k in w]
+    assert any(isinstance(k, Attention) and not k.backward for k in kernels)
+    assert any(isinstance(k, Attention) and k.backward for k in kernels)
+    assert not any(isinstance(k, Memory) and k.name.startswith("softmax") for k in kernels)

@@ -121,6 +121,10 @@ class ParallelismSection(_Strict):
         2022; `--no-async-tensor-model-parallel-allreduce` turns it off): the column-parallel
         linear's input-gradient all-reduce (sequence parallel: its input's all-gather, then the
         gradient's reduce-scatter) overlaps that linear's weight-gradient (input-gradient) matmul.
+    attention : str
+        unfused (Megatron-LM 2022: score GEMM, softmax, dropout, context GEMM) or fused (one causal
+        kernel at the GPU preset's measured fused-attention rate: FlashAttention, Transformer
+        Engine).
     """
 
     mp: StrictInt = Field(default=1, ge=1)
@@ -140,6 +144,7 @@ class ParallelismSection(_Strict):
     stage_split: Literal["flops", "layers"] = "flops"
     optimizer: Literal["none", "adam"] = "none"
     tp_overlap: StrictBool = True
+    attention: Literal["unfused", "fused"] = "unfused"
 
     _bucket = field_validator("dp_bucket", mode="before")(lambda v: parse_size(v, "dp_bucket"))
 
@@ -369,7 +374,21 @@ class TrainConfig(_Strict):
         ctx = info.context or {}
         self._base_dir = str(ctx.get("base_dir", "."))
         self._source = ctx.get("source")
+        self._fused_attention_priced()
         return self
+
+    def _fused_attention_priced(self) -> None:
+        """Fused attention needs a GPU preset that carries measured rates (`GpuCompute.attention_rates`)."""
+        par = self.workload.parallelism
+        if par is None or par.attention != "fused":
+            return
+        gpu = self.system.npu.gpu
+        from .system.compute import get_gpu
+
+        if gpu is None or self.system.npu.compute == "roofline" or not get_gpu(gpu).attention_rates:
+            raise ConfigError("workload.parallelism.attention", "fused",
+                              f"needs a GPU preset with measured fused-attention rates (gpu: h100), not "
+                              f"{gpu or 'a roofline NPU'}; accepted: unfused")
 
     @property
     def base_dir(self) -> str:
@@ -479,7 +498,8 @@ def strategy_of(cfg: TrainConfig):
                         grad_dtype=w.grad_dtype, weight_streaming=p.weight_streaming, input_loading=w.input_loading,
                         stage_layout=p.stage_layout, pp_send=p.pp_send, input_prefetch=w.input_prefetch,
                         recompute=p.recompute, sequence_parallel=p.sequence_parallel, virtual_stages=p.virtual_stages,
-                        stage_split=p.stage_split, optimizer=p.optimizer, tp_overlap=p.tp_overlap)
+                        stage_split=p.stage_split, optimizer=p.optimizer, tp_overlap=p.tp_overlap,
+                        attention=p.attention)
 
 
 def graph_of(cfg: TrainConfig, n_npus: int, fold: bool = False) -> WorkloadGraph:

@@ -28,6 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
+import numpy as np
+
 from ..errors import ConfigError
 
 # The output tile shapes cuBLAS chooses among, largest (most data reuse, most efficient) first, as
@@ -36,7 +38,7 @@ CUBLAS_TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 
 
 # The figures each preset cites a source for (one `sources` entry per figure, "figure: ...").
 FIGURES = ("peak_flops", "memory_bandwidth", "memory_capacity", "sms", "tiles", "gemm_ceiling",
-           "memory_efficiency", "kernel_overhead", "l2_bandwidth", "tile_overhead")
+           "memory_efficiency", "kernel_overhead", "l2_bandwidth", "tile_overhead", "attention_rates")
 
 
 def _count(field: str, value) -> int:
@@ -126,7 +128,51 @@ class Memory:
         return 2 * self.nbytes if self.backward_bytes is None else self.backward_bytes
 
 
-Kernel = Gemm | Memory
+@dataclass(frozen=True)
+class Attention:
+    """A fused attention kernel (FlashAttention; Transformer Engine's cuDNN fused attention): the
+    scores and their softmax stay on chip, so it moves only Q, K, V and the output, and runs at a
+    measured rate for its head dimension and sequence length (`GpuCompute.attention_rates`).
+
+    Parameters
+    ----------
+    seq : int
+        Sequence length (queries = keys).
+    head_dim : int
+        Head dimension.
+    count : int
+        Heads it runs (microbatch x heads on this GPU).
+    causal : bool
+        Causal mask: half the score matrix is computed.
+    backward : bool
+        The backward kernel (recomputes the scores: 2.5x the forward's FLOPs, the FlashAttention
+        papers' count).
+
+    Examples
+    --------
+    >>> Attention(4096, 128, 32).flops == 4 * 4096 ** 2 * 128 * 32 // 2
+    True
+    """
+
+    seq: int
+    head_dim: int
+    count: int
+    causal: bool = True
+    backward: bool = False
+
+    def __post_init__(self):
+        for name in ("seq", "head_dim", "count"):
+            object.__setattr__(self, name, _count(f"attention.{name}", getattr(self, name)))
+
+    @property
+    def flops(self) -> float:
+        """FLOPs as the FlashAttention papers count them: 4 seq^2 head_dim per head forward, half
+        of it causal, 2.5x for the backward."""
+        f = 4.0 * self.seq * self.seq * self.head_dim * self.count * (0.5 if self.causal else 1.0)
+        return f * 2.5 if self.backward else f
+
+
+Kernel = Gemm | Memory | Attention
 
 
 def _real(field: str, value, ok, accepted: str) -> None:
@@ -169,6 +215,9 @@ class GpuCompute:
     tile_overhead : float
         A tile's fixed cost (pipeline fill, epilogue) in k-steps, >= 0: a tile takes
         2 tm tn (k + tile_overhead) FLOP-times at its rate.
+    attention_rates : tuple
+        Measured fused-attention throughput: ((direction, causal, head_dim, ((seq, FLOP/s), ...)),
+        ...) with direction "forward" or "backward"; empty: the GPU has no fused attention here.
 
     Examples
     --------
@@ -191,6 +240,7 @@ class GpuCompute:
     sources: tuple = ()
     l2_bandwidth: float = math.inf
     tile_overhead: float = 0.0
+    attention_rates: tuple = ()
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -257,6 +307,32 @@ class GpuCompute:
         """
         return k.nbytes / (self.memory_bandwidth * self.memory_efficiency) + self.kernel_overhead
 
+    def attention_time(self, k: Attention) -> float:
+        """Seconds of a fused attention kernel: its FLOPs at the measured rate for its direction,
+        mask and head dimension (the nearest measured head dimension; a causal backward at the
+        non-causal rate where only that was measured), interpolated in log2(seq) between measured
+        lengths and held flat beyond them; plus one launch.
+
+        Parameters
+        ----------
+        k : Attention
+
+        Returns
+        -------
+        float
+            Seconds; ConfigError when the preset has no measured rates.
+        """
+        direction = "backward" if k.backward else "forward"
+        rows = [r for r in self.attention_rates if r[0] == direction]
+        if not rows:
+            raise ConfigError("parallelism.attention", "fused",
+                              f"no measured fused-attention rates for {self.name}; accepted: unfused")
+        same = [r for r in rows if r[1] == k.causal] or rows
+        _, _, _, points = min(same, key=lambda r: (abs(math.log2(r[2] / k.head_dim)), r[2]))
+        seqs = [math.log2(s) for s, _ in points]
+        rate = float(np.interp(math.log2(k.seq), seqs, [r for _, r in points]))
+        return k.flops / rate + self.kernel_overhead
+
     def kernel_time(self, k: Kernel, dtype_bytes: float = 2) -> float:
         """Seconds of one kernel: `gemm_time` of a `Gemm`, `memory_time` of a `Memory`.
 
@@ -276,7 +352,9 @@ class GpuCompute:
             return self.gemm_time(k, dtype_bytes)
         if isinstance(k, Memory):
             return self.memory_time(k)
-        raise ConfigError("kernel", k, "accepted: a Gemm or a Memory kernel")
+        if isinstance(k, Attention):
+            return self.attention_time(k)
+        raise ConfigError("kernel", k, "accepted: a Gemm, Memory or Attention kernel")
 
     def kernels_time(self, kernels: Iterable[Kernel], dtype_bytes: float = 2) -> tuple[float, float, float]:
         """Seconds of running kernels one after another on one stream.
@@ -291,9 +369,10 @@ class GpuCompute:
         Returns
         -------
         tuple of float
-            (total, seconds in GEMMs, seconds in memory-bound kernels), launches included.
+            (total, seconds in matmuls and fused attention, seconds in memory-bound kernels),
+            launches included.
         """
-        times = [(isinstance(k, Gemm), self.kernel_time(k, dtype_bytes)) for k in kernels]
+        times = [(not isinstance(k, Memory), self.kernel_time(k, dtype_bytes)) for k in kernels]
         gemm = sum(t for is_gemm, t in times if is_gemm)
         memory = sum(t for is_gemm, t in times if not is_gemm)
         return gemm + memory, gemm, memory
@@ -450,6 +529,9 @@ A100_SXM4_80GB = GpuCompute(
         _LAUNCH,
         f"l2_bandwidth: 5,120 bytes/clk (A100) at 1,410 MHz boost, {_A100_WP} (L2 cache read bandwidth, "
         "2.3x V100's 2,048 bytes/clk)",
+        "attention_rates: none carried: no measurement of the fused attention Megatron-LM runs on A100, by "
+        "sequence length, was found (FlashAttention-2 measures its own kernel), so `attention: fused` is refused "
+        "on this GPU, https://arxiv.org/abs/2307.08691",
         f"tile_overhead: 516 k-steps, INFERRED from ONE row of {_AZURE_A100_GEMM}: m=802816, n=192, k=768, 157.8 "
         "TFLOP/s, the row where a tile's fixed cost dominates (k = 768) and no wave is partial (3,136 x 2 tiles); "
         "solved together with gemm_ceiling",
@@ -470,6 +552,13 @@ A100_SXM4_40GB = replace(
          }.get(src.split(":")[0], src) for src in A100_SXM4_80GB.sources),
 )
 
+# FlashAttention-3 (Shah et al. 2024, arXiv 2407.08608v2), H100 80GB SXM5, BF16, batch x seq = 16k,
+# hidden 2048: the cuDNN bars' labels of its forward (non-causal, causal) and backward figures, head dim 128
+_FA3 = "J. Shah et al., FlashAttention-3, arXiv 2407.08608v2 (2024), attention speed figures, cuDNN bars"
+_CUDNN_FWD_128 = ((512, 497), (1024, 574), (2048, 617), (4096, 609), (8192, 600), (16384, 595))
+_CUDNN_FWD_128_CAUSAL = ((512, 315), (1024, 410), (2048, 484), (4096, 518), (8192, 529), (16384, 539))
+_CUDNN_BWD_128 = ((512, 305), (1024, 408), (2048, 465), (4096, 499), (8192, 518), (16384, 516))
+
 H100_SXM5_80GB = GpuCompute(
     name="H100-SXM5-80GB",
     peak_flops=989.4e12,          # dense bf16 (the datasheet's 1,979 TFLOP/s is with sparsity)
@@ -482,6 +571,13 @@ H100_SXM5_80GB = GpuCompute(
     kernel_overhead=0.9e-6,
     l2_bandwidth=5120 / 108 * 132 * 1.98e9,  # ASSUMPTION: A100's L2 bytes/clk per SM, 132 SMs, 1,980 MHz boost
     tile_overhead=516,            # ASSUMPTION: the A100's (sources)
+    # cuDNN fused attention (what Transformer Engine runs on Hopper), BF16, head dim 128, TFLOP/s by
+    # sequence length: FlashAttention-3 paper, figures "Attention forward/backward speed" (sources)
+    attention_rates=(
+        ("forward", False, 128, tuple((s, r * 1e12) for s, r in _CUDNN_FWD_128)),
+        ("forward", True, 128, tuple((s, r * 1e12) for s, r in _CUDNN_FWD_128_CAUSAL)),
+        ("backward", False, 128, tuple((s, r * 1e12) for s, r in _CUDNN_BWD_128)),
+    ),
     sources=(
         f"peak_flops: 989.4 TFLOP/s dense BF16 Tensor Core (1,978.9 with sparsity), H100 SXM5, {_H100_WP}",
         f"memory_bandwidth: 3.35 TB/s HBM3, H100 SXM, {_H100_DS}",
@@ -494,6 +590,9 @@ H100_SXM5_80GB = GpuCompute(
         _LAUNCH,
         "l2_bandwidth: ASSUMPTION 12.4 TB/s = A100's 5,120 bytes/clk over 108 SMs, x 132 SMs x 1,980 MHz boost "
         f"(the H100 whitepaper gives no bytes/clk figure), {_H100_WP}",
+        f"attention_rates: cuDNN fused attention, BF16, head dim 128: forward 497-617 TFLOP/s non-causal, 315-539 "
+        f"causal, backward 305-518 (the causal backward at the non-causal rate: ASSUMPTION), {_FA3}, "
+        "https://arxiv.org/abs/2407.08608",
         "tile_overhead: ASSUMPTION 516 k-steps, the A100's (inferred from Azure's A100 table): no published bf16 "
         "GEMM table by shape for H100 was found (Azure's H200 table is FP8), " + _AZURE + "ND_A100_v4_results.md",
     ),

@@ -42,7 +42,7 @@ import numbers
 from collections.abc import Iterable
 
 from ..errors import ConfigError
-from ..system.compute import Gemm, Memory
+from ..system.compute import Attention, Gemm, Memory
 
 Kernels = tuple  # of Gemm and Memory, in execution order
 
@@ -78,7 +78,8 @@ def _dropout_add(tokens: int, h: int, dtype_bytes: float, name: str) -> Memory:
     return Memory(tokens * h * (3 * dtype_bytes + 1), name)
 
 
-def attention_forward(b: int, s: int, h: int, a: int, t: int, sp: bool = False, dtype_bytes: float = 2) -> Kernels:
+def attention_forward(b: int, s: int, h: int, a: int, t: int, sp: bool = False, dtype_bytes: float = 2,
+                      fused: bool = False) -> Kernels:
     """Kernels of the self-attention half of a layer, one GPU, one microbatch.
 
     Parameters
@@ -91,30 +92,40 @@ def attention_forward(b: int, s: int, h: int, a: int, t: int, sp: bool = False, 
         Sequence parallelism: layer norm and dropout-add on b s / t tokens.
     dtype_bytes : float
         Bytes per activation element (2 for fp16/bf16).
+    fused : bool
+        The attention core as one fused, causal kernel (FlashAttention; Transformer Engine's fused
+        attention: `system.compute.Attention`) instead of the score GEMM, softmax, dropout and
+        context GEMM.
 
     Returns
     -------
-    tuple of Gemm and Memory
-        Layer norm, QKV, QKV bias add, scores, softmax, dropout, context, output projection,
-        dropout-add.
+    tuple of Gemm, Memory and Attention
+        Layer norm, QKV, QKV bias add, scores, softmax, dropout, context (fused: the attention
+        kernel), output projection, dropout-add.
     """
     _check(t, sp, b=b, s=s, h=h, a=a)
     tokens, heads = _tokens(b, s, t, sp), b * a // t
     scores = heads * s * s  # elements of this GPU's attention matrices
-    return (
+    head = (
         _layer_norm(tokens, h, dtype_bytes, "input layer norm"),
         Gemm(b * s, 3 * h // t, h),
         # read, write the QKV output; backward: the bias gradient sums the output gradient (one read)
         Memory(2 * b * s * (3 * h // t) * dtype_bytes, "QKV bias add", backward_bytes=b * s * (3 * h // t) * dtype_bytes),
+    )
+    tail = (
+        Gemm(b * s, h, h // t),
+        _dropout_add(tokens, h, dtype_bytes, "attention dropout-add"),
+    )
+    if fused:
+        return head + (Attention(s, h // a, heads),) + tail
+    return head + (
         Gemm(s, s, h // a, count=heads),                               # Q K^T
         # read, write; backward reads the output gradient and the output, writes the input gradient
         Memory(2 * scores * dtype_bytes, "softmax", backward_bytes=3 * scores * dtype_bytes),
         # read, write, 1-byte mask; backward reads the gradient and the mask, writes the gradient
         Memory(scores * (2 * dtype_bytes + 1), "attention dropout", backward_bytes=scores * (2 * dtype_bytes + 1)),
         Gemm(s, h // a, s, count=heads),                               # scores x V
-        Gemm(b * s, h, h // t),
-        _dropout_add(tokens, h, dtype_bytes, "attention dropout-add"),
-    )
+    ) + tail
 
 
 def mlp_forward(b: int, s: int, h: int, ffn: int, t: int, sp: bool = False, dtype_bytes: float = 2) -> Kernels:
@@ -204,7 +215,9 @@ def _backward_of(k) -> tuple[tuple, tuple]:
         return (Gemm(k.m, k.k, k.n, k.count),), (Gemm(k.k, k.n, k.m, k.count),)
     if isinstance(k, Memory):
         return (Memory(k.bwd_nbytes, f"{k.name} backward"),), ()
-    raise ConfigError("kernels", k, "accepted: Gemm and Memory kernels")
+    if isinstance(k, Attention):  # one fused backward kernel, no weights
+        return (Attention(k.seq, k.head_dim, k.count, k.causal, backward=True),), ()
+    raise ConfigError("kernels", k, "accepted: Gemm, Memory and Attention kernels")
 
 
 def backward_overlap(kernels: Iterable) -> tuple[Kernels, Kernels, Kernels, Kernels]:
@@ -235,7 +248,7 @@ def backward_overlap(kernels: Iterable) -> tuple[Kernels, Kernels, Kernels, Kern
     return bwd[:-3], bwd[-3:-2], bwd[-2:-1], bwd[-1:]
 
 
-def selective_recompute(b: int, s: int, h: int, a: int, t: int, dtype_bytes: float = 2) -> Kernels:
+def selective_recompute(b: int, s: int, h: int, a: int, t: int, dtype_bytes: float = 2, fused: bool = False) -> Kernels:
     """What selective activation recomputation re-runs before the attention backward.
 
     Korthikanti et al. recompute the attention core, whose activations are large (a s^2 per
@@ -255,7 +268,8 @@ def selective_recompute(b: int, s: int, h: int, a: int, t: int, dtype_bytes: flo
     tuple of Gemm and Memory
         The four forward kernels of the attention core.
     """
-    return attention_forward(b, s, h, a, t, False, dtype_bytes)[3:7]
+    core = attention_forward(b, s, h, a, t, False, dtype_bytes, fused)[3:-2]
+    return core
 
 
 def embedding_forward(b: int, s: int, h: int, t: int, sp: bool = False, dtype_bytes: float = 2) -> Kernels:
@@ -327,7 +341,7 @@ def head_forward(b: int, s: int, h: int, vocab: int, t: int, dtype_bytes: float 
 
 
 def flops(kernels: Iterable) -> int:
-    """GEMM FLOPs of a kernel list (memory-bound kernels count none).
+    """Matmul and fused-attention FLOPs of a kernel list (memory-bound kernels count none).
 
     Parameters
     ----------
@@ -339,7 +353,7 @@ def flops(kernels: Iterable) -> int:
     int
         Sum of `Gemm.flops`.
     """
-    return sum(k.flops for k in kernels if isinstance(k, Gemm))
+    return sum(k.flops for k in kernels if isinstance(k, (Gemm, Attention)))
 
 
 def memory_bytes(kernels: Iterable, dtype_bytes: float = 2) -> float:
@@ -357,4 +371,7 @@ def memory_bytes(kernels: Iterable, dtype_bytes: float = 2) -> float:
     float
         Bytes.
     """
-    return sum(k.bytes(dtype_bytes) if isinstance(k, Gemm) else k.nbytes for k in kernels)
+    # a fused attention kernel reads Q, K, V and writes the output (and reads its gradient back): bytes
+    # small beside its FLOPs, counted as 4 x heads x seq x head_dim elements
+    return sum(k.bytes(dtype_bytes) if isinstance(k, Gemm) else
+               4 * k.count * k.seq * k.head_dim * dtype_bytes if isinstance(k, Attention) else k.nbytes for k in kernels)

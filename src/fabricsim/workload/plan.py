@@ -198,7 +198,7 @@ def _plan_block(model: Model, st: Strategy, layer, act: float, gB: int, K) -> La
     works: dict = {}
     if K is not None:
         sp = st.sequence_parallel
-        a_f = K.attention_forward(mb, s, h, model.heads, mp, sp, B)
+        a_f = K.attention_forward(mb, s, h, model.heads, mp, sp, B, fused=st.attention == "fused")
         m_f = K.mlp_forward(mb, s, h, model.ffn, mp, sp, B)
         works = {"attn": (a_f, K.backward(a_f)), "mlp": (m_f, K.backward(m_f))}
     parts = []
@@ -209,7 +209,7 @@ def _plan_block(model: Model, st: Strategy, layer, act: float, gB: int, K) -> La
             heads = model.heads or 1
             rc_flops = 4.0 * s * s * h * mb / mp  # score and context matmuls
             rc_mem = 4.0 * mb * heads / mp * s * s * B  # scores written, softmax read + written, dropout written
-            rc_work = K.selective_recompute(mb, s, h, model.heads, mp, B) if K is not None else None
+            rc_work = K.selective_recompute(mb, s, h, model.heads, mp, B, st.attention == "fused") if K is not None else None
         fw, bw = works.get(nm, (None, None))
         bwd_flops = layer.bwd_flops * f * mb / mp
         bwd_mem = (2 * layer.weight_elems * f / mp + 3 * layer.activation_elems * mb) * B

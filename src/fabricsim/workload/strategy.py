@@ -85,6 +85,9 @@ class Strategy:
     optimizer : str
         "none" or "adam": a memory-bound optimizer step per NPU after its stage's gradients are
         reduced (Megatron-LM's mixed-precision Adam step, `system.compute.megatron_optimizer_step`).
+    attention : str
+        "unfused" (the 2022 code: score GEMM, softmax, dropout, context GEMM) or "fused" (one
+        causal kernel at the GPU's measured fused-attention rate, `system.compute.Attention`).
     tp_overlap : bool
         Megatron-LM's asynchronous tensor-parallel communication in backward (`plan`): the
         column-parallel linear's input-gradient all-reduce (sequence parallel: the re-gather of
@@ -121,6 +124,7 @@ class Strategy:
     stage_split: str = "flops"  # or "layers": equal blocks per stage (Megatron)
     optimizer: str = "none"  # or "adam": a memory-bound optimizer step per iteration
     tp_overlap: bool = True  # Megatron's async TP communication in backward (overlaps the column linear's matmuls)
+    attention: str = "unfused"  # or "fused": the attention core as one fused kernel (FlashAttention, TE)
 
     def __post_init__(self):
         for f in ("mp", "pp", "dp", "batch", "microbatches", "iterations"):
@@ -143,7 +147,8 @@ class Strategy:
         object.__setattr__(self, "placement", pl)
         if self.grad_dtype is not None and self.grad_dtype not in DTYPES:
             raise ConfigError("parallelism.grad_dtype", self.grad_dtype, "accepted: " + ", ".join(DTYPES))
-        for f, names in (("recompute", RECOMPUTES), ("stage_split", STAGE_SPLITS), ("optimizer", OPTIMIZERS)):
+        for f, names in (("recompute", RECOMPUTES), ("stage_split", STAGE_SPLITS), ("optimizer", OPTIMIZERS),
+                         ("attention", ("unfused", "fused"))):
             if getattr(self, f) not in names:
                 raise ConfigError(f"parallelism.{f}", getattr(self, f), f"accepted: {', '.join(names)}")
         if not isinstance(self.sequence_parallel, (bool, np.bool_)):
