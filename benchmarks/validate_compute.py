@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 from _results import write_results  # benchmarks/ is on sys.path when run as a script
 
-from fabricsim.system.compute import A100_SXM4_80GB, Gemm
+from fabricsim.system.compute import Gemm
+from fabricsim.system.gpus import A100_SXM4_80GB
 
 SOURCE = "https://github.com/Azure/AI-benchmarking-guide/blob/main/Azure_Results/ND_A100_v4_results.md"
 # (m, n, k) -> measured TFLOP/s, "GEMM CuBLASLt" table; True where the row set an inferred figure

@@ -13,8 +13,9 @@ import pytest
 
 from fabricsim.errors import ConfigError
 from fabricsim.system import compute
-from fabricsim.system.compute import (A100_SXM4_40GB, A100_SXM4_80GB, FIGURES, GPUS, H100_SXM5_80GB, Gemm, GpuCompute,
-                                      Memory, adam_step, adam_step_bytes, get_gpu)
+from fabricsim.system import gpus
+from fabricsim.system.compute import FIGURES, Gemm, GpuCompute, Memory, adam_step, adam_step_bytes
+from fabricsim.system.gpus import A100_SXM4_40GB, A100_SXM4_80GB, GPUS, H100_SXM5_80GB, get_gpu
 
 A100 = A100_SXM4_80GB
 
@@ -31,8 +32,9 @@ def wave_time(gpu: GpuCompute, waves: int, k: int, tm: int = 256, tn: int = 128)
 
 
 def test_docstring_examples():
-    result = doctest.testmod(compute, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.failed == 0 and result.attempted > 0
+    for module in (compute, gpus):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0 and result.attempted > 0
 
 
 def test_gemm_flops_and_bytes():

@@ -17,7 +17,7 @@ MODULES = [
     "fabricsim.engine.pricing", "fabricsim.sections", "fabricsim.roofline",
     "fabricsim.optimize.perms", "fabricsim.optimize.finder", "fabricsim.optimize.cost",
     "fabricsim.topology.builders.wafer", "fabricsim.workload.strategy", "fabricsim.workload.megatron",
-    "fabricsim.system.compute", "fabricsim.workload.memory", "fabricsim.topology.builders.dgx",
+    "fabricsim.system.compute", "fabricsim.system.gpus", "fabricsim.workload.memory", "fabricsim.topology.builders.dgx",
     "fabricsim.collectives.nvls", "fabricsim.collectives.nccl_ring", "fabricsim.collectives.nccl_tree",
     "fabricsim.network.flow_quotient",
 ]

@@ -27,7 +27,7 @@ from fabricsim.engine import CommPricer, simulate
 from fabricsim.engine.fold import asymmetry
 from fabricsim.errors import ConfigError
 from fabricsim.system import NPU, Scheduling, System
-from fabricsim.system.compute import get_gpu
+from fabricsim.system.gpus import get_gpu
 from fabricsim.topology import parse_topology
 from fabricsim.train import TrainConfig, memory_of, run_train, system_of
 from fabricsim.vocab import CATEGORIES, COLLECTIVES, PHASES, TaskKind

@@ -118,7 +118,7 @@ class NpuSection(_Strict):
         Memory bytes/s all compute units together move running communication kernels (units
         accepted: `4TB/s`; `unlimited`, the default: the units never limit NPU-driven communication).
     gpu : str, optional
-        A GPU preset (`system.compute.GPUS`: a100, a100-40gb, h100) that sets `peak`,
+        A GPU preset (`system.gpus.GPUS`: a100, a100-40gb, h100) that sets `peak`,
         `memory_bandwidth` and `memory` from its datasheet (so they are not given beside it) and
         prices transformer kernels by shape (`compute: kernels`).
     compute : str
@@ -149,7 +149,7 @@ class NpuSection(_Strict):
     @field_validator("gpu")
     @classmethod
     def _gpu(cls, v):
-        from .system.compute import get_gpu
+        from .system.gpus import get_gpu
 
         if v is not None:
             get_gpu(v)  # ConfigError listing the presets
@@ -178,7 +178,7 @@ class NpuSection(_Strict):
         if self.gpu is None:
             return NPU(self.peak, self.memory_bandwidth, self.efficiency, self.unit_bandwidth,
                        memory_capacity=float("inf") if self.memory is None else self.memory)
-        from .system.compute import get_gpu
+        from .system.gpus import get_gpu
 
         gpu = get_gpu(self.gpu)
         return NPU(gpu.peak_flops, gpu.memory_bandwidth, self.efficiency, self.unit_bandwidth,

@@ -383,7 +383,7 @@ class TrainConfig(_Strict):
         if par is None or par.attention != "fused":
             return
         gpu = self.system.npu.gpu
-        from .system.compute import get_gpu
+        from .system.gpus import get_gpu
 
         if gpu is None or self.system.npu.compute == "roofline" or not get_gpu(gpu).attention_rates:
             raise ConfigError("workload.parallelism.attention", "fused",
