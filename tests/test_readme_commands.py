@@ -4,8 +4,9 @@ install it with the README's first command, and run every command README.md and 
 `COMMANDS` is the table of those commands. The commands are read off the documents' ```bash blocks, so a
 command added to (or changed in) a document without a row here fails `test_table_lists_every_documented_command`.
 Python blocks run as one script per document (in order, as a reader would paste them); YAML blocks are
-validated as training configs. Commands marked `slow` (minutes) run with `-m slow`; the suite itself and the
-benchmarks are not run from here (CI runs the suite; benchmarks record results on an idle machine).
+validated as training configs. The tests that need the clone are marked `clone` and run apart from the
+default suite (`pytest -n auto -m "clone and not slow"`, which `.ci/run` runs after it); commands marked
+`slow` (minutes) run with `-m slow`; the suite itself and the benchmarks are not run from here.
 
 The clone is of the committed HEAD (uncommitted edits are not in it). Installing needs the packages
 from pip (its cache, on CI, after `.ci/run` installed the same ones).
@@ -30,7 +31,7 @@ RUN, SLOW, NOT_HERE = "run", "slow", "not here"
 # (document, command as shown, with comments stripped) -> how the test runs it
 COMMANDS: dict[tuple[str, str], str] = {
     ("README.md", "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/fabricsim demo"): RUN,  # the clone fixture
-    ("README.md", "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest -q"): NOT_HERE,
+    ("README.md", "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest -q -n auto"): NOT_HERE,
     ("README.md", "fabricsim collective --topology torus:8x8 --bandwidth 400Gbps --latency 100ns --collective all-reduce "
                   "--algorithm ring --sizes 1KiB:1GiB"): RUN,
     ("README.md", "fabricsim topologies"): RUN,
@@ -76,7 +77,8 @@ COMMANDS: dict[tuple[str, str], str] = {
                   "systems/sys_ring_1d_s4_a1.json --network-configuration networks/Ring_8.yml --backend congestion-aware "
                   "--model analytical"): RUN,
     ("README.md", "fabricsim export chakra -o /tmp/ar -n 64 --collective all-reduce --size 64MiB --force"): RUN,
-    ("README.md", ".venv/bin/python -m pytest -q"): NOT_HERE,
+    ("README.md", ".venv/bin/python -m pytest -q -n auto"): NOT_HERE,
+    ("README.md", '.venv/bin/python -m pytest -q -n auto -m "clone and not slow"'): NOT_HERE,
     ("README.md", ".venv/bin/python -m pytest -q -m slow"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/bench_core.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/bench_astra.py"): NOT_HERE,
@@ -199,6 +201,7 @@ def _params():
     return rows
 
 
+@pytest.mark.clone
 @pytest.mark.parametrize("doc, cmd, cwd", _params())
 def test_documented_command_exits_0(clone, doc, cmd, cwd):
     # each command as a reader runs it first: documents repeat commands, and results are not replaced without --force
@@ -211,6 +214,7 @@ def test_documented_command_exits_0(clone, doc, cmd, cwd):
     print(f"\n{time.perf_counter() - t0:8.1f} s  {cmd}")
 
 
+@pytest.mark.clone
 @pytest.mark.parametrize("doc", [pytest.param(d, marks=[pytest.mark.slow] if d in SLOW_SCRIPTS else []) for d in SCRIPT_DOCS])
 def test_documented_python_runs(clone, doc, tmp_path):
     blocks = _blocks(doc, "python")
@@ -226,6 +230,7 @@ def test_every_python_document_is_listed():
     assert [d for d in DOCS if _blocks(d, "python")] == SCRIPT_DOCS
 
 
+@pytest.mark.clone
 def test_documented_train_config_loads(clone, tmp_path):
     """docs/train.md's annotated config is a valid config (loaded by the clone's own fabricsim)."""
     (block,) = _blocks("docs/train.md", "yaml")
@@ -237,6 +242,7 @@ def test_documented_train_config_loads(clone, tmp_path):
     assert r.returncode == 0 and "GPT-3 175B" in r.stdout, r.stderr[-2000:]
 
 
+@pytest.mark.clone
 def test_clone_collects_as_many_tests_as_this_checkout(clone):
     """Without `../shared` beside it the suite collects the same tests: the data it needs ships with it."""
     def collected(where: Path) -> int:
