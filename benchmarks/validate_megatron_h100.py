@@ -12,7 +12,7 @@ megatron/training/training.py at f2e5db402c, the commit of the table):
 and the ratio, and writes benchmarks/results/megatron_h100.json.
 Not a validation yet: fabricsim does not model the runs' TP communication overlapped with the
 forward matmuls nor DP communication overlapped with the next forward (docs/train.md, "H100").
-Run: `.venv/bin/python benchmarks/validate_megatron_h100.py` (a few minutes).
+Run: `.venv/bin/python benchmarks/validate_megatron_h100.py` (10-20 minutes on two cores).
 """
 
 from __future__ import annotations

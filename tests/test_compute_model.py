@@ -84,7 +84,7 @@ def test_a_full_wave_of_the_best_tile_runs_at_the_ceiling():
 
 def test_a_tall_thin_gemm_is_memory_bound():
     # 65536 x 16 outputs over k = 8192: the 2 x 65536 x 8192 byte operand takes 632 us at 1.70 TB/s,
-    # while 1,024 64x64 tiles (10 waves) take 10 x 2 x 64 x 64 x (8192 + 516) / (265.1 TFLOP/s / 108)
+    # while 1,024 64x64 tiles (10 waves) take 10 x 2 x 64 x 64 x (8192 + 545) / (271.2 TFLOP/s / 108)
     g = Gemm(65536, 16, 8192)
     nbytes = (65536 * 8192 + 8192 * 16 + 65536 * 16) * 2
     expected = nbytes / (A100.memory_bandwidth * A100.memory_efficiency) + A100.kernel_overhead
@@ -197,18 +197,18 @@ def test_presets_are_frozen():
 
 
 # The A100 preset's GEMM formula by hand (module doc of system.compute): a tile (tm, tn) takes
-# 2 tm tn (k + 516) FLOP-times at min(ceiling x peak, its L2 share x its reuse) / 108 per SM, in
+# 2 tm tn (k + 545) FLOP-times at min(ceiling x peak, its L2 share x its reuse) / 108 per SM, in
 # waves of 108 tiles; the GEMM takes the fastest tile, no faster than its compulsory bytes at
 # 1.70 TB/s; plus a 0.9 us launch.
 TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64))
 
 
 def gemm_by_hand(m: int, n: int, k: int, count: int = 1) -> float:
-    per_sm = 312e12 * 0.8497 / 108
+    per_sm = 271.2e12 / 108
     l2_sm = 5120 * 1.41e9 / 108
     memory = (m * k + k * n + m * n) * count * 2 / 1.70e12
     best = min(math.ceil(math.ceil(m / tm) * math.ceil(n / tn) * count / 108)
-               * 2 * tm * tn * (k + 516) / min(per_sm, l2_sm * 2 * tm * tn / ((tm + tn) * 2)) for tm, tn in TILES)
+               * 2 * tm * tn * (k + 545) / min(per_sm, l2_sm * 2 * tm * tn / ((tm + tn) * 2)) for tm, tn in TILES)
     return max(best, memory) + 0.9e-6
 
 
@@ -235,8 +235,8 @@ def test_attention_core_by_hand():
     total, _, _ = A100.kernels_time(selective_recompute(b, s, h, a, t))
     assert total == pytest.approx(expected, rel=1e-12)
     # the score GEMM (k = 96) pays its tiles' fixed cost: 4,096 256x128 tiles in 38 waves of
-    # 2 x 256 x 128 x (96 + 516) FLOP-times, more than writing its 32 x 2048^2 fp16 scores
-    tile = 2 * 256 * 128 * (96 + 516) / (312e12 * 0.8497 / 108)
+    # 2 x 256 x 128 x (96 + 545) FLOP-times, more than writing its 32 x 2048^2 fp16 scores
+    tile = 2 * 256 * 128 * (96 + 545) / (271.2e12 / 108)
     assert A100.gemm_time(Gemm(s, s, h // a, heads)) == pytest.approx(38 * tile + 0.9e-6, rel=1e-12)
 
 

@@ -259,7 +259,7 @@ class GpuCompute:
         for field in ("gemm_ceiling", "memory_efficiency"):
             _real(f"npu.{field}", getattr(self, field), lambda v: 0 < v <= 1, "accepted: a fraction in (0, 1]")
         _real("npu.kernel_overhead", self.kernel_overhead, lambda v: 0 <= v < math.inf, "accepted: seconds >= 0, e.g. 1e-6")
-        _real("npu.tile_overhead", self.tile_overhead, lambda v: 0 <= v < math.inf, "accepted: k-steps >= 0, e.g. 516")
+        _real("npu.tile_overhead", self.tile_overhead, lambda v: 0 <= v < math.inf, "accepted: k-steps >= 0, e.g. 545")
         if isinstance(self.sources, str) or not all(isinstance(s, str) for s in self.sources):
             raise ConfigError("npu.sources", self.sources, "accepted: a tuple of citation strings")
         object.__setattr__(self, "sources", tuple(self.sources))
