@@ -427,25 +427,6 @@ def adam_step_bytes(params: float, param_bytes: float = 2, grad_bytes: float = 4
     return params * (grad_bytes + 2 * master_bytes + 2 * state_bytes + param_bytes)
 
 
-def adam_step(params: float, param_bytes: float = 2, grad_bytes: float = 4, master_bytes: float = 4,
-              state_bytes: float = 8) -> Memory:
-    """The optimizer step as one memory-bound kernel (fused multi-tensor Adam).
-
-    Parameters
-    ----------
-    params : float
-        Parameters this GPU updates.
-    param_bytes, grad_bytes, master_bytes, state_bytes : float
-        As `adam_step_bytes`.
-
-    Returns
-    -------
-    Memory
-        A kernel of `adam_step_bytes` bytes named ``adam``.
-    """
-    return Memory(adam_step_bytes(params, param_bytes, grad_bytes, master_bytes, state_bytes), "adam")
-
-
 def megatron_optimizer_step(params: float, loss_scaling: bool = True) -> tuple[Memory, ...]:
     """Megatron-LM's optimizer step over `params` parameters, kernel by kernel (memory-bound).
 
@@ -480,5 +461,6 @@ def megatron_optimizer_step(params: float, loss_scaling: bool = True) -> tuple[M
     """
     _real("params", params, lambda v: 0 <= v < math.inf, "accepted: a finite parameter count >= 0")
     steps = ((("unscale and inf check", 8),) if loss_scaling else ()) + (
-        ("gradient norm", 4), ("adam", 28), ("copy main to model parameters", 6), ("zero gradient buffer", 4))
+        ("gradient norm", 4), ("adam", adam_step_bytes(1, param_bytes=0)),  # fp32 main parameters: no 16-bit write
+        ("copy main to model parameters", 6), ("zero gradient buffer", 4))
     return tuple(Memory(params * per, name) for name, per in steps)
