@@ -230,7 +230,16 @@ def train_cases() -> list[Case]:
         _train(_sub(g, "iterations: 1,", "iterations: 1, fold: maybe,"), "error", "fold", "unknown fold"),
         _train(_sub(g, "gpu: a100", "peak: 1PFLOP/s, memory_bandwidth: 1TB/s, compute: kernels"), "error", "compute",
                "kernels without a gpu preset"),
+        # issue 40: Megatron's asynchronous TP communication and fused attention
+        _train(_sub(g, "optimizer: adam", "optimizer: adam, tp_overlap: maybe"), "error", "tp_overlap", "unknown switch"),
+        _train(_sub(g, "optimizer: adam", "optimizer: adam, tp_overlap: 1"), "error", "tp_overlap", "coercion"),
+        _train(_sub(g, "optimizer: adam", "optimizer: adam, attention: flash"), "error", "attention",
+               "unknown attention"),
+        _train(_sub(g, "optimizer: adam", "optimizer: adam, attention: fused"), "error", "attention",
+               "fused attention on a GPU without measured rates"),
     ]
+    ok.append(_train(_sub(g, "gpu: a100", "gpu: h100").replace("optimizer: adam", "optimizer: adam, attention: fused"),
+                     "ok", defect="valid fused attention on an H100"))
     return ok + err
 
 
