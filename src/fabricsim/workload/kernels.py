@@ -44,7 +44,7 @@ from collections.abc import Iterable
 from ..errors import ConfigError
 from ..system.compute import Attention, Gemm, Memory
 
-Kernels = tuple  # of Gemm and Memory, in execution order
+Kernels = tuple  # of Gemm, Memory and Attention, in execution order
 
 
 def _check(t: int, sp: bool, **sizes: int) -> None:
@@ -262,14 +262,16 @@ def selective_recompute(b: int, s: int, h: int, a: int, t: int, dtype_bytes: flo
         Tensor-parallel degree, dividing a.
     dtype_bytes : float
         Bytes per activation element.
+    fused : bool
+        The attention core as one fused kernel (`attention_forward`'s `fused`).
 
     Returns
     -------
-    tuple of Gemm and Memory
-        The four forward kernels of the attention core.
+    tuple of Gemm, Memory and Attention
+        The forward kernels of the attention core: score GEMM, softmax, dropout, context GEMM; or,
+        `fused`, the one attention kernel.
     """
-    core = attention_forward(b, s, h, a, t, False, dtype_bytes, fused)[3:-2]
-    return core
+    return attention_forward(b, s, h, a, t, False, dtype_bytes, fused)[3:-2]  # between the QKV bias and the projection
 
 
 def embedding_forward(b: int, s: int, h: int, t: int, sp: bool = False, dtype_bytes: float = 2) -> Kernels:
