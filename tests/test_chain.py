@@ -1,5 +1,6 @@
 """Pipelined chains (ring broadcast and reduce): the composed form, the analytical model reading
-its parts, the flow model's few-flow makespan (`network.flow_chain`), and 4,096 / 16,384 ranks.
+its parts, the flow model's few-flow makespan (`network.flow_chain`), and 1,024 ranks (4,096 and
+16,384 under -m slow).
 
 The references: the listed form written out here from the definition (piece c crosses hop d at
 lock-step step c + d), the flow model simulating every transfer (the chain path switched off), and
@@ -16,6 +17,7 @@ import pytest
 from fabricsim.collectives import composed
 from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.chain import chain_entries, chain_form, chain_steps
+from fabricsim.collectives.facts import Facts
 from fabricsim.collectives.schedule import Schedule, make_step
 from fabricsim.collectives.verify import verify
 from fabricsim.collectives.verify_sampled import run_sampled
@@ -70,7 +72,7 @@ def test_auto_form_and_entries():
 def test_composed_chain_verifies_and_prices_as_listed(spec, collective):
     topo = parse_topology(spec, "50GB/s", "100ns")
     s = build_schedule(topo, collective, "ring", root=1, chunks=9)
-    order = s.meta["chain"]
+    order = np.array(s.facts.chain)
     comp = replace(s, steps=tuple(chain_steps(order, 9, collective == "reduce", form="composed")))
     verify(comp)
     assert outcome(lambda: run_sampled(comp, np.arange(9), np.random.default_rng(0))) == "ok"
@@ -131,11 +133,11 @@ def test_hops_that_share_links_are_every_transfer():
 def test_a_stated_chain_is_checked_against_its_steps():
     topo = parse_topology("torus:5x5")
     s = build_schedule(topo, "broadcast", "ring", chunks=20)
-    comp = replace(s, steps=tuple(chain_steps(s.meta["chain"], 20, False, form="composed")))
+    comp = replace(s, steps=tuple(chain_steps(np.array(s.facts.chain), 20, False, form="composed")))
     assert chain_hop_order(comp) is not None
     n_parts = len({id(q) for st in comp.steps for q in st.parts})
     bad = [
-        replace(s, meta={**s.meta, "chain": s.meta["chain"][::-1]}),  # another order
+        replace(s, facts=Facts(chain=s.facts.chain[::-1])),  # another order
         replace(s, steps=s.steps[:-1]),  # a piece missing
         replace(s, steps=s.steps + s.steps[-1:]),  # a hop twice
         replace(s, collective="all-gather"),
@@ -147,7 +149,8 @@ def test_a_stated_chain_is_checked_against_its_steps():
         assert chain_hop_order(b) is None
 
 
-@pytest.mark.parametrize("side", [64, pytest.param(128, marks=pytest.mark.slow)])
+# 1,024 ranks in the default run; 4,096 and 16,384 under -m slow
+@pytest.mark.parametrize("side", [32, *(pytest.param(s, marks=pytest.mark.slow) for s in (64, 128))])
 def test_thousands_of_ranks_closed_forms_without_listing(monkeypatch, side):
     """side x side torus, rank order, broadcast of P = p pieces over n = p - 1 hops: the side - 1
     row ends cross two links. Flow: sum(d) + (P - 1) d_two. Lock-step: every step costs a two-link

@@ -38,8 +38,8 @@ def composed_tree(p, G, N, c, chunks) -> Schedule:
 
 def composed_like(s: Schedule) -> Schedule:
     """A placed nccl_tree schedule with its steps composed."""
-    m = s.meta
-    return replace(s, steps=composed_tree(s.p, m["gpus_per_node"], m["nics_per_node"], m["channels"], m["chunks"]).steps)
+    m, f = s.meta, s.facts
+    return replace(s, steps=composed_tree(s.p, m["gpus_per_node"], f.nics_per_node, f.channels, m["chunks"]).steps)
 
 
 def pipeline(p, G, N, c, chunks):
@@ -62,7 +62,7 @@ def pipeline(p, G, N, c, chunks):
 @pytest.mark.parametrize("p, G, N, c, chunks", CASES)
 def test_listed_form_is_the_pipeline(p, G, N, c, chunks):
     s = composed_tree(p, G, N, c, chunks)
-    c = s.meta["channels"]
+    c = s.facts.channels
     assert all(st.composed for st in s.steps)
     got = []
     for _, st in s.expanded():

@@ -19,7 +19,7 @@ MODULES = [
     "fabricsim.topology.builders.wafer", "fabricsim.workload.strategy", "fabricsim.workload.megatron",
     "fabricsim.system.compute", "fabricsim.system.gpus", "fabricsim.workload.memory", "fabricsim.topology.builders.dgx",
     "fabricsim.collectives.nvls", "fabricsim.collectives.nccl_ring", "fabricsim.collectives.nccl_tree",
-    "fabricsim.network.flow_quotient",
+    "fabricsim.network.flow_quotient", "fabricsim.collectives.facts",
 ]
 
 

@@ -184,12 +184,14 @@ def test_every_entry_point_keeps_its_answer(model, injection):
         np.testing.assert_allclose(got.times(sizes), _full_model_times(model, topo, s, sizes, injection), rtol=TOL)
 
 
-def test_16k_rank_ring_is_small():
-    """A ring all-reduce on ring:16384 (537 M transfers) is 2(p - 1) orbit flows."""
-    topo = parse_topology("ring:16384", "50GB/s", "100ns")
+@pytest.mark.parametrize("p", [1024, pytest.param(16384, marks=pytest.mark.slow)])
+def test_large_ring_is_small(p):
+    """A ring all-reduce on ring:p (2 M transfers at 1,024; 537 M at 16,384, under -m slow) is
+    2(p - 1) orbit flows."""
+    topo = parse_topology(f"ring:{p}", "50GB/s", "100ns")
     s = build_schedule(topo, "all-reduce", "ring")
     q = quotient_flows(topo, s)
-    assert q.period == (1,) and q.orbit == 16384 and len(q.flows) == 2 * 16383
+    assert q.period == (1,) and q.orbit == p and len(q.flows) == 2 * (p - 1)
     assert q.topo.n_links == 2  # the + and the - link orbits
     small = parse_topology("ring:64", "50GB/s", "100ns")
     t = time_collective_flow(small, build_schedule(small, "all-reduce", "ring"), [1e8])[0]

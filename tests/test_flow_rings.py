@@ -1,5 +1,6 @@
 """Independent rings simulated one ring at a time (`flow_rings`): the same times as simulating every
-transfer, the closed form of Hamiltonian rings at 16,384 ranks, and no split where parts interact."""
+transfer, the closed form of Hamiltonian rings at 1,024 ranks (16,384 under -m slow), and no split
+where parts interact."""
 
 from __future__ import annotations
 
@@ -42,12 +43,13 @@ def test_parts_are_the_rings():
         assert np.array_equal(part[first[i]:first[i + 1]], ring)
 
 
-def test_16k_ranks_closed_form():
-    """Hamiltonian rings on 128x128: each ring's step moves size/(4p) over one link, every directed
+@pytest.mark.parametrize("side", [32, pytest.param(128, marks=pytest.mark.slow)])  # 1,024 ranks; 16,384 under -m slow
+def test_large_torus_closed_form(side):
+    """Hamiltonian rings on side x side: each ring's step moves size/(4p) over one link, every directed
     link used by one ring, so an all-reduce is 2(p - 1) x (size/(4p)/B + latency); 4 x 2(p-1) orbit
-    flows instead of 2.1 G transfers."""
-    topo = parse_topology("torus:128x128", "50GB/s", "100ns")
-    p, size = 16384, 64 * 2**20
+    flows instead of 8.4 M (32x32) or 2.1 G (128x128) transfers."""
+    topo = parse_topology(f"torus:{side}x{side}", "50GB/s", "100ns")
+    p, size = side * side, 64 * 2**20
     for coll, steps in (("all-reduce", 2 * (p - 1)), ("all-gather", p - 1)):
         s = build_schedule(topo, coll, "hamiltonian_rings")
         r = ring_parts(topo, s)

@@ -2,8 +2,9 @@
 
 The listed form is the definition written out here node by node; every native reader (transfer
 arrays, entry positions, where a block moves, sampled verification, the flow quotient and its
-symmetry check, per-node sums) gives what the listed form gives; at 16,384 ranks nothing lists the
-blocks and the time is the closed form of two line meshes one after the other."""
+symmetry check, per-node sums) gives what the listed form gives; at 1,024 ranks (16,384 under
+-m slow) nothing lists the blocks and the time is the closed form of two line meshes one after the
+other."""
 
 from __future__ import annotations
 
@@ -151,21 +152,24 @@ def test_per_node_sums_equal_listed():
         assert np.array_equal(getattr(s, f)(1e6), getattr(listed(s), f)(1e6))
 
 
-def test_all_to_all_on_128x128_is_254_orbit_flows_at_the_closed_form(never_listed):
-    """16,384 ranks, 64 MiB, 50 GB/s, 100 ns: each phase is a full mesh on every ring of 128, the
-    busiest link carrying sum(f for f in 1..64) = 2080 messages of size / 128 bytes, the longest path
-    64 hops; phase 2 starts when phase 1 has delivered (every node alike): twice one phase. The
-    analytical model gives the same; every node sends 2 x 127 messages."""
-    topo = parse_topology("torus:128x128", "50GB/s", "100ns")
+@pytest.mark.parametrize("side", [32, pytest.param(128, marks=pytest.mark.slow)])  # 1,024 ranks; 16,384 under -m slow
+def test_all_to_all_on_a_square_torus_is_2_side_minus_1_orbit_flows_at_the_closed_form(never_listed, side):
+    """side x side ranks (32: 1,024; 128: 16,384), 64 MiB, 50 GB/s, 100 ns: each phase is a full
+    mesh on every ring of side, the busiest link carrying sum(f for f in 1..side/2) messages
+    (2080 on 128) of size / side bytes, the longest path side/2 hops; phase 2 starts when phase 1
+    has delivered (every node alike): twice one phase. The analytical model gives the same; every
+    node sends 2 x (side - 1) messages."""
+    p, h = side * side, side // 2
+    topo = parse_topology(f"torus:{side}x{side}", "50GB/s", "100ns")
     s = build_schedule(topo, "all-to-all", "hierarchical")
     size = 64 * 2.0 ** 20
-    want = 2 * (2080 * size / 128 / 50e9 + 64 * 100e-9)
+    want = 2 * (h * (h + 1) // 2 * size / side / 50e9 + h * 100e-9)
     c = FlowModel().collective(topo, s)
-    assert len(c.unit) == 254
+    assert len(c.unit) == 2 * (side - 1)
     assert c.times([size])[0] == pytest.approx(want, rel=1e-6)
     assert AnalyticalCollective(topo, s, "congestion-aware").times([size])[0] == pytest.approx(want, rel=1e-12)
-    assert s.bytes_sent(size)[0] == pytest.approx(254 * size / 128, rel=1e-12)
-    assert s.stored_entries == 2 * 16384 * 127
+    assert s.bytes_sent(size)[0] == pytest.approx(2 * (side - 1) * size / side, rel=1e-12)
+    assert s.stored_entries == 2 * p * (side - 1)
 
 
 @pytest.mark.parametrize("spec", ("torus:4x6", "torus:3x5", "torus:2x4x3", "mesh:4x3", "torus:4x4", "mesh:3x2x4"))

@@ -48,9 +48,9 @@ def test_nccl_ring_verifies(p, G, N):
     for c in range(1, 10):
         for coll in RING_COLLECTIVES:
             s = nccl_ring(coll, p, channels=c, gpus_per_node=G, nics_per_node=N)
-            assert (s.p, s.nblocks, s.meta["channels"]) == (p, c * p, c)
+            assert (s.p, s.nblocks, s.facts.channels) == (p, c * p, c)
             assert verify(s, seed=c).blocks_checked == c * p
-    assert nccl_ring("all-reduce", p, gpus_per_node=G, nics_per_node=N).meta["channels"] == N  # default
+    assert nccl_ring("all-reduce", p, gpus_per_node=G, nics_per_node=N).facts.channels == N  # default
 
 
 @pytest.mark.parametrize("p, G, N", SHAPES, ids=[f"p{p}-G{G}-N{N}" for p, G, N in SHAPES])
@@ -58,18 +58,18 @@ def test_nccl_tree_verifies(p, G, N):
     for c in range(1, 10):
         for chunks in (1, 3):
             s = nccl_tree("all-reduce", p, channels=c, chunks=chunks, gpus_per_node=G, nics_per_node=N)
-            assert (s.nblocks, s.meta["channels"]) == (c * chunks, c)
+            assert (s.nblocks, s.facts.channels) == (c * chunks, c)
             verify(s, seed=c)
-    assert nccl_tree("all-reduce", p, gpus_per_node=G, nics_per_node=N).meta["channels"] == max(2, 2 * N)
+    assert nccl_tree("all-reduce", p, gpus_per_node=G, nics_per_node=N).facts.channels == max(2, 2 * N)
 
 
 def test_defaults_are_one_node_and_serve_every_size():
     for p in list(range(2, 34)) + [64, 100]:
         s = nccl_ring("all-reduce", p)
-        assert s.meta["gpus_per_node"] == p and s.meta["channels"] == 1
+        assert s.meta["gpus_per_node"] == p and s.facts.channels == 1
         verify(s)
         t = nccl_tree("all-reduce", p)
-        assert t.meta["channels"] == 2 and t.meta["tree_height"] == p - 1  # one node: chains
+        assert t.facts.channels == 2 and t.meta["tree_height"] == p - 1  # one node: chains
         verify(t)
 
 
@@ -258,12 +258,12 @@ def test_build_schedule_fills_the_node_shape(cluster, name, channels):
         (None, (4, 2, channels)), ([4, 5, 6, 7], (4, 2, channels)), ([1, 5, 9, 13], (1, 1, channels // 2)),
     ):
         s = build_schedule(cluster, "all-reduce", name, group=group)
-        assert (s.meta["gpus_per_node"], s.meta["nics_per_node"], s.meta["channels"]) == (G, N, c)
+        assert (s.meta["gpus_per_node"], s.facts.nics_per_node, s.facts.channels) == (G, N, c)
         np.testing.assert_array_equal(s.nodes, np.arange(16) if group is None else group)
         verify(s)
     # what the user gives wins; a node size other than the group's has one NIC unless given
-    assert build_schedule(cluster, "all-reduce", name, gpus_per_node=2).meta["nics_per_node"] == 1
-    assert build_schedule(cluster, "all-reduce", name, gpus_per_node=4).meta["nics_per_node"] == 2
+    assert build_schedule(cluster, "all-reduce", name, gpus_per_node=2).facts.nics_per_node == 1
+    assert build_schedule(cluster, "all-reduce", name, gpus_per_node=4).facts.nics_per_node == 2
     assert build_schedule(cluster, "all-reduce", name, nics_per_node=1).meta["gpus_per_node"] == 4
     assert build_schedule(parse_topology("switch:8"), "all-reduce", name).meta["gpus_per_node"] == 8
 

@@ -105,7 +105,8 @@ def test_port_schedules_on_a_rectangle():
 
 FULL = [(8,), (16,), (6,), (10,), (5,), (7,), (4, 4), (8, 8), (16, 16), (2, 4), (4, 2), (2, 8), (4, 16), (16, 4),
         (6, 6), (6, 4), (10, 10), (12, 6), (4, 4, 4), (2, 4, 8), (8, 8, 8), (2, 2, 2, 2)]
-SAMPLED = [(64, 64), (128, 128), (64, 16), (128, 8), (256, 4), (8, 8, 8, 8)]
+SAMPLED = [(32, 32), (64, 64), (128, 128), (64, 16), (128, 8), (256, 4), (8, 8, 8, 8)]
+SAMPLED_SLOW = {(128, 128)}  # 16,384 ranks (2 s) under -m slow; 32x32 and 64x64 stay in the default run
 VARIANTS = [("swing", {}), ("swing", {"ports": "single"}), ("swing", {"mode": "latency"}),
             ("torus_recursive_doubling", {}), ("torus_recursive_doubling", {"mode": "latency"}),
             ("torus_recursive_doubling", {"mirrored": True})]
@@ -130,7 +131,8 @@ def test_verify_fully(dims):
                 verify(_build(name, p, dims, opts, c))
 
 
-@pytest.mark.parametrize("dims", SAMPLED, ids=["x".join(map(str, d)) for d in SAMPLED])
+@pytest.mark.parametrize("dims", [pytest.param(d, marks=[pytest.mark.slow] * (d in SAMPLED_SLOW), id="x".join(map(str, d)))
+                                  for d in SAMPLED])
 def test_verify_sampled(dims):
     p = math.prod(dims)
     for name, opts in VARIANTS:

@@ -38,12 +38,18 @@ def _sample(p: int) -> int | None:
 # ---- correctness ------------------------------------------------------------------------------
 
 BUCKET_DIMS = [(2, 2), (4, 4), (8, 8), (16, 16), (4, 8), (8, 4), (16, 4), (3, 5), (2, 3, 4), (8, 8, 8),
-               (64, 64), (5,), (1, 6), (3, 1, 4)]
+               (32, 32), (64, 64), (5,), (1, 6), (3, 1, 4)]
 HAM_DIMS = [(2, 2), (4, 4), (8, 8), (16, 16), (4, 8), (8, 4), (16, 4), (4, 16), (3, 9), (2, 4), (1, 8, 8),
-            (64, 64), (7,)]
+            (32, 32), (64, 64), (7,)]
+SLOW_DIMS = {(64, 64)}  # 4,096 ranks (5 s each) under -m slow; 32x32 (1,024, sampled too) in the default run
 
 
-@pytest.mark.parametrize("dims", BUCKET_DIMS, ids=lambda d: "x".join(map(str, d)))
+def _dims_params(dims_list):
+    return [pytest.param(d, marks=[pytest.mark.slow] if d in SLOW_DIMS else [], id="x".join(map(str, d)))
+            for d in dims_list]
+
+
+@pytest.mark.parametrize("dims", _dims_params(BUCKET_DIMS))
 def test_bucket_verifies(dims):
     p = math.prod(dims)
     for c in COLLS if p <= 512 else ("all-reduce",):
@@ -51,7 +57,7 @@ def test_bucket_verifies(dims):
         verify(s, seed=p, sample=_sample(p))
 
 
-@pytest.mark.parametrize("dims", HAM_DIMS, ids=lambda d: "x".join(map(str, d)))
+@pytest.mark.parametrize("dims", _dims_params(HAM_DIMS))
 def test_hamiltonian_rings_verify(dims):
     p = math.prod(dims)
     for c in COLLS if p <= 512 else ("all-reduce",):

@@ -52,3 +52,22 @@ def phase(progress: Progress | None, label: str) -> Progress | None:
         progress(done, total, f"{label}: {what}" if what else label)
 
     return inner
+
+
+def notice(message: str) -> None:
+    """Tell a person at a terminal about a one-off wait (a kernel compiling): one line on stderr.
+
+    Written only when stderr is a terminal, so pipes, logs and tests see nothing; under the CLI's
+    progress bar it appears above the bar (rich redirects stderr while it draws).
+
+    Parameters
+    ----------
+    message : str
+        The line, without "fabricsim: " or a newline.
+    """
+    import sys
+
+    stream = sys.stderr
+    if stream is not None and getattr(stream, "isatty", lambda: False)():
+        stream.write(f"fabricsim: {message}\n")
+        stream.flush()

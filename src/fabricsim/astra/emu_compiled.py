@@ -232,7 +232,13 @@ def run_kernel(net: NetSpec, system: SysSpec, backend: str, arrays: dict, caps: 
         finished), and the issued flag of every node in kernel order.
     """
     from . import emu_kernel as K  # lazy: numba loads its compiled kernels here
-    from .emu_kernel_sys import emulate
+    from . import emu_kernel_sys
+    from ..kernels import is_cached
+    from ..progress import notice
+
+    emulate = emu_kernel_sys.emulate
+    if not is_cached(emu_kernel_sys, ("run",)):  # its typed containers need numba: no Python build
+        notice("compiling the ASTRA-sim emulation's kernels (numba, once per install; about 20 s)")
 
     n, ndim = net.npus, len(net.dims)
     strides = [math.prod(net.dims[:d]) for d in range(ndim)]

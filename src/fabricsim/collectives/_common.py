@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import ConfigError, UnsupportedGroupSize
 
 
+ROOTED = ("broadcast", "reduce")
+"""Collectives with a root rank."""
+SPLIT = ("reduce-scatter", "all-gather")
+"""Collectives that move one block per rank (the halves of an all-reduce)."""
+
+
 def is_pow2(p: int) -> bool:
     """Whether `p` is a power of two (1 included)."""
     return p >= 1 and (p & (p - 1)) == 0
+
+
+def log2_rounds(p: int) -> int:
+    """ceil(log2 p), at least 1: the rounds of a doubling on p ranks, as the size estimates
+    (`Algorithm.estimate`) count them."""
+    return max(1, math.ceil(math.log2(max(p, 2))))
+
+
+def dims_option(p: int, o: dict) -> tuple[int, ...]:
+    """The `dims` option of typed options `o` as a tuple of ints; (p,) when absent or not a shape."""
+    d = o.get("dims") or (p,)
+    return tuple(int(x) for x in d) if isinstance(d, (tuple, list)) else (p,)
 
 
 def require_group(algorithm: str, collective: str, p: int, *, pow2: bool = False, minimum: int = 2) -> None:

@@ -224,6 +224,11 @@ class Algorithm:
     nccl : {"ring", "tree", "nvls", "nvls_tree", "p2p"} or None
         The NCCL algorithm its schedules stand for: they pay that algorithm's protocol costs (LL,
         LL128, Simple: `network.nccl`) as its `proto` option (`proto_option`) says.
+    estimate : callable, optional
+        `estimate(collective, p, options) -> float`: an upper bound on the block entries its
+        schedule stores, from the collective, the group size and the typed options, before
+        anything is built (the `blocks` limit's estimate, `sizing.estimate_blocks`); None: the
+        quadratic p x p x chunks bound.
     """
 
     name: str
@@ -242,6 +247,7 @@ class Algorithm:
     aliases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     check: Callable[[str, int, dict], str | None] | None = None
     nccl: Literal["ring", "tree", "nvls", "nvls_tree", "p2p"] | None = None
+    estimate: Callable[[str, int, dict], float] | None = None
 
     def option(self, name: str) -> Option | None:
         """The declared option `name`.

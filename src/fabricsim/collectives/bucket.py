@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from ._common import require_collective, require_group
+from ._common import dims_option, require_collective, require_group
 from .algorithm import Algorithm, Option
 from .hierarchical import _parse_dims, lift
 from .ring import ring_phase
@@ -145,10 +145,19 @@ def bucket(collective: str, p: int, *, dims=None) -> Schedule:
                     meta={"dims": dims})
 
 
+def _estimate(c: str, p: int, o: dict) -> float:
+    """2D parts (start dimension x direction), each a ring phase per dimension and direction of
+    the collective (reduce-scatter, all-gather: one; all-reduce: two), each one compressed step of
+    p transfers, one run of ids each (range form)."""
+    D = max(1, sum(1 for d in dims_option(p, o) if d > 1))
+    return 2.0 * D * D * (2 if c == "all-reduce" else 1) * p + 2.0 * p
+
+
 ALGORITHM = Algorithm(
     "bucket", bucket, COLLECTIVES, "any p >= 2 (prod(dims) == p)",
     "bucket: 2D parts (start dimension x direction), synchronized ring reduce-scatter phases over the torus dimensions, "
     "all-gather back",
     options=(Option("dims", "shape", None, "torus shape, dimension 0 fastest (default: the topology's dims when the group is "
                                    "the whole network in rank order, else (p,) = a bidirectional ring)"),), dims=True,
+    estimate=_estimate,
 )

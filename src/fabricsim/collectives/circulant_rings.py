@@ -142,6 +142,10 @@ def _check(collective: str, p: int, options: dict) -> str | None:
     return f"accepted: ring steps 1..{p - 1} coprime with {p} (got {bad[0]})" if bad else None
 
 
+def _estimate(c: str, p: int, o: dict) -> float:
+    return 8.0 * len(set(o.get("steps") or (1,))) * p
+
+
 ALGORITHM = Algorithm(
     "circulant_rings", circulant_rings, COLLECTIVES, "any p >= 2",
     "rings i -> i+q of the group for each step q, both directions, size/(2 x steps) each (TopoOpt)",
@@ -149,4 +153,5 @@ ALGORITHM = Algorithm(
                                            "the one-hop rings a circulant topology's jumps give the group, else "
                                            "its fewest-hop steps; 1 on other topologies)"),),
     jumps=True, check=_check,
+    estimate=_estimate,
 )

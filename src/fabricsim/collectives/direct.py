@@ -116,8 +116,13 @@ def direct(collective: str, p: int, *, root: int = 0) -> Schedule:
     return Schedule(collective, "direct", p, 1, (step,), root=root)
 
 
+def _estimate(c: str, p: int, o: dict) -> float:
+    return 2.0 * p  # rooted: p - 1 transfers; the full-mesh steps are stated, not listed (FullMeshStep)
+
+
 ALGORITHM = Algorithm(
     "direct", direct, COLLECTIVES, "any p >= 2",
     "direct: one full-mesh step per phase, every rank to every other rank at once",
     options=(proto_option("none"),), nccl="p2p",
+    estimate=_estimate,
 )

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import require_collective, require_group
+from ._common import log2_rounds, require_collective, require_group
 from .algorithm import Algorithm, Option
 from .schedule import Schedule, Step, make_step
 
@@ -202,9 +202,14 @@ def _compress(raw, nblocks: int) -> list[Step]:
     return steps
 
 
+def _estimate(c: str, p: int, o: dict) -> float:
+    return 2.0 * p * (2 * log2_rounds(p) + int(o.get("chunks") or 8))  # 2H + chunks - 1 steps of <= 2p edges
+
+
 ALGORITHM = Algorithm(
     "double_binary_tree", double_binary_tree, COLLECTIVES, "any p >= 2",
     "NCCL double binary tree: two complementary trees, half the buffer each, pipelined reduce up + broadcast down",
     options=(Option("chunks", "int", DEFAULT_CHUNKS, "pipeline chunks per tree"),),
     aliases={"doublebinarytree": {}, "dbt": {}, "tree": {}},
+    estimate=_estimate,
 )

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import require_collective, require_group
+from ._common import log2_rounds, require_collective, require_group
 from .algorithm import Algorithm
 from .recursive_doubling import doubling_all_gather, fold_step, pow2_floor, unfold_step
 from .schedule import Schedule, Step, make_range_step
@@ -84,10 +84,15 @@ def halving_doubling(collective: str, p: int, *, root: int = 0) -> Schedule:
     )
 
 
+def _estimate(c: str, p: int, o: dict) -> float:
+    return 2.0 * p * (log2_rounds(p) + 1)  # range form: one entry per transfer, fold and unfold included
+
+
 ALGORITHM = Algorithm(
     "halving_doubling", halving_doubling, COLLECTIVES,
     "all-reduce: any p >= 2 (fold/unfold off powers of two); reduce-scatter, all-gather: powers of two",
     "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling all-gather, 2 log2 p steps",
     pow2_only=("reduce-scatter", "all-gather"),
     aliases={"rabenseifner": {}, "halvingdoubling": {}, "recursive_halving_doubling": {}, "hd": {}},
+    estimate=_estimate,
 )

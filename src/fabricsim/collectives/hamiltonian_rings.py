@@ -143,10 +143,15 @@ def hamiltonian_rings(collective: str, p: int, *, dims=None) -> Schedule:
                     meta={"dims": dims, "rings": len(rings)})
 
 
+def _estimate(c: str, p: int, o: dict) -> float:
+    return 16.0 * p
+
+
 ALGORITHM = Algorithm(
     "hamiltonian_rings", hamiltonian_rings, COLLECTIVES,
     "any p >= 2 as a 1-D torus; 2-D: r x c with r = k*c and gcd(r, c-1) = 1",
     "rings on two edge-disjoint Hamiltonian cycles of a 2-D torus, both directions, size/4 each (1-D: bidirectional ring)",
     options=(Option("dims", "shape", None, "torus shape, dimension 0 fastest (default: the topology's dims when the group is "
                                    "the whole network in rank order, else (p,) = a bidirectional ring)"),), dims=True,
+    estimate=_estimate,
 )

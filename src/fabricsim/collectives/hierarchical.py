@@ -37,7 +37,7 @@ import math
 import numpy as np
 
 from ..errors import ConfigError
-from ._common import require_collective, require_group
+from ._common import dims_option, log2_rounds, require_collective, require_group
 from .algorithm import Algorithm, Option
 from .hierarchical_all_to_all import hierarchical_all_to_all
 from .ring import ring_phase
@@ -324,6 +324,35 @@ def _per_dimension(collective: str, p: int, **options) -> Schedule:
     return hierarchical(collective, p, **options)
 
 
+def _estimate(c: str, p: int, o: dict) -> float:
+    """Phase d (a line of q = dims[d] ranks, every line at once) moves, per transfer, one inner
+    block: a run of prod(dims[d+1:]) contiguous ids (range form, one entry per transfer, a ring's
+    rotation kept), or in baseline order past the first active dimension the p/q ids with digit
+    d = j, listed. Per rank and phase: a ring one transfer, halving-doubling log2 q, direct q - 1."""
+    if c == "all-to-all":  # one entry per transfer (LineMeshStep); a dimension of all p is a stated full mesh
+        return float(sum(p * (q - 1) if q < p else 1 for q in dims_option(p, o) if q > 1)) + 1.0
+    dims = dims_option(p, o)
+    inner = o.get("inner") or "ring"
+    inner = (inner,) * len(dims) if isinstance(inner, str) else tuple(inner)
+    baseline = c == "all-reduce" and o.get("order") == "baseline"
+    parts = 2 if c == "all-reduce" else 1  # reduce-scatter and all-gather (baseline: each dimension's all-reduce)
+    total, first = 0.0, True
+    for d, q in enumerate(dims):
+        if q <= 1:
+            continue
+        listed = baseline and not first  # ids strided over the whole buffer
+        first = False
+        name = inner[d] if d < len(inner) else "ring"
+        if name == "ring":
+            transfers = p
+        elif name == "halving_doubling" and not listed:
+            transfers = p * (log2_rounds(q) + 1)
+        else:  # direct; halving-doubling listed: q - 1 inner blocks per rank in all
+            transfers = p * (q - 1)
+        total += parts * transfers * (p // q if listed else 1)
+    return total + 2.0 * p
+
+
 ALGORITHM = Algorithm(
     "hierarchical", _per_dimension, COLLECTIVES + ("all-to-all",),
     "any p >= 2 (prod(dims) == p; inner halving_doubling: power-of-two dimensions)",
@@ -337,4 +366,5 @@ ALGORITHM = Algorithm(
              Option("inner", "choice-per-dim", "ring", "the 1-D algorithm of each dimension", choices=INNER,
                     aliases=_INNER_ALIASES, collectives=COLLECTIVES)),
     dims=True,
+    estimate=_estimate,
 )

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from ._common import all_but_own_runs, require_collective, require_group, require_root
+from ._common import SPLIT, all_but_own_runs, require_collective, require_group, require_root
 from .algorithm import Algorithm, Option, lockstep_option
 from .full_mesh import ordered_pairs
 from .schedule import Schedule, Step, make_range_step, make_step, merge_steps
@@ -128,6 +128,13 @@ def in_network(collective: str, p: int, *, lockstep: bool = False, chunks: int =
                     root=root if rooted else None, n_extra=1, meta=meta, streaming=not lockstep)
 
 
+def _estimate(c: str, p: int, o: dict) -> float:
+    # pieces repeat one step: no factor `chunks`; one piece's blocks are runs (range form), several
+    # pieces' all-gather lists every block but the rank's own
+    listed = c in SPLIT and int(o.get("chunks") or 1) > 1
+    return 2.0 * (p * p if listed else p) + 4.0 * p
+
+
 ALGORITHM = Algorithm(
     "in_network", in_network, COLLECTIVES, "any p >= 2 (one switch that reduces and multicasts, linked to every rank)",
     "in-network (SHARP/NVLS-like): one stream up to a reducing switch and multicast down, size bytes each way per rank",
@@ -136,4 +143,5 @@ ALGORITHM = Algorithm(
                                         "sends piece t-1 down)")),
     helper="reducing-switch", streams=True,
     aliases={"innetwork": {}, "in_network_reduction": {}},
+    estimate=_estimate,
 )

@@ -120,10 +120,15 @@ def in_network_tree(collective: str, p: int, *, leaf_of=None, lockstep: bool = F
                     meta={"leaves": m, "leaf_of": leaf.tolist(), "lockstep": bool(lockstep)}, streaming=not lockstep)
 
 
+def _estimate(c: str, p: int, o: dict) -> float:
+    return 16.0 * p  # blocks as runs (range form): a rank's, its leaf's, all but those
+
+
 ALGORITHM = Algorithm(
     "in_network_tree", in_network_tree, COLLECTIVES,
     "any p >= 2 (each rank on a reducing leaf switch; leaves under one reducing root switch)",
     "in-network up and down a switch tree (FRED): one stream reduced into the leaves and the root, multicast down; "
     "size bytes each way per rank",
     options=(lockstep_option("the collective"),), helper="switch-tree", streams=True,
+    estimate=_estimate,
 )

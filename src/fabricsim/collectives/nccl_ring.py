@@ -37,6 +37,7 @@ import numpy as np
 
 from ._common import channel_count, cluster_group_reason, cluster_layout, require_collective, require_group
 from .algorithm import Algorithm, Option, proto_option
+from .facts import Facts
 from .ring import ring_phase
 from .schedule import Schedule, Step
 
@@ -133,7 +134,8 @@ def nccl_ring(
     -------
     Schedule
         Unplaced, channels*p blocks, one `Step` per phase (p-1 repetitions of channels*p
-        transfers); `meta` has the channels, the node shape and each ring's entry GPU.
+        transfers); `facts` states the channels and NICs per node, `meta` has the node shape
+        and each ring's entry GPU.
     """
     require_collective("nccl_ring", collective, COLLECTIVES)
     require_group("nccl_ring", collective, p)
@@ -150,9 +152,9 @@ def nccl_ring(
         ptr = np.arange(c * p + 1, dtype=np.int64)
         steps.append(Step(orders[:, st.src].reshape(-1), orders[:, st.dst].reshape(-1), np.tile(st.reduce, c), ptr,
                           ids, repeat=st.repeat, shift=np.tile(st.shift, c), mod=np.tile(st.mod, c)))
-    meta = {"channels": c, "gpus_per_node": G, "nics_per_node": N, "nodes": nodes,
-            "entries": tuple(int(x) for x in orders[:, 0] % G)}
-    return Schedule(collective, "nccl_ring", p, c * p, tuple(steps), owner=orders.reshape(-1), meta=meta)
+    meta = {"gpus_per_node": G, "nodes": nodes, "entries": tuple(int(x) for x in orders[:, 0] % G)}
+    return Schedule(collective, "nccl_ring", p, c * p, tuple(steps), owner=orders.reshape(-1), meta=meta,
+                    facts=Facts(channels=c, nics_per_node=N))
 
 
 CLUSTER_OPTIONS = (
@@ -161,6 +163,11 @@ CLUSTER_OPTIONS = (
     Option("nics_per_node", "int", None, "NICs per node, a divisor of G; GPU g uses NIC g*N/G (default: the NICs "
                                          "the group's members of a node use on a cluster topology, else 1)"),
 )
+
+def _estimate(c: str, p: int, o: dict) -> float:
+    channels = int(o.get("channels") or max(1, int(o.get("nics_per_node") or 1)))
+    return 4.0 * channels * p  # one compressed step of channels x p transfers per phase
+
 
 ALGORITHM = Algorithm(
     "nccl_ring", nccl_ring, COLLECTIVES, "any p >= 2 that is a multiple of gpus_per_node",
@@ -171,4 +178,5 @@ ALGORITHM = Algorithm(
     cluster=True, nccl="ring",
     check=lambda collective, p, options: cluster_group_reason(p, options),
     aliases={"nccl-ring": {}},
+    estimate=_estimate,
 )

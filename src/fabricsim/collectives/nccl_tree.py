@@ -35,9 +35,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from ._common import channel_count, cluster_group_reason, cluster_layout, require_collective, require_group
+from ._common import channel_count, cluster_group_reason, cluster_layout, log2_rounds, require_collective, require_group
 from .algorithm import Algorithm, Option, proto_option
 from .composed import compose_pipeline
+from .facts import Facts
 from .double_binary_tree import _compress, _depth_height, in_order_tree, second_tree_map
 from .nccl_ring import CLUSTER_OPTIONS
 from .schedule import Schedule, make_step
@@ -254,7 +255,8 @@ def nccl_tree(
     -------
     Schedule
         Unplaced, channels*chunks blocks, 2H + chunks - 1 steps with H = G - 1 + the node tree's
-        height; `meta` has the channels, chunks, node shape, heads, trees and H.
+        height; `facts` states the channels and NICs per node, `meta` has the chunks, node
+        shape, heads, trees and H.
     """
     require_collective("nccl_tree", collective, COLLECTIVES)
     require_group("nccl_tree", collective, p)
@@ -288,10 +290,25 @@ def nccl_tree(
         steps = _listed_steps(e_child, e_parent, e_base, e_h, e_pd, H, chunks, nblocks)
     else:
         raise ConfigError("form", form, "accepted: auto, composed, listed")
-    meta = {"channels": c, "chunks": chunks, "gpus_per_node": G, "nics_per_node": N, "nodes": nodes,
+    meta = {"chunks": chunks, "gpus_per_node": G, "nodes": nodes,
             "heads": tuple(head_gpu(k, G, N) for k in range(c)),
             "trees": tuple(tree_of_channel(k, N) for k in range(c)), "tree_height": H}
-    return Schedule(collective, "nccl_tree", p, nblocks, tuple(steps), meta=meta)
+    return Schedule(collective, "nccl_tree", p, nblocks, tuple(steps), meta=meta,
+                    facts=Facts(channels=c, nics_per_node=N))
+
+
+def _estimate(c: str, p: int, o: dict) -> float:
+    """Composed (`stored_form`): every tree edge once up and once down, 2 x channels x
+    (p - 1) entries. Listed: every (edge, piece) once up and once down, except in the steady middle
+    of the pipeline, which is one step: at most min(chunks, 4H + 2) listings of the channels x (p-1)
+    edges each way, H = G - 1 + the node tree's height."""
+    channels = int(o.get("channels") or max(2, 2 * int(o.get("nics_per_node") or 1)))
+    gpus = int(o.get("gpus_per_node") or p)
+    if p % gpus == 0 and stored_form(channels, p, gpus) == "composed":
+        return 2.0 * channels * p
+    chunks = int(o.get("chunks") or 64)
+    height = gpus - 1 + (log2_rounds(p // gpus) if p >= 2 * gpus else 0)
+    return 2.0 * channels * p * min(chunks, 4 * height + 2)
 
 
 ALGORITHM = Algorithm(
@@ -306,4 +323,5 @@ ALGORITHM = Algorithm(
     cluster=True, nccl="tree",
     check=lambda collective, p, options: cluster_group_reason(p, options),
     aliases={"nccl-tree": {}},
+    estimate=_estimate,
 )

@@ -27,6 +27,7 @@ import numpy as np
 
 from ._common import cluster_layout, require_collective, require_group
 from .algorithm import Algorithm, Option, proto_option
+from .facts import Facts
 from .in_network import _others, in_network
 from .schedule import Schedule, make_step
 
@@ -54,7 +55,7 @@ def nvls(collective: str, p: int, *, gpus_per_node: int | None = None, nics_per_
     -------
     Schedule
         Unplaced, streaming; helpers: the nodes' switches, then (several nodes) one SHARP switch
-        per rail. UnsupportedGroupSize when p is not whole nodes.
+        per rail; `facts` states the NICs per node. UnsupportedGroupSize when p is not whole nodes.
 
     Examples
     --------
@@ -65,9 +66,9 @@ def nvls(collective: str, p: int, *, gpus_per_node: int | None = None, nics_per_
     require_collective("nvls", collective, COLLECTIVES)
     require_group("nvls", collective, p)
     G, N, nodes = cluster_layout("nvls", collective, p, gpus_per_node, nics_per_node)
-    meta = {"gpus_per_node": G, "nics_per_node": N}
+    meta, facts = {"gpus_per_node": G}, Facts(nics_per_node=N)
     if nodes == 1:
-        return replace(in_network("all-reduce", p), algorithm="nvls", meta={**meta, "switch_node": p})
+        return replace(in_network("all-reduce", p), algorithm="nvls", meta={**meta, "switch_node": p}, facts=facts)
     rank = np.arange(p, dtype=np.int64)
     node, local = rank // G, rank % G
     switch = p + node  # each rank's node switch
@@ -81,13 +82,18 @@ def nvls(collective: str, p: int, *, gpus_per_node: int | None = None, nics_per_
         make_step(rank, switch, local, False),  # 5. GPU g hands it to its node's switch
         _multicast(p, G),  # 6. the switch sends it to the node's other GPUs
     )
-    return Schedule("all-reduce", "nvls", p, G, steps, n_extra=nodes + N, meta=meta, streaming=True)
+    return Schedule("all-reduce", "nvls", p, G, steps, n_extra=nodes + N, meta=meta, streaming=True, facts=facts)
 
 
 def _multicast(p: int, G: int):
     """Step 6: node switch k sends slice g to every GPU of node k but GPU g."""
     rank = np.arange(p, dtype=np.int64)
     return make_step(p + rank // G, rank, _others(G)[rank % G], False)  # every slice but the rank's own
+
+
+def _estimate(c: str, p: int, o: dict) -> float:
+    gpus = int(o.get("gpus_per_node") or p)
+    return 2.0 * p * gpus + 6.0 * p  # steps 1 and 6 move G slices per rank, the others one
 
 
 ALGORITHM = Algorithm(
@@ -100,4 +106,5 @@ ALGORITHM = Algorithm(
              proto_option()),
     helper="node-switches", streams=True, cluster=True, nccl="nvls",
     aliases={"nvls_sharp": {}, "nvlink_sharp": {}},
+    estimate=_estimate,
 )

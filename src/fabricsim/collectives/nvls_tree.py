@@ -27,6 +27,7 @@ from ._common import cluster_layout, require_collective, require_group
 from .algorithm import Algorithm, Option, proto_option
 from .in_network import _others
 from .double_binary_tree import _depth_height
+from .facts import Facts
 from .schedule import Schedule, make_step
 
 COLLECTIVES = ("all-reduce",)
@@ -54,7 +55,8 @@ def nvls_tree(collective: str, p: int, *, gpus_per_node: int | None = None, nics
     -------
     Schedule
         Unplaced, streaming, 2G blocks (block 2g + h: half h of slice g); helpers: the nodes'
-        switches. UnsupportedGroupSize when p is not at least two whole nodes.
+        switches; `facts` states the NICs per node. UnsupportedGroupSize when p is not at least
+        two whole nodes.
 
     Examples
     --------
@@ -86,9 +88,9 @@ def nvls_tree(collective: str, p: int, *, gpus_per_node: int | None = None, nics
     steps.append(make_step(rank, switch, halves, False))  # 5. GPU g hands its global slice to the switch
     others = _others(G)[local]  # 6. every slice but the rank's own, as half-blocks
     steps.append(make_step(p + node, rank, np.concatenate([2 * others, 2 * others + 1], axis=1), False))
-    meta = {"gpus_per_node": G, "nics_per_node": N, "nodes": nodes, "tree_height": H}
+    meta = {"gpus_per_node": G, "nodes": nodes, "tree_height": H}
     return Schedule("all-reduce", "nvls_tree", p, 2 * G, tuple(s for s in steps if s.n_transfers),
-                    n_extra=nodes, meta=meta, streaming=True)
+                    n_extra=nodes, meta=meta, streaming=True, facts=Facts(nics_per_node=N))
 
 
 def nccl_dtree(n: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import require_collective, require_group, require_root
+from ._common import ROOTED, log2_rounds, require_collective, require_group, require_root
 from .algorithm import Algorithm
 from .schedule import Schedule, Step, make_range_step, make_step
 
@@ -188,8 +188,15 @@ def recursive_doubling(collective: str, p: int, *, root: int = 0) -> Schedule:
     return Schedule(collective, "recursive_doubling", p, 1, tuple(steps), root=root)
 
 
+def _estimate(c: str, p: int, o: dict) -> float:
+    if c in ROOTED:
+        return 2.0 * p
+    return 2.0 * p * log2_rounds(p)  # all-gather: held groups in range form, one entry per transfer
+
+
 ALGORITHM = Algorithm(
     "recursive_doubling", recursive_doubling, COLLECTIVES, "any p >= 2 (all-gather: powers of two)",
     "recursive doubling: log2 p whole-buffer exchanges (fold/unfold off powers of two); binomial tree for broadcast/reduce",
     pow2_only=("all-gather",), aliases={"rd": {}, "recursivedoubling": {}},
+    estimate=_estimate,
 )

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import require_collective, require_group, require_root
+from ._common import ROOTED, require_collective, require_group, require_root
 from .algorithm import Algorithm, Option, proto_option
-from .chain import chain_steps
+from .chain import chain_entries, chain_steps
+from .facts import Facts
 from .schedule import Schedule, Step, make_step, parallel
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce")
@@ -71,7 +72,10 @@ def ring(collective: str, p: int, *, root: int = 0, bidirectional: bool = False,
     Returns
     -------
     Schedule
-        Unplaced; p blocks (2p bidirectional, `chunks` for broadcast and reduce).
+        Unplaced; p blocks (2p bidirectional, `chunks` for broadcast and reduce). A broadcast or
+        reduce states its chain in `facts.chain`: the ranks from the root around the ring
+        (root, root+1, ... mod p) for a broadcast, from the root's successor around to the root
+        (root last) for a reduce.
     """
     require_collective("ring", collective, COLLECTIVES)
     require_group("ring", collective, p)
@@ -89,8 +93,9 @@ def ring(collective: str, p: int, *, root: int = 0, bidirectional: bool = False,
         else:
             order = (root + 1 + np.arange(p)) % p  # root last
             steps = chain_steps(order, chunks, reduce=True)
-        order.setflags(write=False)  # the chain, stated for readers that use it (`network.flow_chain`)
-        return Schedule(collective, "ring", p, chunks, tuple(steps), root=root, meta={"chunks": chunks, "chain": order})
+        # the chain, stated for readers that use it (`network.flow_chain`)
+        return Schedule(collective, "ring", p, chunks, tuple(steps), root=root, meta={"chunks": chunks},
+                        facts=Facts(chain=tuple(order.tolist())))
 
     phases = {"all-reduce": ("rs", "ag"), "reduce-scatter": ("rs",), "all-gather": ("ag",)}[collective]
     if not bidirectional:
@@ -103,6 +108,12 @@ def ring(collective: str, p: int, *, root: int = 0, bidirectional: bool = False,
     )
 
 
+def _estimate(c: str, p: int, o: dict) -> float:
+    if c in ROOTED:  # a chain of `chunks` pieces over p - 1 hops: listed, or composed of runs of hops
+        return float(chain_entries(p - 1, int(o.get("chunks") or p))) + p
+    return 4.0 * p  # one compressed step per phase and direction
+
+
 ALGORITHM = Algorithm(
     "ring", ring, COLLECTIVES, "any p >= 2", "ring: p-1 steps of size/p per phase; bidirectional = two half rings",
     options=(Option("bidirectional", "bool", False, "two half-size rings in opposite directions",
@@ -112,4 +123,5 @@ ALGORITHM = Algorithm(
              proto_option("none")),
     ring_order=True, nccl="ring",
     aliases={"bidirectional_ring": {"bidirectional": True}, "ring_bidirectional": {"bidirectional": True}},
+    estimate=_estimate,
 )

@@ -42,6 +42,7 @@ from typing import ClassVar, Iterator, Sequence
 import numpy as np
 
 from ..vocab import COLLECTIVES
+from .facts import Facts
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -455,9 +456,13 @@ class Schedule:
     nodes : int array, optional
         Topology node of each schedule node, once placed (`placed`).
     meta : dict
-        Algorithm options and facts, for reports.
+        Algorithm options, for reports only: no network model reads meaning from it.
     streaming : bool
         The transfers stream through switches; network models price them as streams.
+    facts : Facts
+        What the algorithm states about its schedule, which network models rely on (a pipelined
+        chain's nodes, NCCL channels, NICs per node; `facts.Facts`); `meta` is for reports only.
+        Kept by `placed` and `dataclasses.replace`.
 
     Examples
     --------
@@ -482,15 +487,18 @@ class Schedule:
     root: int | None = None  # broadcast / reduce
     n_extra: int = 0  # helper nodes p..p+n_extra-1 (e.g. a reducing switch)
     nodes: np.ndarray | None = None  # topology node of each schedule node, once placed
-    meta: dict = field(default_factory=dict)  # algorithm options, for reports
+    meta: dict = field(default_factory=dict)  # algorithm options, for reports only
     # True: the transfers stream through switches (reduced on the way up, multicast on the way
     # down, pipelined), so every network model prices the schedule as one stream per flow
     # (`network.dataflow.schedule_flows`), not step by step; the steps still say what moves (verify)
     streaming: bool = False
+    facts: Facts = field(default_factory=Facts)  # what the algorithm states, for network models
 
     def __post_init__(self):
         if self.collective not in COLLECTIVES:
             raise ValueError(f"unknown collective {self.collective!r}")
+        if not isinstance(self.facts, Facts):
+            raise ValueError(f"Schedule.facts: got {type(self.facts).__name__}, accepted: a Facts")
         if self.block_frac is None:
             frac = 1.0 / self.p if self.collective == "all-to-all" else 1.0 / self.nblocks
             object.__setattr__(self, "block_frac", frac)
@@ -563,7 +571,7 @@ class Schedule:
         Returns
         -------
         Schedule
-            A copy with `nodes` set; ValueError for the wrong count.
+            A copy with `nodes` set (`facts`, `meta` and the rest kept); ValueError for the wrong count.
         """
         nodes = np.asarray(nodes, dtype=np.int64)
         if len(nodes) != self.n_nodes:

@@ -34,7 +34,7 @@ import math
 import numpy as np
 
 from ..errors import ConfigError, UnsupportedGroupSize
-from ._common import is_pow2, require_collective, require_group
+from ._common import dims_option, is_pow2, log2_rounds, require_collective, require_group
 from .algorithm import Algorithm, Option
 from .schedule import Schedule, Step, make_range_step, make_step, parallel
 
@@ -451,6 +451,11 @@ _MODE = Option("mode", "choice", "bandwidth", "bandwidth (the B variant, reduce-
 _DIMS = Option("dims", "shape", None, "torus shape, dimension 0 fastest (default: the topology's dims when the group is "
                                       "the whole network in rank order, else (p,))")
 
+
+def _estimate(c: str, p: int, o: dict) -> float:
+    return 8.0 * len(dims_option(p, o)) * p * log2_rounds(p)  # 2D ports x log2 p steps x 2 phases, ranges
+
+
 ALGORITHM = Algorithm(
     "swing", swing, ("all-reduce", "reduce-scatter", "all-gather"),
     "any p >= 2 (1-D); even or power-of-two torus dimensions",
@@ -458,6 +463,7 @@ ALGORITHM = Algorithm(
     options=(_MODE, Option("ports", "choice", "all", "all: 2D port collectives at once; single: one",
                            choices=("all", "single")), _DIMS),
     dims=True, check=_swing_check,
+    estimate=_estimate,
 )
 TORUS_RECURSIVE_DOUBLING = Algorithm(
     "torus_recursive_doubling", torus_recursive_doubling, ("all-reduce", "reduce-scatter", "all-gather"),
@@ -467,4 +473,5 @@ TORUS_RECURSIVE_DOUBLING = Algorithm(
     pow2_only=("all-reduce", "reduce-scatter", "all-gather"),
     options=(_MODE, Option("mirrored", "bool", False, "the paper's multiport variant (D plain + D mirrored)"), _DIMS),
     dims=True, check=_trd_check,
+    estimate=_estimate,
 )

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import ScheduleError  # noqa: F401  (defined there so the CLI catches it without importing numpy)
 from .schedule import Schedule
+from .verify_expect import OneRow, expected_values
 
 
 @dataclass(frozen=True)
@@ -199,21 +200,9 @@ def _check_owner(s: Schedule) -> None:
         raise ScheduleError(f"{s.algorithm} {s.collective}: ranks do not own equal shares of the buffer ({counts.tolist()[:8]}...)")
 
 
-class _OneRow:
-    """Values where only one rank per block contributes (all-gather, all-to-all, broadcast):
-    `v[rank, col]` for that rank, drawn once per block instead of once per (rank, block)."""
-
-    def __init__(self, vals: np.ndarray):
-        self.vals = vals
-
-    def __getitem__(self, idx):
-        rows, cols = idx if isinstance(idx, tuple) else (idx, slice(None))
-        return self.vals[cols]
-
-
 def _values(s: Schedule, blocks: np.ndarray, rng: np.random.Generator):
     if s.collective in ("all-gather", "all-to-all", "broadcast"):
-        return _OneRow(rng.integers(0, 2**31, size=len(blocks), dtype=np.int64))
+        return OneRow(rng.integers(0, 2**31, size=len(blocks), dtype=np.int64))
     return rng.integers(0, 2**31, size=(s.p, len(blocks)), dtype=np.int64)
 
 
@@ -241,30 +230,6 @@ def _initial(s: Schedule, blocks: np.ndarray, rng_vals: np.ndarray):
         val[s.root] = rng_vals[s.root]
         valid[s.root] = True
     return val, valid
-
-
-def _expected(s: Schedule, blocks: np.ndarray, rng_vals: np.ndarray):
-    """(holder node, column, expected value) triples."""
-    p, nb = s.p, len(blocks)
-    cols = np.arange(nb)
-    c = s.collective
-    total = rng_vals.sum(axis=0) if c in ("all-reduce", "reduce-scatter", "reduce") else None
-    if c == "all-reduce":
-        return np.repeat(np.arange(p), nb), np.tile(cols, p), np.tile(total, p)
-    if c == "reduce-scatter":
-        return s.owner[blocks], cols, total
-    if c == "reduce":
-        return np.full(nb, s.root), cols, total
-    if c == "all-gather":
-        own = s.owner[blocks]
-        v = rng_vals[own, cols]
-        return np.repeat(np.arange(p), nb), np.tile(cols, p), np.tile(v, p)
-    if c == "broadcast":
-        return np.repeat(np.arange(p), nb), np.tile(cols, p), np.tile(rng_vals[s.root], p)
-    if c == "all-to-all":
-        origin, target = blocks // p, blocks % p
-        return target, cols, rng_vals[origin, cols]
-    raise ScheduleError(f"unknown collective {c}")
 
 
 def _run_batch(s: Schedule, blocks: np.ndarray, rng: np.random.Generator, entries: list) -> None:
@@ -332,7 +297,7 @@ def _run_batch(s: Schedule, blocks: np.ndarray, rng: np.random.Generator, entrie
                 val[cd, cc] = data[~red]
                 valid[dst, col] = True
             step_index += 1
-    holder, col, expect = _expected(s, blocks, rng_vals)
+    holder, col, expect = expected_values(s, blocks, rng_vals)
     ok = valid[holder, col] & (val[holder, col] == expect)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])

@@ -32,6 +32,7 @@ from scipy.sparse.linalg import spsolve_triangular
 
 from ..errors import ScheduleError
 from .schedule import Schedule, Step, rotate
+from .verify_expect import OneRow, expected_values
 
 _VALUE_BOUND = 1 << 20  # random values below this: float64 sums stay exact (module doc)
 _QUERY_CHUNK = 1 << 20  # (block, repetition) lookups built at once, bounds memory
@@ -385,8 +386,6 @@ def _versions(wkey: np.ndarray, rkey: np.ndarray, T1: int):
 
 def run_sampled(s: Schedule, sample: np.ndarray, rng: np.random.Generator) -> None:
     """Check the sorted block ids `sample` of `s` (module doc); raise ScheduleError on a violation."""
-    from .verify import _expected, _OneRow
-
     B = len(sample)
     one_row = s.collective in ("all-gather", "all-to-all", "broadcast")
     vals = rng.integers(0, _VALUE_BOUND, size=B if one_row else (s.p, B), dtype=np.int64)
@@ -402,7 +401,7 @@ def run_sampled(s: Schedule, sample: np.ndarray, rng: np.random.Generator) -> No
         errors.append((struct_err[0], 0, 0, struct_err[1]))
 
     # versions: one per (destination cell, step); each read resolved to the latest earlier version
-    holder, hcol, expect = _expected(s, sample, _OneRow(vals) if one_row else vals)
+    holder, hcol, expect = expected_values(s, sample, OneRow(vals) if one_row else vals)
     hcell = holder * B + hcol
     gkey, gid, src_g = _versions((dst * B + col) * T1 + t, (src * B + col) * T1 + t, T1)
     G = len(gkey)

@@ -24,6 +24,7 @@ from ..collectives.schedule import Schedule, Step
 from ..limits import check_limit
 from ..topology.graph import Topology
 from .flow import Flows
+from .streams import path_latency, reduction_links
 
 
 def runs_as_streams(schedule: Schedule, stream: bool = True) -> bool:
@@ -368,7 +369,6 @@ def streaming_flows(topo: Topology, schedule: Schedule, size: float, *, start: f
                     "ranks: p serial streams over every rank's path, listed for flows that share the network with "
                     "other traffic or an injection limit; alone they are priced from their paths; the algorithm's "
                     "lockstep option times its steps instead)", "group size", p)
-    from .streams import path_latency
 
     ranks, top = nodes[:p], int(nodes[-1])
     up_ptr, up_l = topo.route(ranks, np.full(p, top))
@@ -425,30 +425,6 @@ def _one_stream(topo: Topology, schedule: Schedule, size: float, start: float, p
                  np.array([int(priority)]), np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64),
                  np.array([0, len(used)], dtype=np.int64), used.astype(np.int64), np.array([lat]),
                  None if one else weight)
-
-
-def reduction_links(topo: Topology, up_links: np.ndarray) -> np.ndarray:
-    """The reduction units a stream crosses: one per switch its up paths enter, where the switch
-    reduces at a limited rate (`Topology.reduce_link`).
-
-    Parameters
-    ----------
-    topo : Topology
-        The network.
-    up_links : int array
-        Link ids of the stream's up paths (towards its top switch).
-
-    Returns
-    -------
-    int64 array
-        Link ids of those switches' reduction units (self-loops whose bandwidth is the reduction
-        throughput, bytes of reduced output per second: a stream of S bytes puts S on each);
-        empty without units.
-    """
-    if topo.reduce_link is None or not len(up_links):
-        return np.zeros(0, dtype=np.int64)
-    unit = topo.reduce_link[np.unique(topo.link_dst[up_links])]
-    return unit[unit >= 0].astype(np.int64)
 
 
 def merge_flows(*parts: Flows, topo: Topology | None = None) -> Flows:

@@ -46,7 +46,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..topology.graph import Topology
-from .flow_loop import FlowRun
+from .flow_loop import FlowRun, successors  # noqa: F401 (successors: part of this module's surface)
 
 MODES = ("pipelined", "store-and-forward")
 
@@ -213,26 +213,6 @@ class FlowResult:
         """
         span = self.makespan
         return self.link_bytes / (topo.link_bw * span) if span > 0 else np.zeros(topo.n_links)
-
-
-def successors(dep_ptr: np.ndarray, dep_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Reverse a predecessor CSR into a successor CSR.
-
-    Parameters
-    ----------
-    dep_ptr, dep_idx : int64 arrays
-        Item i waits for `dep_idx[dep_ptr[i]:dep_ptr[i+1]]`.
-
-    Returns
-    -------
-    (int64 array, int64 array)
-        (succ_ptr, succ): item j's dependents are `succ[succ_ptr[j]:succ_ptr[j+1]]`.
-    """
-    n = len(dep_ptr) - 1
-    order = np.argsort(dep_idx, kind="stable")
-    succ = np.repeat(np.arange(n), np.diff(dep_ptr))[order]
-    succ_ptr = np.concatenate([[0], np.cumsum(np.bincount(dep_idx, minlength=n))])
-    return succ_ptr, succ
 
 
 # ---- the event loop -----------------------------------------------------------------------------

@@ -17,7 +17,7 @@ of its links in order, which fix d_h in every mode), P - 1 pieces on one hop of 
 classes side by side. At 16,384 ranks: 16,383 + 2 x 16,383 flows instead of 268 M. The times
 equal simulating every transfer up to rounding (the tests compare them).
 
-The schedule states its chain (`meta["chain"]`, the ranks in order, set by the ring builder); it
+The schedule states its chain (`facts.chain`, the ranks in order, stated by the ring builder); it
 is checked from the steps before it is used, in O(stored entries + parts named): every transfer
 moves one block from order[h] to order[h + 1] with block id = lock-step step - h, each step's
 transfers cover distinct hops, and the transfers number n x P.
@@ -67,7 +67,7 @@ def chain_hop_order(schedule: Schedule) -> np.ndarray | None:
     Parameters
     ----------
     schedule : Schedule
-        Any schedule; a chain names its nodes in `meta["chain"]`.
+        Any schedule; a chain names its nodes in `facts.chain`.
 
     Returns
     -------
@@ -76,7 +76,7 @@ def chain_hop_order(schedule: Schedule) -> np.ndarray | None:
         one (module doc: each transfer one block, order[h] -> order[h + 1], block = step - h, the
         hops of one step distinct, n x P transfers).
     """
-    order = schedule.meta.get("chain")
+    order = schedule.facts.chain
     if order is None or schedule.collective not in ("broadcast", "reduce"):
         return None
     order = np.asarray(order, dtype=np.int64)

@@ -12,7 +12,8 @@ heapq: 1.3 M pops, 15% of a 400-rank run). numba compiles it; the arrays live in
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ..kernels import kernel
 
 # the state arrays, in the order every function takes them (see `new_state`)
 #   V, tV            float [classes]: virtual clock and when it was last brought up to date
@@ -30,14 +31,14 @@ def new_state(n_classes: int, n_units: int):
             np.zeros(1, np.int64))
 
 
-@njit(cache=True)
+@kernel
 def _swap(heap, hpos, i, j):
     a, b = heap[i], heap[j]
     heap[i], heap[j] = b, a
     hpos[b], hpos[a] = i, j
 
 
-@njit(cache=True)
+@kernel
 def _sift(hkey, hpos, heap, hsize, i):
     """Restore the heap property around position i (up, then down)."""
     while i > 0:
@@ -60,7 +61,7 @@ def _sift(hkey, hpos, heap, hsize, i):
         i = m
 
 
-@njit(cache=True)
+@kernel
 def _set_key(c, t, hkey, hpos, heap, hsize):
     """Class c's next finish is at t (inf: none): insert, move or remove it in the heap."""
     if t == np.inf:
@@ -84,13 +85,13 @@ def _set_key(c, t, hkey, hpos, heap, hsize):
     _sift(hkey, hpos, heap, hsize, hpos[c])
 
 
-@njit(cache=True)
+@kernel
 def next_finish(hkey, heap, hsize):
     """Time of the next finish of any class, s (inf: none sending)."""
     return hkey[heap[0]] if hsize[0] > 0 else np.inf
 
 
-@njit(cache=True)
+@kernel
 def start_units(units, cls_of, size, now, rate, mult, V, tV, head, nxt, target, stamp, ep, changed, n_changed):
     """Units start sending now: each joins its class's sorted list; their classes are changed."""
     for u in units:
@@ -118,7 +119,7 @@ def start_units(units, cls_of, size, now, rate, mult, V, tV, head, nxt, target, 
             n_changed[0] += 1
 
 
-@njit(cache=True)
+@kernel
 def finish_due(now, horizon, size, rate, mult, V, tV, head, nxt, target, hkey, hpos, heap, hsize, stamp, ep,
                changed, n_changed, done):
     """Units of classes due by `horizon` that have sent their last byte; returns how many (in done)."""
@@ -143,7 +144,7 @@ def finish_due(now, horizon, size, rate, mult, V, tV, head, nxt, target, hkey, h
     return nd
 
 
-@njit(cache=True)
+@kernel
 def retime(changed, was_pos, moved, old, now, rate, acc, c_ptr, c_links, c_w, n_pos, busy_since, link_busy,
            V, tV, head, target, hkey, hpos, heap, hsize, stamp, ep):
     """After a re-share at `now`: bring the clocks of classes whose rate moved to now at their old
@@ -183,7 +184,7 @@ def retime(changed, was_pos, moved, old, now, rate, acc, c_ptr, c_links, c_w, n_
             _set_key(c, t, hkey, hpos, heap, hsize)
 
 
-@njit(cache=True)
+@kernel
 def release(units, succ_ptr, succ, waiting, ready):
     """Units arrived: their successors wait for one fewer; returns how many became ready (listed
     in `ready`, each once: a count reaches 0 once)."""

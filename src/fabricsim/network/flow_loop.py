@@ -23,10 +23,34 @@ import heapq
 
 import numpy as np
 
+from ..kernels import load
 from ..roofline import stretch
 from .maxmin import FairShare, _gather
 
+_LOOP_ENTRIES = ("next_finish", "finish_due", "start_units", "retime", "release")
+_LABEL = "the flow model's kernels"
+
 SAME_TIME = 1e-12  # events closer than this (relative) are one event
+
+
+def successors(dep_ptr: np.ndarray, dep_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Reverse a predecessor CSR into a successor CSR.
+
+    Parameters
+    ----------
+    dep_ptr, dep_idx : int64 arrays
+        Item i waits for `dep_idx[dep_ptr[i]:dep_ptr[i+1]]`.
+
+    Returns
+    -------
+    (int64 array, int64 array)
+        (succ_ptr, succ): item j's dependents are `succ[succ_ptr[j]:succ_ptr[j+1]]`.
+    """
+    n = len(dep_ptr) - 1
+    order = np.argsort(dep_idx, kind="stable")
+    succ = np.repeat(np.arange(n), np.diff(dep_ptr))[order]
+    succ_ptr = np.concatenate([[0], np.cumsum(np.bincount(dep_idx, minlength=n))])
+    return succ_ptr, succ
 
 
 class FlowRun:
@@ -73,7 +97,11 @@ class FlowRun:
         c_weight = None if U.weight is None else U.weight[ent]
         self.c_cap = U.cap[cls_rep]
         self.c_gate, self.c_ga, self.c_gc, self.c_gr = gate[cls_rep], ga[cls_rep], gc[cls_rep], gr[cls_rep]
-        self.fs = FairShare(topo.link_bw, c_ptr, U.links[ent], c_weight, U.prio[cls_rep], self.c_cap, incremental)
+        # interpreted, an event re-shares about every class: the loop's work grows as units x classes
+        # (it picks the kernels' build on a cold cache, `fabricsim.kernels`)
+        self.work = float(n) * max(n_cls, 1)
+        self.fs = FairShare(topo.link_bw, c_ptr, U.links[ent], c_weight, U.prio[cls_rep], self.c_cap, incremental,
+                            self.work)
         self.c_ptr, self.c_links = c_ptr, U.links[ent]
         self.c_wgt = self.fs.c_w
         n_groups = 1 if h is None else int(max(np.max(h.group, initial=-1), np.max(h.gate, initial=-1))) + 1
@@ -86,10 +114,9 @@ class FlowRun:
             self.gc_order = gated[np.argsort(self.c_gate[gated], kind="stable")]
             self.gc_ptr = np.concatenate([[0], np.cumsum(np.bincount(self.c_gate[gated], minlength=n_groups))])
             self._cap_gated(gated)
-        from . import flow_kernel  # lazy: numba loads its compiled kernels (about 0.5 s) on first use
-        from .flow import successors
-
-        self.K = flow_kernel
+        # numba's compiled kernels (loaded in about 0.5 s), or their Python build for a small run
+        # on a cold cache (`fabricsim.kernels`)
+        self.K = flow_kernel = load("fabricsim.network.flow_kernel", _LOOP_ENTRIES, self.work, _LABEL)
         self.succ_ptr, self.succ = successors(U.dep_ptr, U.dep_idx) if succ is None else succ  # (ptr, ids)
         self.waiting = np.diff(U.dep_ptr).copy()
         self.t_start, self.t_sent, self.t_done = (np.full(n, np.nan) for _ in range(3))

@@ -18,12 +18,12 @@ intervals: `simulate_flows` asks this only without either.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ..kernels import kernel, load
 from .flow_loop import SAME_TIME
 
 
-@njit(cache=True)
+@kernel
 def _solo(ptr, links, weight, bw, size, cap, start0, lat, dep_ptr, dep_idx, succ_ptr, succ, tol):
     """(ok, t_start, t_sent, t_done, link_busy, events); ok False when two units meet on a link
     or the dependencies have a cycle (the event loop then reports it)."""
@@ -126,7 +126,8 @@ def solo_run(topo, U, succ_ptr: np.ndarray, succ: np.ndarray):
     if n == 0:
         return None
     weight = np.ones(len(U.links)) if U.weight is None else np.ascontiguousarray(U.weight, dtype=float)
-    ok, t_start, t_sent, t_done, busy, events = _solo(
+    solo = load("fabricsim.network.flow_solo", ("_solo",), n + len(U.links), "the flow model's kernels")._solo
+    ok, t_start, t_sent, t_done, busy, events = solo(
         np.ascontiguousarray(U.ptr, dtype=np.int64), np.ascontiguousarray(U.links, dtype=np.int64), weight,
         np.ascontiguousarray(topo.link_bw, dtype=float), np.ascontiguousarray(U.size, dtype=float),
         np.ascontiguousarray(U.cap, dtype=float), np.ascontiguousarray(U.start, dtype=float),

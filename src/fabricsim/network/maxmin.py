@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels import load
 
 
 def water_fill(link_cap: np.ndarray, cls_ptr: np.ndarray, cls_links: np.ndarray, mult: np.ndarray,
@@ -127,6 +128,10 @@ class FairShare:
     incremental : bool
         Repair the solution where a change reaches (False: re-solve every changed priority level
         whole, the reference).
+    work : float, optional
+        The simulation's size in work units (`fabricsim.kernels.load`), which picks the compiled
+        or the Python build of the update on a cold cache; default: classes squared (an event
+        re-shares about every class).
 
     Attributes
     ----------
@@ -138,7 +143,8 @@ class FairShare:
         Rate cap per flow (the caller may change it before `update`).
     """
 
-    def __init__(self, link_cap, c_ptr, c_links, c_weight, c_prio, c_cap, incremental: bool = True):
+    def __init__(self, link_cap, c_ptr, c_links, c_weight, c_prio, c_cap, incremental: bool = True,
+                 work: float | None = None):
         n_c, n_l = len(c_prio), len(link_cap)
         self.link_cap = np.ascontiguousarray(link_cap, dtype=float)
         self.c_ptr = np.ascontiguousarray(c_ptr, dtype=np.int64)
@@ -167,9 +173,10 @@ class FairShare:
         self._fl = np.zeros((4, n_l))
         self._bc = np.zeros(n_c, bool)
         self._ep = np.zeros(1, np.int64)
-        from .maxmin_kernel import update  # lazy: numba loads its compiled kernels when a simulation runs
-
-        self._update = update
+        if work is None:
+            work = float(n_c) * max(n_c, 1)
+        # numba's compiled update, or its Python build for a small run on a cold cache (`fabricsim.kernels`)
+        self._update = load("fabricsim.network.maxmin_kernel", ("update",), work, "the flow model's kernels").update
 
     def link_load(self) -> np.ndarray:
         """Bytes/s each link carries now (all levels)."""

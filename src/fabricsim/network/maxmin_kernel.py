@@ -10,9 +10,11 @@ Sets live in preallocated buffers with epoch stamps (`ep`), so nothing is cleare
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from .flow_kernel import _set_key
+from ..kernels import kernel, sibling
+
+# the heap helper of the event loop's kernels, from the same build (compiled or Python) as this module
+_set_key = sibling(__name__, "fabricsim.network.flow_kernel")._set_key
 
 TOL = 1e-9  # relative tolerance of the bottleneck checks
 TIE = 1e-12  # shares this close (relative) saturate together in a pass
@@ -20,13 +22,13 @@ PASSES = 4  # passes of pass-by-pass filling before the heap takes the rest
 WHOLE = 0.25  # solve a level whole when the repaired set exceeds this share of its classes
 
 
-@njit(cache=True)
+@kernel
 def _epoch(ep):
     ep[0] += 1
     return ep[0]
 
 
-@njit(cache=True)
+@kernel
 def _add(item, stamp, ep, buf, n):
     """Add `item` to the set (buf, n) whose members are stamped `ep`, once; returns the new size."""
     if stamp[item] != ep:
@@ -36,7 +38,7 @@ def _add(item, stamp, ep, buf, n):
     return n
 
 
-@njit(cache=True)
+@kernel
 def _resid(k, lk, load, link_cap):
     """Capacity the levels above k leave on link lk."""
     r = link_cap[lk]
@@ -45,7 +47,7 @@ def _resid(k, lk, load, link_cap):
     return r
 
 
-@njit(cache=True)
+@kernel
 def _refresh(lk, k, l_ptr, l_cls, l_w, lvl, mult, rate, acc, load, lmax):
     """Level k's load and largest sending rate on link lk, from the classes crossing it."""
     s = 0.0
@@ -60,7 +62,7 @@ def _refresh(lk, k, l_ptr, l_cls, l_w, lvl, mult, rate, acc, load, lmax):
     lmax[k, lk] = m
 
 
-@njit(cache=True)
+@kernel
 def _valid(c, k, c_ptr, c_links, link_cap, cap, rate, load, lmax):
     """Whether sending class c is at its cap or has a bottleneck: a saturated link on which no
     class of its level has a higher rate."""
@@ -74,7 +76,7 @@ def _valid(c, k, c_ptr, c_links, link_cap, cap, rate, load, lmax):
     return False
 
 
-@njit(cache=True)
+@kernel
 def _fill(S, ns, k, c_ptr, c_links, c_w, l_ptr, l_cls, l_w, lvl, link_cap, cap, mult, rate, acc, load, lmax,
           before, seen, n_seen, lstamp, lbuf, room, nfree, share, nfc, hpos, heap, free, new, tstamp, tbuf, ep,
           lmin, best):
@@ -179,7 +181,7 @@ def _fill(S, ns, k, c_ptr, c_links, c_w, l_ptr, l_cls, l_w, lvl, link_cap, cap, 
     return nt
 
 
-@njit(cache=True)
+@kernel
 def _pass(S, ns, c_ptr, c_links, c_w, cap, mult, room, nfree, nfc, share, lmin, best, free, new, lbuf, nl, link_cap,
           hpos, heap):
     """One pass of filling: every link that is a local bottleneck (its share no larger than what
@@ -226,7 +228,7 @@ def _pass(S, ns, c_ptr, c_links, c_w, cap, mult, room, nfree, nfc, share, lmin, 
     return frozen
 
 
-@njit(cache=True)
+@kernel
 def _share(lk, room, nfree, link_cap):
     """Fair share of link lk for its free classes; room within TOL of the capacity is rounding
     left by sums taken in another order, none."""
@@ -234,7 +236,7 @@ def _share(lk, room, nfree, link_cap):
     return rm / nfree[lk]
 
 
-@njit(cache=True)
+@kernel
 def _freeze(c, r, popped, c_ptr, c_links, c_w, mult, room, nfree, nfc, share, hpos, heap, hsize, link_cap, free, new):
     """Class c freezes at rate r: its links' room and free demand drop, their shares re-keyed in
     the heap (popped: the link just taken from it; -2: no heap, a pass of filling)."""
@@ -249,7 +251,7 @@ def _freeze(c, r, popped, c_ptr, c_links, c_w, mult, room, nfree, nfc, share, hp
             _set_key(lk, _share(lk, room, nfree, link_cap) if nfc[lk] > 0 else np.inf, share, hpos, heap, hsize)
 
 
-@njit(cache=True)
+@kernel
 def _take(cls, n, k, lvl, c_ptr, c_links, sstamp, es, S, ns, lstamp, el, lbuf, nl):
     """Add the first n classes of `cls` that are of level k to the set (S, ns) and their links to
     (lbuf, nl), each once; returns (ns, nl)."""
@@ -264,7 +266,7 @@ def _take(cls, n, k, lvl, c_ptr, c_links, sstamp, es, S, ns, lstamp, el, lbuf, n
     return ns, nl
 
 
-@njit(cache=True)
+@kernel
 def _add_level_classes(lk, k, l_ptr, l_cls, lvl, mult, acc, sstamp, es, S, ns):
     """Add link lk's classes of level k that send or hold capacity to the set (S, ns)."""
     for e in range(l_ptr[lk], l_ptr[lk + 1]):
@@ -276,7 +278,7 @@ def _add_level_classes(lk, k, l_ptr, l_cls, lvl, mult, acc, sstamp, es, S, ns):
     return ns
 
 
-@njit(cache=True)
+@kernel
 def update(changed, n_levels, incremental, level_size, c_ptr, c_links, c_w, l_ptr, l_cls, l_w, lvl, link_cap,
            cap, mult, rate, acc, load, lmax, before, scratch_c, scratch_l, fscratch_c, fscratch_l, bscratch_c, ep):
     """Re-establish max-min fairness after `changed` classes changed multiplicity or cap.

@@ -137,7 +137,8 @@ def nccl_shape(topo: Topology, schedule: Schedule) -> NcclShape:
     topo : Topology
         The network; a cluster (`node_gpus` > 0) gives nodes, NICs and the GPU generation.
     schedule : Schedule
-        Placed (`schedule.nodes` set).
+        Placed (`schedule.nodes` set); its `facts` give the channels and the NICs per node (default:
+        the topology's).
 
     Returns
     -------
@@ -145,7 +146,7 @@ def nccl_shape(topo: Topology, schedule: Schedule) -> NcclShape:
         On a topology that is not a cluster: one node of NVLink-connected Hopper GPUs.
     """
     p = int(schedule.p)
-    channels = int(schedule.meta.get("channels", 1) or 1)
+    channels = schedule.facts.channels
     G = int(getattr(topo, "node_gpus", 0) or 0)
     sm = int(getattr(topo, "gpu_sm", 0) or 90)
     if G <= 0 or schedule.nodes is None:
@@ -154,7 +155,7 @@ def nccl_shape(topo: Topology, schedule: Schedule) -> NcclShape:
     nodes = int(len(np.unique(members // G)))
     nics, rate = 0, 0.0
     if nodes > 1:
-        nics = int(schedule.meta.get("nics_per_node") or max(1, int(getattr(topo, "node_nics", 1) or 1)))
+        nics = schedule.facts.nics_per_node or max(1, int(getattr(topo, "node_nics", 1) or 1))
         rate = _nic_rate(topo)
     return NcclShape(p, nodes, "nvlink", sm, nics, rate, channels, p // nodes if nodes == 1 else max(nics, 1))
 

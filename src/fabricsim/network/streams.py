@@ -76,7 +76,7 @@ class SerialStreams:
     up, down : (int64 array [p+1], int64 array)
         Each rank's path to the top switch and back (CSR), by rank.
     units : int64 array
-        Reduction units every reduce-scatter stream crosses (`dataflow.reduction_links`).
+        Reduction units every reduce-scatter stream crosses (`reduction_links`).
     latency : float array [p]
         Each stream's latency, s.
     src, top : int
@@ -175,8 +175,6 @@ def serial_streams(topo: Topology, schedule: Schedule) -> SerialStreams | None:
         None unless the schedule streams a reduce-scatter or an all-gather whose up and down paths
         use different links.
     """
-    from .dataflow import reduction_links
-
     if not schedule.streaming or schedule.collective not in SERIAL or schedule.p < 2:
         return None
     nodes = schedule.topology_nodes()
@@ -196,3 +194,27 @@ def serial_streams(topo: Topology, schedule: Schedule) -> SerialStreams | None:
         latency = up_lat + dn_lat[np.where(np.arange(p) == best[0], best[-1], best[0])]
     return SerialStreams(schedule.collective, topo.n_links, up, down, units.astype(np.int64), latency,
                          int(ranks[0]), top)
+
+
+def reduction_links(topo: Topology, up_links: np.ndarray) -> np.ndarray:
+    """The reduction units a stream crosses: one per switch its up paths enter, where the switch
+    reduces at a limited rate (`Topology.reduce_link`).
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    up_links : int array
+        Link ids of the stream's up paths (towards its top switch).
+
+    Returns
+    -------
+    int64 array
+        Link ids of those switches' reduction units (self-loops whose bandwidth is the reduction
+        throughput, bytes of reduced output per second: a stream of S bytes puts S on each);
+        empty without units.
+    """
+    if topo.reduce_link is None or not len(up_links):
+        return np.zeros(0, dtype=np.int64)
+    unit = topo.reduce_link[np.unique(topo.link_dst[up_links])]
+    return unit[unit >= 0].astype(np.int64)

@@ -220,7 +220,7 @@ def price_collective(topo: Topology, coll: str, choice: AlgorithmChoice | str, m
             continue
         rate = injection(sched) if injection is not None else None
         base = model.collective(topo, sched, rate)
-        channels = int(sched.meta.get("channels", 1) or 1)
+        channels = sched.facts.channels
         if not protos:
             out.append(Candidate(cand.name, "-", channels, sched, base, cand))
         for proto in protos:

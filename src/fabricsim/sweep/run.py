@@ -35,7 +35,7 @@ def _version() -> str:
 
 
 def _metrics_collective(c: dict) -> dict:
-    from ..cli.collective import run_collective
+    from ..collective_job import run_collective
 
     opts = [f"{k}={v}" for k, v in (c.get("options") or {}).items()]
     group = None if c.get("group") is None else str(c["group"])
