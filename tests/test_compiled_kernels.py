@@ -78,6 +78,35 @@ def test_python_and_compiled_builds_give_bit_identical_results(case, monkeypatch
     assert np.isfinite(a.finish).all() and (a.finish > 0).all()
 
 
+def test_both_builds_time_kernels_slowed_by_what_communication_holds(monkeypatch):
+    """The flow engine with endpoint holds (gated flows re-capped as holds rise and fall): four
+    NPUs, kernels of both kinds beside ring all-reduces, NPU-driven and NCCL endpoints."""
+    from fabricsim.engine.pricing import CommPricer
+    from fabricsim.engine.simulator import simulate
+    from fabricsim.system import NPU, NpuDriven, Scheduling, System, make_endpoint
+    from fabricsim.workload.graph import GraphBuilder
+
+    npu = NPU(peak_flops=1e15, memory_bandwidth=1e12, efficiency=1.0)
+    got = {}
+    for which in ("python", "compiled"):
+        ends = []
+        for ep in (NpuDriven(0.25, 0.5), make_endpoint("nccl", ctas=16, sms=128)):
+            b = GraphBuilder(4)
+            for r in range(4):
+                b.compute(r, "gemm", flops=(r + 1) * 2e12, mem_bytes=1e9)
+                b.compute(r, "norm", flops=1e11, mem_bytes=(4 - r) * 2e9)
+            b.collective("all-reduce", 3e8, (0, 1, 2, 3), "DP", "ar")
+            b.collective("all-reduce", 1e8, (0, 2), "MP", "ar2")
+            with monkeypatch.context() as m:
+                _build(m, which)
+                res = simulate(b.build(), System(npu, ep, Scheduling()),
+                               CommPricer(parse_topology("ring:4", "50GB/s", "1us"), "flow"))
+            ends.append(np.asarray(res.end, dtype=float))
+        got[which] = np.concatenate(ends)
+    assert np.array_equal(got["python"], got["compiled"])
+    assert (got["python"] > 0).all()
+
+
 def test_a_cold_cache_gives_small_runs_the_python_build_and_big_ones_the_compiled(monkeypatch):
     monkeypatch.setattr(kernels, "is_cached", lambda *a: False)
     said = []

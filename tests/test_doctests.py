@@ -16,8 +16,11 @@ MODULES = [
     "fabricsim.system.resources", "fabricsim.system.policies", "fabricsim.system.ace", "fabricsim.system.endpoint",
     "fabricsim.engine.pricing", "fabricsim.sections", "fabricsim.roofline",
     "fabricsim.optimize.perms", "fabricsim.optimize.finder", "fabricsim.optimize.cost",
+    "fabricsim.optimize.rings", "fabricsim.optimize.matchings", "fabricsim.optimize.prices",
+    "fabricsim.topology.core", "fabricsim.topology.builders.dgx_params",
     "fabricsim.topology.builders.wafer", "fabricsim.workload.strategy", "fabricsim.workload.megatron",
     "fabricsim.system.compute", "fabricsim.system.gpus", "fabricsim.workload.memory", "fabricsim.topology.builders.dgx",
+    "fabricsim.workload.memory_model",
     "fabricsim.collectives.nvls", "fabricsim.collectives.nccl_ring", "fabricsim.collectives.nccl_tree",
     "fabricsim.network.flow_quotient", "fabricsim.collectives.facts",
 ]

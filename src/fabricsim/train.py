@@ -1,57 +1,20 @@
 """`fabricsim train CONFIG.yaml`: one config names the network, the system, the workload and
-the strategy; this module validates it and runs it.
+the strategy; this module builds what it names (topology, system, pricer, workload graph, memory
+per stage) and runs it (`run_train`).
 
-```yaml
-name: GPT-3 175B, MP(8)-DP(16)-PP(8)
-network:
-  topology: torus:8x8x16          # any topology spec of `fabricsim topologies`
-  bandwidth: 400GB/s              # per link and direction; one value or one per dimension
-  latency: 100ns
-  model: analytical               # congestion-aware (= analytical), congestion-unaware, flow, flow-store-and-forward
-  algorithms: {all-reduce: ring}  # per collective, NAME[,KEY=VALUE...] (default auto: NCCL's choice per size on a GPU cluster; ring, direct for all-to-all, elsewhere)
-system:
-  npu: {peak: 989TFLOP/s, memory_bandwidth: 3.35TB/s, efficiency: 0.5, unit_bandwidth: unlimited}
-  endpoint: {policy: ideal}       # or {policy: npu, units: 0.1, memory: 0.3}, {policy: comp-opt},
-                                  # {policy: comm-opt}, {policy: no-overlap},
-                                  # {policy: ace, sram: 4MiB, alu_throughput: 1TB/s, dma_bandwidth: 500GB/s}
-  scheduling: {policy: LIFO, priorities: [MP, PP, DP, IO, other], chunks: 1, chunks_in_flight: 1,
-               comm_streams: one}
-workload:
-  model: gpt3-175b                # zoo: workload.models.MODELS (resnet50, gpt3-175b, dlrm, vgg16, ...)
-  dtype: fp16
-  batch: 1024                     # global minibatch (samples / sequences)
-  iterations: 1
-  parallelism: {mp: 8, dp: 16, pp: 8, microbatches: 8, schedule: 1f1b, zero: 0, dp_bucket: 0,
-                placement: [mp, pp, dp], weight_streaming: false}
-  input_loading: false            # inputs through the topology's I/O controllers (wafer:, fred:)
-  # or instead of model: astra_text: path/to/Resnet50_DataParallel.txt  (compute in ns; mp: N for hybrids)
-  # or: chakra: path/to/prefix    (rank r reads prefix.r.et; comm_groups: groups.json for pg_name)
-output:
-  dir: out/gpt3                   # summary.json, breakdown.csv, layers.csv, trace.json, breakdown.png
-  trace: true
-  trace_npus: 0-63                # NPUs in the Perfetto trace (default: the first 64)
-  trace_format: json              # or json.gz (gzip-compressed trace.json.gz)
-  plot: true
-```
-Paths in the file are relative to the file. Every field is checked when the file is loaded,
-and each section builds its domain object (`NetworkSection.build`, `SystemSection.build`); an
-error names the file and the field (`t.yaml: network.latency: ...`), also one found while the
-topology or the workload graph is built. Numbers are not coerced (`iterations: '2'`, `1.5` or
-`true` are refused), bandwidths, times and compute rates need their units as on the command line,
-and fields that do not apply to the workload (`mp` beside a zoo model) are refused. Iterations,
-chunks and the tasks of the graph (estimated before it is built) are bounded by `fabricsim.limits`.
+The config's schema and its validation are `fabricsim.train_config` (the YAML format is in its
+module doc); `TrainConfig`, its sections and `load_train_config` are importable from here as
+before. An error found while the topology or the workload graph is built names the file and the
+field as a validation error does (`t.yaml: network.latency: ...`), and the tasks of the graph
+(estimated before it is built) are bounded by `fabricsim.limits`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, ValidationInfo,
-                      field_validator, model_validator)
-
-from .config import errors_in, read_yaml_mapping, validate
+from .config import errors_in
 from .engine.pricing import CommPricer
 from .engine.result import TrainResult
 from .engine.simulator import simulate
@@ -68,357 +31,16 @@ from .sections import (  # the machine's sections, importable from here as befor
 )
 from .system.model import System
 from .topology.graph import Topology
-from .units import parse_size
+from .train_config import WORKLOAD_FIELDS  # noqa: F401  # re-exported, as the schema's names below
+from .train_config import (  # re-exported: the config's schema, importable from here as before
+    OutputSection,
+    ParallelismSection,
+    ShapeSection,
+    TrainConfig,
+    WorkloadSection,
+    load_train_config,
+)
 from .workload.graph import WorkloadGraph
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ParallelismSection(_Strict):
-    """`workload.parallelism:` the strategy of a zoo model (`workload.parallelism.Strategy`).
-
-    Parameters
-    ----------
-    mp, dp, pp : int
-        Model (tensor), data and pipeline parallel degrees; mp x dp x pp = the network's NPUs.
-    microbatches : int
-        Microbatches per minibatch (pipeline).
-    schedule : str
-        Pipeline schedule: gpipe or 1f1b.
-    zero : int
-        0 (data-parallel all-reduce) or 2 (ZeRO-2: reduce-scatter + all-gather).
-    dp_bucket : float
-        Data-parallel bucket size, bytes (units accepted); 0 = one collective per layer.
-    placement : list of str
-        Order of mp, pp, dp in the rank numbering, fastest-varying first.
-    weight_streaming : bool
-        Weights in from the I/O controllers each pass, gradients out (FRED).
-    stage_layout : str
-        contiguous (balanced contiguous stages, run as `schedule` says) or interleaved (layer i on
-        stage i mod pp, breadth-first: FRED's weight-streaming pipeline; `schedule` is not used).
-    pp_send : str
-        Stage-boundary transfers: p2p (each NPU to its peer), multicast (MP rank 0 broadcasts to
-        the next stage's MP group; as p2p when mp = 1) or scatter-gather (each NPU sends 1/mp,
-        the receiving MP group all-gathers; Megatron-LM's default without sequence parallelism).
-    recompute : str
-        Activation recomputation of transformer blocks: none, selective (the attention core) or
-        full (each block's forward, with its MP communication, before its backward).
-    sequence_parallel : bool
-        Megatron's sequence parallelism (mp > 1): all-gather + reduce-scatter per block part
-        instead of an all-reduce; LayerNorm/dropout sharded; pipeline transfers of 1/mp.
-    virtual_stages : int
-        Model chunks per stage: Megatron's interleaved 1F1B (needs stage_split: layers, schedule
-        1f1b, microbatches a multiple of pp).
-    stage_split : str
-        flops (stages balanced by forward FLOPs) or layers (equal transformer blocks per stage,
-        the embedding with the first, the head with the last: Megatron-LM).
-    optimizer : str
-        none or adam: a memory-bound mixed-precision Adam step per NPU and iteration.
-    tp_overlap : bool
-        Megatron-LM's asynchronous tensor-parallel communication in backward (its default since
-        2022; `--no-async-tensor-model-parallel-allreduce` turns it off): the column-parallel
-        linear's input-gradient all-reduce (sequence parallel: its input's all-gather, then the
-        gradient's reduce-scatter) overlaps that linear's weight-gradient (input-gradient) matmul.
-    attention : str
-        unfused (Megatron-LM 2022: score GEMM, softmax, dropout, context GEMM) or fused (one causal
-        kernel at the GPU preset's measured fused-attention rate: FlashAttention, Transformer
-        Engine).
-    """
-
-    mp: StrictInt = Field(default=1, ge=1)
-    dp: StrictInt = Field(default=1, ge=1)
-    pp: StrictInt = Field(default=1, ge=1)
-    microbatches: StrictInt = Field(default=1, ge=1)
-    schedule: Literal["gpipe", "1f1b"] = "1f1b"
-    zero: Literal[0, 2] = 0
-    dp_bucket: float = 0.0
-    placement: list[Literal["mp", "pp", "dp"]] = Field(default_factory=lambda: ["mp", "pp", "dp"])
-    weight_streaming: StrictBool = False  # weights in from I/O controllers each pass, gradients out (FRED)
-    stage_layout: Literal["contiguous", "interleaved"] = "contiguous"  # interleaved: layer i on stage i mod pp
-    pp_send: Literal["p2p", "multicast", "scatter-gather"] = "p2p"  # multicast: MP rank 0 broadcasts to the next stage's MP group
-    recompute: Literal["none", "selective", "full"] = "none"
-    sequence_parallel: StrictBool = False
-    virtual_stages: StrictInt = Field(default=1, ge=1)
-    stage_split: Literal["flops", "layers"] = "flops"
-    optimizer: Literal["none", "adam"] = "none"
-    tp_overlap: StrictBool = True
-    attention: Literal["unfused", "fused"] = "unfused"
-
-    _bucket = field_validator("dp_bucket", mode="before")(lambda v: parse_size(v, "dp_bucket"))
-
-    @field_validator("zero", mode="before")
-    @classmethod
-    def _zero(cls, v):
-        if isinstance(v, (bool, float)):  # false would pass as 0, 2.0 as 2
-            raise ConfigError("zero", v, "accepted: 0 (plain all-reduce) or 2 (ZeRO stage 2)")
-        return v
-
-
-class ShapeSection(_Strict):
-    """`workload.model:` a GPT-style transformer by its shape (`workload.models.transformer`).
-
-    Parameters
-    ----------
-    name : str
-        Its name in reports.
-    layers, hidden, heads, seq, vocab : int
-        Transformer blocks, hidden size, attention heads (dividing hidden), sequence length,
-        vocabulary.
-    ffn : int, optional
-        MLP inner size (default 4 x hidden).
-    """
-
-    name: str = "transformer"
-    layers: StrictInt = Field(ge=1)
-    hidden: StrictInt = Field(ge=1)
-    heads: StrictInt = Field(ge=1)
-    seq: StrictInt = Field(ge=1)
-    vocab: StrictInt = Field(ge=1)
-    ffn: StrictInt | None = Field(default=None, ge=1)
-
-    @model_validator(mode="after")
-    def _heads(self):
-        if self.hidden % self.heads:
-            raise ConfigError("heads", self.heads, f"accepted: a divisor of hidden = {self.hidden}")
-        return self
-
-
-class WorkloadSection(_Strict):
-    """`workload:` what runs: exactly one of `model`, `astra_text`, `chakra`.
-
-    Parameters
-    ----------
-    model : str or ShapeSection, optional
-        A zoo model (`workload.models.MODELS`), or a transformer by shape
-        (`{layers: 96, hidden: 12288, heads: 96, seq: 2048, vocab: 51200}`).
-    astra_text : str, optional
-        An ASTRA-sim 1.0 text workload file (relative to the config file).
-    chakra : str, optional
-        A Chakra trace prefix: rank r reads `<prefix>.<r>.et`.
-    comm_groups : str, optional
-        ASTRA-sim communicator-groups JSON for Chakra traces (pg_name -> NPUs).
-    dtype : str
-        Element type of parameters and activations: fp16, bf16 or fp32.
-    grad_dtype : str, optional
-        Element type of gradients (default: `dtype`).
-    batch : int
-        Global minibatch, samples (sequences).
-    iterations : int
-        Training iterations to simulate (at most the `iterations` limit).
-    input_loading : bool
-        Each iteration's inputs come in through the I/O controllers (prefetched).
-    input_prefetch : bool
-        With input_loading: iteration 0's input is already on the wafer and each iteration loads
-        the next one's while it runs (FRED's steady state).
-    mp : int, optional
-        Model-parallel group of hybrid text workloads.
-    parallelism : ParallelismSection
-        The strategy of a zoo model.
-    fold : str
-        `auto` (default): data-parallel replicas and tensor-parallel ranks that provably run
-        alike are simulated once (`engine.fold`; the answer is exact, checked per run); `off`:
-        every NPU is simulated.
-
-    Fields that do not apply to the workload given (`WORKLOAD_FIELDS`) are refused when set to
-    anything but their default: a zoo model's strategy is `parallelism`, not `mp`.
-    """
-
-    model: str | ShapeSection | None = None
-    astra_text: str | None = None
-    chakra: str | None = None
-    comm_groups: str | None = None  # ASTRA-sim communicator-groups JSON for chakra traces (pg_name -> NPUs)
-    dtype: Literal["fp16", "bf16", "fp32"] = "fp16"
-    grad_dtype: Literal["fp16", "bf16", "fp32"] | None = None
-    batch: StrictInt = Field(default=1, ge=1)
-    iterations: StrictInt = Field(default=1, ge=1)
-    input_loading: StrictBool = False  # each iteration's inputs through the I/O controllers (prefetched)
-    input_prefetch: StrictBool = False  # iteration 0's input already loaded; each iteration loads the next one's
-    mp: StrictInt | None = Field(default=None, ge=1)  # model-parallel group of hybrid text workloads
-    parallelism: ParallelismSection = Field(default_factory=ParallelismSection)
-    fold: Literal["auto", "off"] = "auto"
-
-    @field_validator("iterations")
-    @classmethod
-    def _iterations(cls, v):
-        check_limit("iterations", v, "iterations", "iterations", v)
-        return v
-
-    @model_validator(mode="after")
-    def _applies(self):
-        given = [k for k in WORKLOAD_FIELDS if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ConfigError("workload", ", ".join(given) or "none",
-                              "accepted: exactly one of model (zoo), astra_text (file), chakra (trace prefix)")
-        kind = given[0]
-        for name in sorted(self.model_fields_set - set(WORKLOAD_FIELDS) - set(WORKLOAD_FIELDS[kind])):
-            value = getattr(self, name)
-            if value != type(self).model_fields[name].get_default(call_default_factory=True):
-                what = {"model": f"a zoo model (model: {self.model}; its strategy is workload.parallelism)",
-                        "astra_text": "a text workload", "chakra": "Chakra traces"}[kind]
-                raise ConfigError(name, value if not isinstance(value, BaseModel) else value.model_dump(),
-                                  f"does not apply to {what}; accepted with {kind}: {', '.join(WORKLOAD_FIELDS[kind])}")
-        if self.input_prefetch and not self.input_loading:
-            raise ConfigError("input_prefetch", True, "applies with input_loading: true; accepted: input_loading: true, "
-                                                      "or input_prefetch: false")
-        return self
-
-    @field_validator("model")
-    @classmethod
-    def _zoo(cls, v):
-        from .workload.models import MODELS
-
-        if isinstance(v, str) and v not in MODELS:
-            raise ValueError("accepted: " + ", ".join(MODELS) + ", or a transformer by shape {layers, hidden, heads, "
-                             "seq, vocab[, ffn]}")
-        return v
-
-    def build_model(self):
-        """The zoo model or transformer this section names, in its `dtype`.
-
-        Returns
-        -------
-        Model
-        """
-        from .workload.models import get_model, transformer
-
-        m = self.model
-        if isinstance(m, ShapeSection):
-            return transformer(m.name, m.layers, m.hidden, m.heads, m.seq, m.vocab, ffn=m.ffn, dtype=self.dtype)
-        return get_model(m, self.dtype)
-
-
-WORKLOAD_FIELDS = {
-    "model": ("dtype", "grad_dtype", "batch", "iterations", "input_loading", "input_prefetch", "parallelism", "fold"),
-    "astra_text": ("iterations", "mp"),
-    "chakra": ("iterations", "comm_groups"),
-}
-"""Each kind of workload -> the other `workload:` fields that apply to it."""
-
-
-class OutputSection(_Strict):
-    """`output:` where and what the run writes.
-
-    Parameters
-    ----------
-    dir : str, optional
-        Folder for summary.json, breakdown.csv, layers.csv, the trace and breakdown.png, relative
-        to the config file (default of `fabricsim train`: out/<config name>).
-    trace : bool
-        Write the Perfetto trace.
-    trace_npus : str, optional
-        NPUs in the trace as a group string (`0-63`; at most the `ranks` limit), or one NPU;
-        default the first 64.
-    trace_format : str
-        `json` (trace.json) or `json.gz` (trace.json.gz, gzip-compressed).
-    plot : bool
-        Write the breakdown plot.
-    """
-
-    dir: str | None = None
-    trace: StrictBool = True
-    trace_npus: str | StrictInt | None = None
-    trace_format: str = "json"
-    plot: StrictBool = True
-
-    @field_validator("trace_npus")
-    @classmethod
-    def _trace_npus(cls, v):
-        from .collectives.api import parse_group
-
-        if v is not None:
-            parse_group(str(v), "trace_npus")  # syntax and the ranks limit, before any range is expanded
-        return None if v is None else str(v)
-
-    @field_validator("trace_format")
-    @classmethod
-    def _trace_format(cls, v):
-        from .report.trace import trace_file_name
-
-        trace_file_name(v, "trace_format")  # the one list of formats; ConfigError otherwise
-        return v
-
-
-class TrainConfig(_Strict):
-    """A whole training config (module doc).
-
-    Parameters
-    ----------
-    name : str, optional
-        Title of the run (default: model and strategy).
-    network : NetworkSection
-        The topology, network model and algorithms.
-    system : SystemSection
-        The NPU, endpoint policy and scheduling.
-    workload : WorkloadSection
-        The model (or text workload, or Chakra traces) and its strategy.
-    output : OutputSection
-        Where and what the run writes.
-
-    The folder relative paths are resolved against (`base_dir`, the config file's) and the file
-    errors name (`source`) are not fields a config can set: `load_train_config` sets them, and
-    Python callers pass `context={"base_dir": ...}` to `model_validate` (default: `.`).
-    """
-
-    name: str | None = None
-    network: NetworkSection
-    system: SystemSection = Field(default_factory=SystemSection)
-    workload: WorkloadSection
-    output: OutputSection = Field(default_factory=OutputSection)
-    _base_dir: str = PrivateAttr(".")
-    _source: str | None = PrivateAttr(None)
-
-    @model_validator(mode="after")
-    def _from_context(self, info: ValidationInfo):
-        ctx = info.context or {}
-        self._base_dir = str(ctx.get("base_dir", "."))
-        self._source = ctx.get("source")
-        self._fused_attention_priced()
-        return self
-
-    def _fused_attention_priced(self) -> None:
-        """Fused attention needs a GPU preset that carries measured rates (`GpuCompute.attention_rates`)."""
-        par = self.workload.parallelism
-        if par is None or par.attention != "fused":
-            return
-        gpu = self.system.npu.gpu
-        from .system.gpus import get_gpu
-
-        if gpu is None or self.system.npu.compute == "roofline" or not get_gpu(gpu).attention_rates:
-            raise ConfigError("workload.parallelism.attention", "fused",
-                              f"needs a GPU preset with measured fused-attention rates (gpu: h100), not "
-                              f"{gpu or 'a roofline NPU'}; accepted: unfused")
-
-    @property
-    def base_dir(self) -> str:
-        """Folder relative paths in the config are resolved against (the config file's, or `.`)."""
-        return self._base_dir
-
-    @property
-    def source(self) -> str | None:
-        """The file the config was read from (named first in errors), or None."""
-        return self._source
-
-
-def load_train_config(path: str | Path) -> TrainConfig:
-    """Read and validate a training config file (module doc).
-
-    Parameters
-    ----------
-    path : str or Path
-        A YAML file; relative paths inside it are relative to it.
-
-    Returns
-    -------
-    TrainConfig
-        Every section checked; a one-line ConfigError names the file, the field, the value and
-        what is accepted (also when the workload names none or several of model, astra_text,
-        chakra).
-    """
-    data = read_yaml_mapping(path, "network, system, workload, output")
-    return validate(TrainConfig, data, str(path), from_file=True,
-                    context={"base_dir": str(Path(path).resolve().parent), "source": str(path)})
 
 
 def system_of(cfg: TrainConfig) -> System:
@@ -586,9 +208,9 @@ def memory_of(cfg: TrainConfig, system: System):
     if w.model is None:
         return None, []
     model = w.build_model()
+    from .workload.emitter import _stages
     from .workload.memory import check_memory, stage_memory
     from .workload.models import DTYPES
-    from .workload.parallelism import _stages
     from .workload.plan import by_shape, layer_stages
 
     st = strategy_of(cfg)

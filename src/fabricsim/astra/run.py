@@ -286,14 +286,7 @@ def run_astra(workload: str, system_path: str, network_path: str, comm_groups: s
     if backend not in BACKENDS:
         raise ConfigError("backend", backend, f"accepted: {', '.join(BACKENDS)}")
     report(progress, 0, 0, "reading the configurations")
-    warnings = []
-    if remote_memory is not None:
-        mem = read_remote_memory(remote_memory)
-        if mem.memory_type != "NO_MEMORY_EXPANSION":
-            raise ConfigError(f"{remote_memory}: memory-type", mem.memory_type,
-                              "accepted: NO_MEMORY_EXPANSION (remote memory is not emulated)")
-        if mem.unknown:
-            warnings.append(f"{remote_memory}: unknown keys ignored: {', '.join(mem.unknown)}")
+    warnings = _remote_memory_warnings(remote_memory)
     net = read_network(network_path)
     if net.unknown:
         warnings.append(f"{network_path}: unknown keys ignored: {', '.join(net.unknown)}")
@@ -304,15 +297,7 @@ def run_astra(workload: str, system_path: str, network_path: str, comm_groups: s
     check_peers(traces, workload)  # a send to itself would fail deep in the network model
     spec_n = net_spec(net)
     spec_s = sys_spec(system, net.npus, injection_scale)
-    if system.ignored:
-        warnings.append(f"{system_path}: ASTRA-sim ignores {', '.join(system.ignored)}")
-    if system.unknown:
-        warnings.append(f"{system_path}: unknown keys ignored: {', '.join(system.unknown)}")
-    if system.per_node_custom_implementation:
-        raise ConfigError(f"{system_path}: per-node-custom-implementation", system.per_node_custom_implementation,
-                          "per-node custom collectives are not emulated yet; accepted: the *-implementation-custom keys")
-    if system.model_shared_bus:
-        raise ConfigError(f"{system_path}: model-shared-bus", 1, "the LogGP shared-bus model is not emulated; accepted: 0")
+    warnings += _system_warnings(system, system_path)
     roofline = Roofline(system.peak_perf_flops, system.local_mem_bw_bytes_per_s) if system.roofline_enabled else None
     used = {COLLECTIVE_OF[n.comm_type] for t in traces for n in t.nodes
             if n.type == COMM_COLL and n.comm_type in COLLECTIVE_OF}
@@ -321,11 +306,7 @@ def run_astra(workload: str, system_path: str, network_path: str, comm_groups: s
     single = _single_collective(traces)
     try:
         if single is not None and not system.replay_only:
-            coll, size, involved = single
-            how = "mirror" if (mode != "full" and mirror_eligible(spec_n, spec_s, coll, backend) is None) else "full"
-            report(progress, 0, 0 if how == "mirror" else net.npus, "simulating")
-            finish = simulate_collective(spec_n, spec_s, coll, size, backend, involved, mode=how, progress=progress)
-            results = tuple(NpuResult(i, f, 0, f, f) for i, f in enumerate(finish))
+            results, how = _simulate_single(spec_n, spec_s, single, backend, mode, net.npus, progress)
         else:
             why = "full" if mode == "full" else mirror_why_not(spec_n, spec_s, traces, backend, system.replay_only)
             how = "mirror" if why is None else "full"
@@ -336,19 +317,61 @@ def run_astra(workload: str, system_path: str, network_path: str, comm_groups: s
         if stall is None or not (isinstance(e, Deadlock) or getattr(e, "value", None) == "deadlock"):
             raise
         raise stall from None
-    npus = "one NPU mirrored" if how == "mirror" else "all NPUs"
-    if single is not None and not system.replay_only:
-        path = f"collective ({npus})"
-        colls = ((coll, size, None),)
-    else:
-        path = "workload graph" + (" (one NPU mirrored)" if how == "mirror" else "")
-        seen = {}
-        for t in traces[:1]:
-            for n in t.nodes:
-                if n.type == COMM_COLL and n.comm_type in COLLECTIVE_OF and n.comm_size:
-                    seen[(COLLECTIVE_OF[n.comm_type], int(n.comm_size), n.pg_name or None)] = None
-        colls = tuple(seen)
+    path, colls = _run_path(traces, single if not system.replay_only else None, how)
     return AstraRun(net, system, backend, workload, results, time.perf_counter() - t0, path, colls, tuple(warnings))
+
+
+def _remote_memory_warnings(remote_memory: str | None) -> list[str]:
+    """The warnings of the remote-memory file (a ConfigError unless it is NO_MEMORY_EXPANSION)."""
+    warnings = []
+    if remote_memory is not None:
+        mem = read_remote_memory(remote_memory)
+        if mem.memory_type != "NO_MEMORY_EXPANSION":
+            raise ConfigError(f"{remote_memory}: memory-type", mem.memory_type,
+                              "accepted: NO_MEMORY_EXPANSION (remote memory is not emulated)")
+        if mem.unknown:
+            warnings.append(f"{remote_memory}: unknown keys ignored: {', '.join(mem.unknown)}")
+    return warnings
+
+
+def _system_warnings(system: AstraSystem, system_path: str) -> list[str]:
+    """The warnings of the system file (a ConfigError for the keys whose models are not emulated)."""
+    warnings = []
+    if system.ignored:
+        warnings.append(f"{system_path}: ASTRA-sim ignores {', '.join(system.ignored)}")
+    if system.unknown:
+        warnings.append(f"{system_path}: unknown keys ignored: {', '.join(system.unknown)}")
+    if system.per_node_custom_implementation:
+        raise ConfigError(f"{system_path}: per-node-custom-implementation", system.per_node_custom_implementation,
+                          "per-node custom collectives are not emulated yet; accepted: the *-implementation-custom keys")
+    if system.model_shared_bus:
+        raise ConfigError(f"{system_path}: model-shared-bus", 1, "the LogGP shared-bus model is not emulated; accepted: 0")
+    return warnings
+
+
+def _simulate_single(spec_n: NetSpec, spec_s: SysSpec, single: tuple, backend: str, mode: str, npus: int,
+                     progress: Progress | None) -> tuple[tuple[NpuResult, ...], str]:
+    """The per-NPU results of a lone collective per NPU (`_single_collective`) and how it ran: mirror or full."""
+    coll, size, involved = single
+    how = "mirror" if (mode != "full" and mirror_eligible(spec_n, spec_s, coll, backend) is None) else "full"
+    report(progress, 0, 0 if how == "mirror" else npus, "simulating")
+    finish = simulate_collective(spec_n, spec_s, coll, size, backend, involved, mode=how, progress=progress)
+    return tuple(NpuResult(i, f, 0, f, f) for i, f in enumerate(finish)), how
+
+
+def _run_path(traces, single: tuple | None, how: str) -> tuple[str, tuple]:
+    """`AstraRun.path` and `.collectives`: the lone collective simulated (`single`), else NPU 0's graph's."""
+    npus = "one NPU mirrored" if how == "mirror" else "all NPUs"
+    if single is not None:
+        coll, size, _involved = single
+        return f"collective ({npus})", ((coll, size, None),)
+    path = "workload graph" + (" (one NPU mirrored)" if how == "mirror" else "")
+    seen = {}
+    for t in traces[:1]:
+        for n in t.nodes:
+            if n.type == COMM_COLL and n.comm_type in COLLECTIVE_OF and n.comm_size:
+                seen[(COLLECTIVE_OF[n.comm_type], int(n.comm_size), n.pg_name or None)] = None
+    return path, tuple(seen)
 
 
 # ---- fabricsim's own model on the same inputs --------------------------------------------------

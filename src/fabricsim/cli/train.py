@@ -103,20 +103,32 @@ def train(
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ):
     """Simulate training iterations: iteration time, where it goes, MFU, a Perfetto trace and a plot."""
-    import os
-    from pathlib import Path
-
-    from ..outputs import check_output_dir
-    from ..report.trace import trace_file_name
-    from ..engine.usage import endpoint_usage
-    from ..report.train import (breakdown_table, endpoint_line, iteration_line, memory_line, memory_summary,
-                                summary_json, throughput_line, write_outputs)
-    from ..collectives.api import parse_group
-    from ..config import validate
-    from ..sections import EndpointSection, parse_endpoint
-    from ..train import load_train_config, run_train
+    from ..train import load_train_config
 
     cfg = load_train_config(config)
+    _apply_overrides(cfg, endpoint, iterations, trace_format)
+    ranks, npus_text, npus_field = _trace_ranks(config, cfg, trace_npus)
+    out_dir, out_field = _output_dir(config, cfg, out, force)
+    with progress_bar("train", quiet) as progress:
+        run, usage, files, config_echo = _run_and_write(cfg, progress, ranks, npus_text, npus_field, out_dir,
+                                                        out_field, force, no_trace, no_plot)
+    if json_out:
+        import json
+
+        from ..report.train import summary_json
+
+        s = summary_json(run.result, run.title, {"files": {k: str(v) for k, v in files.items()}, **config_echo})
+        print(json.dumps(s, indent=2))
+        return
+    _print_report(cfg, run, usage, files)
+
+
+def _apply_overrides(cfg, endpoint: Optional[str], iterations: Optional[int], trace_format: Optional[str]) -> None:
+    """None: `--endpoint`, `--iterations` and `--trace-format` set on `cfg`, each checked as its config field is."""
+    from ..config import validate
+    from ..report.trace import trace_file_name
+    from ..sections import EndpointSection, parse_endpoint
+
     if endpoint is not None:
         cfg.system.endpoint = validate(EndpointSection, parse_endpoint(endpoint, "--endpoint"), "--endpoint")
     if iterations is not None:
@@ -129,16 +141,33 @@ def train(
     if trace_format is not None:
         trace_file_name(trace_format, "--trace-format")  # ConfigError for anything else
         cfg.output.trace_format = trace_format
+
+
+def _trace_ranks(config: str, cfg, trace_npus: Optional[str]):
+    """(the NPUs of the trace or None, the text they came from, the field that names them), checked
+    against the network before the run (the graph's NPUs are checked again after it)."""
+    from ..collectives.api import parse_group
+
     npus_text = trace_npus or cfg.output.trace_npus
     npus_field = "--trace-npus" if trace_npus else f"{config}: output.trace_npus"
     ranks = parse_group(npus_text, npus_field) if npus_text else None
-    if ranks:  # against the network before the run (the graph's NPUs are checked again after it)
+    if ranks:
         from ..train import topology_of
 
         n_npus = topology_of(cfg).n_npus
         if max(ranks) >= n_npus:
             raise ConfigError(npus_field, npus_text, f"accepted: NPUs 0..{n_npus - 1}")
-    # the folder is checked before the run: a bad path or earlier results cost no simulation time
+    return ranks, npus_text, npus_field
+
+
+def _output_dir(config: str, cfg, out: Optional[str], force: bool) -> tuple[str, str]:
+    """(the output folder, the field that names it), checked before the run: a bad path or earlier
+    results cost no simulation time."""
+    import os
+    from pathlib import Path
+
+    from ..outputs import check_output_dir
+
     if out is not None:
         out_dir, out_field = out, "--out"
     elif cfg.output.dir is not None:
@@ -146,25 +175,40 @@ def train(
     else:
         out_dir, out_field = str(Path("out") / Path(config).stem), "--out"
     check_output_dir(out_dir, out_field, force, _train_inputs(config, cfg))
-    with progress_bar("train", quiet) as progress:
-        run = run_train(cfg, progress=progress)
-        res = run.result
-        if ranks is not None and (max(ranks) >= res.graph.real_npus):
-            raise ConfigError(npus_field, npus_text, f"accepted: NPUs 0..{res.graph.real_npus - 1}")
-        progress(0, 0, "endpoint usage")
-        usage = endpoint_usage(res, run.pricer)
-        config_echo = {"config": cfg.model_dump(mode="json", exclude={"base_dir"}), "endpoint": usage.summary(),
-                       "memory": memory_summary(run), "notes": list(run.notes)}
-        progress(0, 0, f"writing {out_dir}")
-        files = write_outputs(res, out_dir, run.title, trace=cfg.output.trace and not no_trace, trace_npus=ranks,
-                              trace_format=cfg.output.trace_format, plot=cfg.output.plot and not no_plot,
-                              extra=config_echo, force=force, field=out_field)
-    if json_out:
-        import json
+    return out_dir, out_field
 
-        s = summary_json(res, run.title, {"files": {k: str(v) for k, v in files.items()}, **config_echo})
-        print(json.dumps(s, indent=2))
-        return
+
+def _run_and_write(cfg, progress, ranks, npus_text: str, npus_field: str, out_dir: str, out_field: str, force: bool,
+                   no_trace: bool, no_plot: bool):
+    """(the `TrainRun`, its endpoint usage, the files written, the config echo of summary.json): the
+    run, then its outputs in `out_dir`."""
+    from ..engine.usage import endpoint_usage
+    from ..report.train import memory_summary, write_outputs
+    from ..train import run_train
+
+    run = run_train(cfg, progress=progress)
+    res = run.result
+    if ranks is not None and (max(ranks) >= res.graph.real_npus):
+        raise ConfigError(npus_field, npus_text, f"accepted: NPUs 0..{res.graph.real_npus - 1}")
+    progress(0, 0, "endpoint usage")
+    usage = endpoint_usage(res, run.pricer)
+    config_echo = {"config": cfg.model_dump(mode="json", exclude={"base_dir"}), "endpoint": usage.summary(),
+                   "memory": memory_summary(run), "notes": list(run.notes)}
+    progress(0, 0, f"writing {out_dir}")
+    files = write_outputs(res, out_dir, run.title, trace=cfg.output.trace and not no_trace, trace_npus=ranks,
+                          trace_format=cfg.output.trace_format, plot=cfg.output.plot and not no_plot,
+                          extra=config_echo, force=force, field=out_field)
+    return run, usage, files, config_echo
+
+
+def _print_report(cfg, run, usage, files: dict) -> None:
+    """None: the run's report on stdout (title, iteration time, throughput, endpoint, memory, notes,
+    the breakdown table, the files written)."""
+    import os
+
+    from ..report.train import breakdown_table, endpoint_line, iteration_line, memory_line, throughput_line
+
+    res = run.result
     con = _out()
     con.print(f"# fabricsim train: {run.title}", highlight=False, markup=False)
     con.print(f"# {run.topology.describe()}; network model {cfg.network.model}; {len(res.graph)} tasks, "

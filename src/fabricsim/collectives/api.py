@@ -20,7 +20,7 @@ from ..errors import ConfigError, UnsupportedGroupSize
 from ..limits import check_limit, current_limits
 from ..topology.graph import Topology
 from ..vocab import normalize_collective
-from .algorithm import AlgorithmChoice, _field, _text
+from .algorithm import Algorithm, AlgorithmChoice, _field, _text
 from .registry import AUTO, choose_algorithm, get_algorithm
 from .schedule import Schedule
 from .sizing import estimate_blocks
@@ -377,6 +377,20 @@ def build_schedule(
     if alg.ring_order:
         g = ring_ordered(topo, g)
     p = len(g)
+    _topology_options(topo, alg, g, opts)
+    _check_supported(alg, collective, p, opts, root)
+    tree = None
+    if alg.helper == "switch-tree":
+        tree = switch_tree(topo, g)
+        opts["leaf_of"] = tree[0]
+    _check_blocks(alg, collective, p, opts, choice.kwargs, where)
+    s = _build(alg, collective, p, opts, where)
+    return s.placed(_placed_nodes(topo, alg, g, s, opts, tree))
+
+
+def _topology_options(topo: Topology, alg: Algorithm, g: np.ndarray, opts: dict) -> None:
+    """Nothing: fills into `opts` what the algorithm takes from the topology (dims, ring steps, cluster shape)."""
+    p = len(g)
     if alg.dims and opts.get("dims") is None:
         whole = p == topo.n_npus and np.array_equal(g, np.arange(p))
         opts["dims"] = tuple(topo.dims) if whole else (p,)
@@ -392,6 +406,10 @@ def build_schedule(
             nics = 1  # the user's node size is not the group's: its NICs are unknown
         if opts.get("nics_per_node") is None:
             opts["nics_per_node"] = nics
+
+
+def _check_supported(alg: Algorithm, collective: str, p: int, opts: dict, root: int) -> None:
+    """Nothing: raises unless the algorithm serves this collective and group; sets a root in `opts`."""
     reason = alg.supports(collective, p, opts)
     if reason is not None:
         if collective not in alg.collectives:
@@ -401,11 +419,10 @@ def build_schedule(
         if not 0 <= int(root) < p:
             raise ConfigError("root", root, f"accepted: a rank 0..{p - 1} of the group")
         opts["root"] = int(root)
-    tree = None
-    if alg.helper == "switch-tree":
-        tree = switch_tree(topo, g)
-        opts["leaf_of"] = tree[0]
-    given = choice.kwargs
+
+
+def _check_blocks(alg: Algorithm, collective: str, p: int, opts: dict, given: dict, where: str | None) -> None:
+    """Nothing: raises when the schedule would hold more entries than the `blocks` limit, naming what to lower."""
     culprit = next(((k, given[k]) for k in ("chunks", "steps", "channels") if k in given), None)
     need = estimate_blocks(alg.name, collective, p, opts)
     what = f"schedule entries ({alg.name} {collective} on {p} ranks: transfers x blocks)"
@@ -415,8 +432,12 @@ def build_schedule(
             what = what[:-1] + f"; fewer pipeline pieces fit: {_field(where or 'algorithm', 'chunks')}=N)"
     check_limit("blocks", need, what,
                 *((_field(where or "algorithm", culprit[0]), _text(culprit[1])) if culprit else ("group size", p)))
+
+
+def _build(alg: Algorithm, collective: str, p: int, opts: dict, where: str | None) -> Schedule:
+    """The unplaced schedule from the algorithm's builder; its option errors name `where` the option was given."""
     try:
-        s = alg.build(collective, p, **opts)
+        return alg.build(collective, p, **opts)
     except UnsupportedGroupSize:
         raise
     except ConfigError as e:
@@ -424,6 +445,12 @@ def build_schedule(
         if where and alg.option(e.field) is not None:
             raise ConfigError(_field(where, e.field), _text(e.value), e.accepted) from None
         raise
+
+
+def _placed_nodes(topo: Topology, alg: Algorithm, g: np.ndarray, s: Schedule, opts: dict,
+                  tree: tuple[np.ndarray, int | None] | None) -> np.ndarray:
+    """The topology nodes of the schedule's nodes: the group, then its helper switches."""
+    p = len(g)
     nodes = g
     if s.n_extra:
         if tree is not None:
@@ -435,4 +462,4 @@ def build_schedule(
             nodes = np.concatenate([g, node_switches(topo, g, G, opts["nics_per_node"], rails=s.n_extra > p // G)])
         else:
             raise ValueError(f"{alg.name}: schedule has helper nodes but declares no helper")
-    return s.placed(nodes)
+    return nodes

@@ -33,6 +33,7 @@ which keeps the compression too.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -260,58 +261,82 @@ def hierarchical(
     dims = _parse_dims(dims, p)
     inners = _parse_inner(inner, len(dims))
     order = _parse_order(order)
-    D = len(dims)
-    rstride = [math.prod(dims[:d]) for d in range(D)]  # rank stride of dimension d
-    bstride = [math.prod(dims[d + 1 :]) for d in range(D)]  # block stride of digit d
-    ranks = np.arange(p, dtype=np.int64)
-    coords = [(ranks // rstride[d]) % dims[d] for d in range(D)]
-    active = [d for d in range(D) if dims[d] > 1]
+    grid = _make_grid(p, dims)
+    active = [d for d in range(len(dims)) if dims[d] > 1]
     # validate every inner/dimension pair before building anything
     for d in active:
         if inners[d] == "halving_doubling":
             require_group(f"hierarchical (inner halving_doubling on dimension {d}, size {dims[d]})", collective, dims[d], pow2=True)
 
-    def lines(d: int) -> np.ndarray:
-        first = ranks[coords[d] == 0]
-        return first[:, None] + np.arange(dims[d], dtype=np.int64)[None, :] * rstride[d]
-
-    def owned_base(d: int, nodes: np.ndarray) -> np.ndarray:
-        """First block of the range the line's ranks own before phase d (digits < d fixed)."""
-        first = nodes[:, 0]
-        b = np.zeros(len(first), dtype=np.int64)
-        for e in range(d):
-            b += ((first // rstride[e]) % dims[e]) * bstride[e]
-        return b
-
-    def shrinking_phase(d: int, part: str) -> list[Step]:
-        nodes = lines(d)
-        return _lift_all(_inner_steps(inners[d], dims[d], part, d, collective), nodes,
-                         owned_base(d, nodes), np.arange(bstride[d], dtype=np.int64), bstride[d])
-
-    def whole_buffer_phase(d: int) -> list[Step]:
-        nodes = lines(d)
-        W, M = bstride[d], bstride[d] * dims[d]
-        offsets = (np.arange(p // M, dtype=np.int64)[:, None] * M + np.arange(W, dtype=np.int64)[None, :]).reshape(-1)
-        return _lift_all(_inner_steps(inners[d], dims[d], "ar", d, collective), nodes,
-                         np.zeros(len(nodes), dtype=np.int64), offsets, W)
-
     steps: list[Step] = []
     if collective == "all-reduce" and order == "baseline":
         for d in active:
-            steps += whole_buffer_phase(d)
+            steps += _whole_buffer_phase(grid, d, inners[d], collective)
     else:
         if collective in ("all-reduce", "reduce-scatter"):
             for d in active:
-                steps += shrinking_phase(d, "rs")
+                steps += _shrinking_phase(grid, d, "rs", inners[d], collective)
         if collective in ("all-reduce", "all-gather"):
             for d in reversed(active):
-                steps += shrinking_phase(d, "ag")
+                steps += _shrinking_phase(grid, d, "ag", inners[d], collective)
 
     # block b is owned by the rank whose coordinates are b's digits
     blocks = np.arange(p, dtype=np.int64)
-    owner = sum(((blocks // bstride[d]) % dims[d]) * rstride[d] for d in range(D))
+    owner = sum(((blocks // grid.bstride[d]) % dims[d]) * grid.rstride[d] for d in range(len(dims)))
     meta = {"dims": dims, "order": order, "inner": inners}
     return Schedule(collective, "hierarchical", p, p, tuple(steps), owner=owner, meta=meta)
+
+
+class _Grid(NamedTuple):
+    """The group as a grid (module doc): its shape, strides and every rank's coordinates."""
+
+    p: int
+    dims: tuple[int, ...]
+    rstride: list[int]  # rank stride of dimension d
+    bstride: list[int]  # block stride of digit d
+    ranks: np.ndarray
+    coords: list[np.ndarray]
+
+
+def _make_grid(p: int, dims: tuple[int, ...]) -> _Grid:
+    """The grid of a group of `p` ranks shaped `dims`."""
+    D = len(dims)
+    rstride = [math.prod(dims[:d]) for d in range(D)]  # rank stride of dimension d
+    bstride = [math.prod(dims[d + 1 :]) for d in range(D)]  # block stride of digit d
+    ranks = np.arange(p, dtype=np.int64)
+    coords = [(ranks // rstride[d]) % dims[d] for d in range(D)]
+    return _Grid(p, dims, rstride, bstride, ranks, coords)
+
+
+def _lines(grid: _Grid, d: int) -> np.ndarray:
+    """The lines of dimension d, [L, dims[d]]: the rank of each local rank on each line."""
+    first = grid.ranks[grid.coords[d] == 0]
+    return first[:, None] + np.arange(grid.dims[d], dtype=np.int64)[None, :] * grid.rstride[d]
+
+
+def _owned_base(grid: _Grid, d: int, nodes: np.ndarray) -> np.ndarray:
+    """First block of the range the line's ranks own before phase d (digits < d fixed)."""
+    first = nodes[:, 0]
+    b = np.zeros(len(first), dtype=np.int64)
+    for e in range(d):
+        b += ((first // grid.rstride[e]) % grid.dims[e]) * grid.bstride[e]
+    return b
+
+
+def _shrinking_phase(grid: _Grid, d: int, part: str, inner: str, collective: str) -> list[Step]:
+    """The steps of a reduce-scatter ('rs') or all-gather ('ag') phase on dimension d, on the owned range."""
+    nodes = _lines(grid, d)
+    return _lift_all(_inner_steps(inner, grid.dims[d], part, d, collective), nodes,
+                     _owned_base(grid, d, nodes), np.arange(grid.bstride[d], dtype=np.int64), grid.bstride[d])
+
+
+def _whole_buffer_phase(grid: _Grid, d: int, inner: str, collective: str) -> list[Step]:
+    """The steps of an all-reduce of the whole buffer on dimension d (order baseline)."""
+    nodes = _lines(grid, d)
+    W, M = grid.bstride[d], grid.bstride[d] * grid.dims[d]
+    offsets = (np.arange(grid.p // M, dtype=np.int64)[:, None] * M + np.arange(W, dtype=np.int64)[None, :]).reshape(-1)
+    return _lift_all(_inner_steps(inner, grid.dims[d], "ar", d, collective), nodes,
+                     np.zeros(len(nodes), dtype=np.int64), offsets, W)
 
 
 def _per_dimension(collective: str, p: int, **options) -> Schedule:

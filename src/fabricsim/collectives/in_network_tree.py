@@ -21,12 +21,14 @@ tree level per step).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..errors import ConfigError
 from ._common import all_but_own_runs, require_collective, require_group, require_root, set_runs
 from .algorithm import Algorithm, lockstep_option
-from .schedule import Schedule, make_range_step, make_step
+from .schedule import Schedule, Step, make_range_step, make_step
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce")
 
@@ -64,60 +66,83 @@ def in_network_tree(collective: str, p: int, *, leaf_of=None, lockstep: bool = F
     m = len(used)
     rooted = collective in ("broadcast", "reduce")
     root = require_root(root, p) if rooted else 0
-    r = np.arange(p, dtype=np.int64)
-    L = p + np.arange(m, dtype=np.int64)  # leaf switch nodes
-    top = p + m  # root switch node (m > 1)
     q = p if collective in ("reduce-scatter", "all-gather") else 1
+    t = _Tree(p, m, q, leaf, root, np.arange(p, dtype=np.int64), p + np.arange(m, dtype=np.int64), p + m,
+              leaf[None, :] == np.arange(m)[:, None] if q == p and m > 1 else None)
+    steps = _up_steps(collective, t) + _down_steps(collective, t)
+    owner = t.r if q == p else None
+    return Schedule(collective, "in_network_tree", p, q, tuple(steps), owner=owner,
+                    root=root if rooted else None, n_extra=m + (1 if m > 1 else 0),
+                    meta={"leaves": m, "leaf_of": leaf.tolist(), "lockstep": bool(lockstep)}, streaming=not lockstep)
+
+
+class _Tree(NamedTuple):
+    """The group on its tree of switches: sizes, each rank's leaf and the nodes of ranks and switches."""
+
+    p: int
+    m: int  # leaves
+    q: int  # blocks
+    leaf: np.ndarray  # leaf 0..m-1 of each rank
+    root: int  # root rank of a broadcast or reduce (0 otherwise)
+    r: np.ndarray  # rank nodes
+    L: np.ndarray  # leaf switch nodes
+    top: int  # root switch node (m > 1)
+    of_leaf: np.ndarray | None  # [m, p]: blocks of each leaf's ranks (reduce-scatter, all-gather over m > 1 leaves)
+
+
+def _runs(src, dst, member, reduce) -> Step:
+    """A step sending every set of blocks `member[i]` as its runs (range form)."""
+    s, start, count = set_runs(member)
+    return make_range_step(src[s], dst[s], start, count, reduce)
+
+
+def _up_steps(collective: str, t: _Tree) -> list[Step]:
+    """The steps up the tree: into the leaves, then into the root switch."""
+    p, m, q, leaf, root, r, L, top, of_leaf = t
     steps = []
-
-    def up(src, dst, blocks, reduce):
-        steps.append(make_step(src, dst, blocks, reduce))
-
-    def runs(src, dst, member, reduce):  # every set of blocks as its runs (range form)
-        s, start, count = set_runs(member)
-        steps.append(make_range_step(src[s], dst[s], start, count, reduce))
-
-    of_leaf = leaf[None, :] == np.arange(m)[:, None] if q == p and m > 1 else None  # [m, p]: blocks of its ranks
     if collective in ("all-reduce", "reduce", "reduce-scatter"):
         steps.append(make_range_step(r, L[leaf], 0, q, True))
         if m > 1:
             steps.append(make_range_step(L, np.full(m, top), 0, q, True))
     elif collective == "all-gather":
-        up(r, L[leaf], r[:, None], False)
+        steps.append(make_step(r, L[leaf], r[:, None], False))
         if m > 1:  # each leaf forwards the blocks of its ranks
-            runs(L, np.full(m, top), of_leaf, False)
+            steps.append(_runs(L, np.full(m, top), of_leaf, False))
     else:  # broadcast
-        up(np.array([root]), np.array([L[leaf[root]]]), np.zeros((1, 1), np.int64), False)
+        steps.append(make_step(np.array([root]), np.array([L[leaf[root]]]), np.zeros((1, 1), np.int64), False))
         if m > 1:
-            up(np.array([L[leaf[root]]]), np.array([top]), np.zeros((1, 1), np.int64), False)
-    # down
+            steps.append(make_step(np.array([L[leaf[root]]]), np.array([top]), np.zeros((1, 1), np.int64), False))
+    return steps
+
+
+def _down_steps(collective: str, t: _Tree) -> list[Step]:
+    """The steps down the tree: from the root switch to the leaves, then to the ranks."""
+    p, m, q, leaf, root, r, L, top, of_leaf = t
+    steps = []
     if collective == "all-reduce":
         if m > 1:
-            up(np.full(m, top), L, np.zeros((m, 1), np.int64), False)
-        up(L[leaf], r, np.zeros((p, 1), np.int64), False)
+            steps.append(make_step(np.full(m, top), L, np.zeros((m, 1), np.int64), False))
+        steps.append(make_step(L[leaf], r, np.zeros((p, 1), np.int64), False))
     elif collective == "reduce":
         if m > 1:
-            up(np.array([top]), np.array([L[leaf[root]]]), np.zeros((1, 1), np.int64), False)
-        up(np.array([L[leaf[root]]]), np.array([root]), np.zeros((1, 1), np.int64), False)
+            steps.append(make_step(np.array([top]), np.array([L[leaf[root]]]), np.zeros((1, 1), np.int64), False))
+        steps.append(make_step(np.array([L[leaf[root]]]), np.array([root]), np.zeros((1, 1), np.int64), False))
     elif collective == "broadcast":
         others = np.delete(r, root)
         if m > 1:
             rest = np.delete(np.arange(m), leaf[root])
-            up(np.full(len(rest), top), L[rest], np.zeros((len(rest), 1), np.int64), False)
-        up(L[leaf[others]], others, np.zeros((p - 1, 1), np.int64), False)
+            steps.append(make_step(np.full(len(rest), top), L[rest], np.zeros((len(rest), 1), np.int64), False))
+        steps.append(make_step(L[leaf[others]], others, np.zeros((p - 1, 1), np.int64), False))
     elif collective == "reduce-scatter":
         if m > 1:  # each leaf gets the blocks of its ranks
-            runs(np.full(m, top), L, of_leaf, False)
-        up(L[leaf], r, r[:, None], False)
+            steps.append(_runs(np.full(m, top), L, of_leaf, False))
+        steps.append(make_step(L[leaf], r, r[:, None], False))
     else:  # all-gather
         if m > 1:  # each leaf gets the blocks of the other leaves' ranks
-            runs(np.full(m, top), L, ~of_leaf, False)
+            steps.append(_runs(np.full(m, top), L, ~of_leaf, False))
         who, start, count = all_but_own_runs(p)  # every block but the rank's own: two runs
         steps.append(make_range_step(L[leaf[who]], who, start, count, False))
-    owner = r if q == p else None
-    return Schedule(collective, "in_network_tree", p, q, tuple(steps), owner=owner,
-                    root=root if rooted else None, n_extra=m + (1 if m > 1 else 0),
-                    meta={"leaves": m, "leaf_of": leaf.tolist(), "lockstep": bool(lockstep)}, streaming=not lockstep)
+    return steps
 
 
 def _estimate(c: str, p: int, o: dict) -> float:

@@ -402,28 +402,20 @@ def run_sampled(s: Schedule, sample: np.ndarray, rng: np.random.Generator) -> No
 
     # versions: one per (destination cell, step); each read resolved to the latest earlier version
     holder, hcol, expect = expected_values(s, sample, OneRow(vals) if one_row else vals)
-    hcell = holder * B + hcol
     gkey, gid, src_g = _versions((dst * B + col) * T1 + t, (src * B + col) * T1 + t, T1)
     G = len(gkey)
     gcell, gt = gkey >> (T1.bit_length() - 1), gkey & (T1 - 1)
-    # the end state: each held cell's last version (holders come in cell order where they are many)
-    g_end = np.searchsorted(gkey, (hcell + 1) * T1) - 1
-    g_end = np.where((g_end >= 0) & (gcell[np.maximum(g_end, 0)] == hcell), g_end, -1) if G else np.full(len(hcell), -1)
+    g_end = _end_versions(gkey, gcell, holder * B + hcol, T1)
     n_copy = np.bincount(gid, weights=~red, minlength=G)
     n_red = np.bincount(gid, weights=red, minlength=G)
-    for mask, kind, what in ((n_copy > 1, 2, "two copies into the same block of one node"),
-                             ((n_copy > 0) & (n_red > 0), 3, "copy and reduce into the same block of one node")):
-        if mask.any():
-            g = np.flatnonzero(mask)[np.argmin(gt[mask])]
-            errors.append((int(gt[g]), kind, 0, f"{head}: step {gt[g]}: {what}"))
+    errors += _write_errors(n_copy, n_red, gt, head)
 
     # what each transfer reads
     has = src_g >= 0
     held0, val0 = _initial(s, sample, src, col, vals)
     missing = ~has & ~held0
     if missing.any():
-        i = np.flatnonzero(missing)
-        i = i[np.lexsort((pos[i], t[i]))[0]]
+        i = _earliest(np.flatnonzero(missing), t, pos)
         errors.append((int(t[i]), 1, int(pos[i]), f"{head}: step {t[i]}: node {src[i]} sends block {sample[col[i]]} "
                                                   f"to {dst[i]} before it holds it"))
     # what a reduce adds to: the cell's previous version, its start value, or 0 in an empty helper
@@ -434,21 +426,49 @@ def run_sampled(s: Schedule, sample: np.ndarray, rng: np.random.Generator) -> No
     gheld0, gval0 = _initial(s, sample, gnode, gcol, vals)
     empty = is_red & ~prev & ~gheld0 & (gnode < s.p)
     if empty.any():
-        ev = np.flatnonzero(empty[gid] & red)
-        i = ev[np.lexsort((pos[ev], t[ev]))[0]]
+        i = _earliest(np.flatnonzero(empty[gid] & red), t, pos)
         errors.append((int(t[i]), 4, int(pos[i]), f"{head}: step {t[i]}: node {src[i]} reduces block "
                                                   f"{sample[col[i]]} into rank {dst[i]}, which does not hold it"))
     if errors:
         raise ScheduleError(min(errors)[3])
+    rank, x = _solve_versions(gt, gid, src_g, val0, is_red & ~prev & gheld0, gval0, np.flatnonzero(is_red & prev))
+    _check_end(s, sample, vals, (holder, hcol, expect), g_end, x[rank[g_end]] if G else 0.0, head)
 
-    # the values: unit lower-triangular system over versions in step order
+
+def _end_versions(gkey: np.ndarray, gcell: np.ndarray, hcell: np.ndarray, T1: int) -> np.ndarray:
+    """The last version of each held cell `hcell` (-1: none); holders come in cell order where they are many."""
+    if not len(gkey):
+        return np.full(len(hcell), -1)
+    g_end = np.searchsorted(gkey, (hcell + 1) * T1) - 1
+    return np.where((g_end >= 0) & (gcell[np.maximum(g_end, 0)] == hcell), g_end, -1)
+
+
+def _write_errors(n_copy: np.ndarray, n_red: np.ndarray, gt: np.ndarray, head: str) -> list[tuple]:
+    """The errors (step, kind, 0, message) of versions written by two copies, or by a copy and a reduce."""
+    errors = []
+    for mask, kind, what in ((n_copy > 1, 2, "two copies into the same block of one node"),
+                             ((n_copy > 0) & (n_red > 0), 3, "copy and reduce into the same block of one node")):
+        if mask.any():
+            g = np.flatnonzero(mask)[np.argmin(gt[mask])]
+            errors.append((int(gt[g]), kind, 0, f"{head}: step {gt[g]}: {what}"))
+    return errors
+
+
+def _earliest(ev: np.ndarray, t: np.ndarray, pos: np.ndarray) -> int:
+    """The earliest of the events `ev` (by step, then entry position)."""
+    return ev[np.lexsort((pos[ev], t[ev]))[0]]
+
+
+def _solve_versions(gt: np.ndarray, gid: np.ndarray, src_g: np.ndarray, val0: np.ndarray, start: np.ndarray,
+                    gval0: np.ndarray, chain: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rank of each version in step order, its value): the unit lower-triangular system over versions."""
+    G = len(gt)
+    has = src_g >= 0
     rank = np.empty(G, dtype=np.int64)
     rank[np.argsort(gt)] = np.arange(G)  # step order: versions depend on earlier steps only
     rhs = np.zeros(G)
     rhs += np.bincount(rank[gid[~has]], weights=val0[~has], minlength=G)
-    start = is_red & ~prev & gheld0
     rhs[rank[start]] += gval0[start]
-    chain = np.flatnonzero(is_red & prev)
     rows = np.concatenate([rank, rank[gid[has]], rank[chain]])
     cols = np.concatenate([rank, rank[src_g[has]], rank[chain - 1]])
     data = np.concatenate([np.ones(G), -np.ones(int(has.sum()) + len(chain))])
@@ -457,11 +477,15 @@ def run_sampled(s: Schedule, sample: np.ndarray, rng: np.random.Generator) -> No
         L = sp.csr_array((data, (rows, cols)), shape=(G, G))
         del rows, cols, data
         x = spsolve_triangular(L, rhs, lower=True, unit_diagonal=True)
+    return rank, x
 
-    # the end state
+
+def _check_end(s: Schedule, sample: np.ndarray, vals, held: tuple, g_end: np.ndarray, end_value, head: str) -> None:
+    """Nothing: raises ScheduleError unless every (holder, block, expected value) of `held` ends as expected."""
+    holder, hcol, expect = held
     has_end = g_end >= 0
     h0, v0 = _initial(s, sample, holder, hcol, vals)
-    final = np.where(has_end, x[rank[g_end]] if G else 0.0, v0)
+    final = np.where(has_end, end_value, v0)
     ok = (has_end | h0) & (final == expect)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])

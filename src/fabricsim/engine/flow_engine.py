@@ -48,7 +48,8 @@ from ..system.resources import task_times_of
 from ..vocab import CATEGORIES, COLLECTIVES, TaskKind
 from ..workload.graph import WorkloadGraph
 from .pricing import CommPricer, io_flows
-from .result import TrainResult, breakdown
+from .result import TrainResult
+from .timesplit import breakdown
 
 
 def simulate_on_flows(graph: WorkloadGraph, system: System, pricer: CommPricer, progress=None) -> TrainResult:
@@ -156,6 +157,15 @@ def _injected(aug, tp: _Template, base: int) -> _Template:
     return replace(tp, route_ptr=ptr, route_links=links, route_weight=weight)
 
 
+def _compute_chain(npu: np.ndarray, comp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each compute task after the first of its NPU, the compute task before it on that NPU): compute
+    tasks run in task-id order on their NPU."""
+    ct = np.flatnonzero(comp)
+    ct = ct[np.argsort(npu[ct], kind="stable")]
+    same = npu[ct[1:]] == npu[ct[:-1]]
+    return ct[1:][same], ct[:-1][same]
+
+
 def _expand(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Concatenated ranges starts[i] .. starts[i] + counts[i] - 1 (int64)."""
     total = int(counts.sum())
@@ -226,26 +236,12 @@ class _FlowGraph:
         and markers, explicit link sets for streams; endpoint links where injection is limited.
         Sets `entry` and `exit` (flow ids, one per task)."""
         g, topo, hold = self.g, self.topo, int(self.interferes)
-        n, L, n_npus = len(g), topo.n_links, g.n_npus
-        kind, npu, peer = g.kind, g.npu.astype(np.int64), g.peer.astype(np.int64)
-        comp = kind == TaskKind.COMPUTE
-        comm = ~comp & ~self.empty
-        pt = np.flatnonzero(comm & (kind == TaskKind.P2P))
-        g_len = np.array([len(m) for m in g.groups], dtype=np.int64)
-        g_ptr = np.concatenate([[0], np.cumsum(g_len)]).astype(np.int64)
-        g_flat = np.fromiter((p for m in g.groups for p in m), dtype=np.int64, count=int(g_ptr[-1]))
-        grouped = (kind == TaskKind.COLLECTIVE) | (kind == TaskKind.IO)
-        m0 = npu.copy()  # each task's first member: where its markers run
-        m0[grouped] = g_flat[g_ptr[g.group[grouped]]]
-        pr = np.where(comp, 0, self.prio_of_cat[g.category]).astype(np.int64)
-        # one template per (collective, group) and (io direction, shards, group)
-        tmpl = np.full(n, -1, dtype=np.int64)
-        templates: list[_Template] = []
-        for k in (TaskKind.COLLECTIVE, TaskKind.IO):
-            tasks, which, got = self._templates(k)
-            tmpl[tasks] = which + len(templates)
-            templates += got
-        tn = np.array([tp.n for tp in templates], dtype=np.int64)
+        L, n_npus = topo.n_links, g.n_npus
+        npu, peer = g.npu.astype(np.int64), g.peer.astype(np.int64)
+        comp = g.kind == TaskKind.COMPUTE
+        pt = np.flatnonzero(~comp & ~self.empty & (g.kind == TaskKind.P2P))
+        g_ptr, g_flat = self._group_members()
+        tmpl, templates = self._all_templates()
         p_ptr, p_links = topo.route(npu[pt], peer[pt])
         p_rate, p_weight = self._p2p_rates(pt), None
         inject = not (np.isinf(p_rate).all() and all(np.isinf(tp.rate) for tp in templates))
@@ -253,7 +249,49 @@ class _FlowGraph:
         if inject:  # each NPU's outgoing traffic crosses its endpoint link (once per template)
             templates = [_injected(aug, tp, L + n_npus) for tp in templates]
             p_ptr, p_links, p_weight = _inject(aug, npu[pt], p_ptr, p_links, None, p_rate, L + n_npus, False)
-        # flows per task: its entry (compute flow, marker, or an unheld p2p transfer), then its tail
+        first, N, blocks = self._number_flows(pt, hold, tmpl, templates)
+        q = first[pt] + hold  # p2p transfers
+        after, before = _compute_chain(npu, comp)
+        m0 = self._marker_npus(npu, g_ptr, g_flat)
+        S, D, size, prio, lat, dep_ptr, ptr = self._flow_fields(N, first, m0, comp, after, q, pt, hold, p_ptr, blocks)
+        dep_idx = self._flow_deps(dep_ptr, first, after, before, q, pt, hold, blocks)
+        links, weight = self._flow_links(ptr, S, first, q, pt, hold, p_ptr, p_links, p_weight, inject, templates,
+                                         blocks)
+        holds = self._holds(N, comp, npu, tmpl, templates, g_ptr, g_flat) if hold else None
+        return aug, Flows(S, D, size, None, None, prio, dep_ptr, dep_idx, ptr, links, lat, weight, holds=holds)
+
+    def _group_members(self) -> tuple[np.ndarray, np.ndarray]:
+        """The graph's groups as CSR: (ptr, the members of every group, concatenated), int64."""
+        g = self.g
+        g_len = np.array([len(m) for m in g.groups], dtype=np.int64)
+        g_ptr = np.concatenate([[0], np.cumsum(g_len)]).astype(np.int64)
+        g_flat = np.fromiter((p for m in g.groups for p in m), dtype=np.int64, count=int(g_ptr[-1]))
+        return g_ptr, g_flat
+
+    def _marker_npus(self, npu: np.ndarray, g_ptr: np.ndarray, g_flat: np.ndarray) -> np.ndarray:
+        """Each task's first member, where its markers run: its NPU, or its group's first NPU."""
+        g = self.g
+        grouped = (g.kind == TaskKind.COLLECTIVE) | (g.kind == TaskKind.IO)
+        m0 = npu.copy()
+        m0[grouped] = g_flat[g_ptr[g.group[grouped]]]
+        return m0
+
+    def _all_templates(self) -> tuple[np.ndarray, list]:
+        """(template of each task, -1 for none; the templates): one per (collective, group) and
+        (io direction, shards, group)."""
+        tmpl = np.full(len(self.g), -1, dtype=np.int64)
+        templates: list[_Template] = []
+        for k in (TaskKind.COLLECTIVE, TaskKind.IO):
+            tasks, which, got = self._templates(k)
+            tmpl[tasks] = which + len(templates)
+            templates += got
+        return tmpl, templates
+
+    def _number_flows(self, pt: np.ndarray, hold: int, tmpl: np.ndarray, templates: list):
+        """(first flow of each task, flows in all, [(template, its tasks in task order)]): a task's
+        entry (compute flow, marker, or an unheld p2p transfer), then its tail. Sets `entry`, `exit`."""
+        n = len(self.g)
+        tn = np.array([tp.n for tp in templates], dtype=np.int64)
         cnt = np.ones(n, dtype=np.int64)
         cnt[pt] += hold
         tt = np.flatnonzero(tmpl >= 0)
@@ -264,23 +302,22 @@ class _FlowGraph:
         self.entry, self.exit = first, first + cnt - 1
         by = tt[np.argsort(tmpl[tt], kind="stable")]  # tasks grouped by template, in task order
         bounds = np.searchsorted(tmpl[by], np.arange(len(templates) + 1))
-        blocks = [(tp, by[bounds[u]: bounds[u + 1]]) for u, tp in enumerate(templates)]
+        return first, N, [(tp, by[bounds[u]: bounds[u + 1]]) for u, tp in enumerate(templates)]
 
+    def _flow_fields(self, N: int, first, m0, comp, after, q, pt, hold: int, p_ptr, blocks):
+        """(source, destination, size, priority, latency, dependency CSR ptr, route CSR ptr) of
+        every flow."""
+        g = self.g
+        pr = np.where(comp, 0, self.prio_of_cat[g.category]).astype(np.int64)
         S, D, size = np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64), np.zeros(N)
         prio, lat = np.empty(N, dtype=np.int64), np.full(N, np.nan)
         dcnt, hops = np.zeros(N, dtype=np.int64), np.ones(N, dtype=np.int64)
         S[first] = D[first] = m0
         prio[first] = pr
         size[first[comp]] = self.dur[comp]
-        ng = np.diff(g.dep_ptr)
-        dcnt[first] = ng
-        ct = np.flatnonzero(comp)  # compute tasks run in task-id order on their NPU
-        ct = ct[np.argsort(npu[ct], kind="stable")]
-        same = npu[ct[1:]] == npu[ct[:-1]]
-        after, before = ct[1:][same], ct[:-1][same]
+        dcnt[first] = np.diff(g.dep_ptr)
         dcnt[first[after]] += 1
-        q = first[pt] + hold  # p2p transfers
-        S[q], D[q], size[q], prio[q] = npu[pt], peer[pt], g.size[pt], pr[pt]
+        S[q], D[q], size[q], prio[q] = g.npu[pt], g.peer[pt], g.size[pt], pr[pt]
         if hold:
             dcnt[q] = 1  # a held transfer waits for its entry
         hops[q] = np.diff(p_ptr)
@@ -299,20 +336,34 @@ class _FlowGraph:
             else:
                 size[pos] = g.size[T][:, None] * tp.size
             dcnt[pos], hops[pos] = np.diff(tp.dep_ptr), np.diff(tp.route_ptr)
-
         dep_ptr = np.zeros(N + 1, dtype=np.int64)
         np.cumsum(dcnt, out=dep_ptr[1:])
         del dcnt
+        ptr = np.zeros(N + 1, dtype=np.int64)
+        np.cumsum(hops, out=ptr[1:])
+        return S, D, size, prio, lat, dep_ptr, ptr
+
+    def _flow_deps(self, dep_ptr, first, after, before, q, pt, hold: int, blocks) -> np.ndarray:
+        """Every flow's dependencies (CSR over `dep_ptr`): a task's graph dependencies and its NPU's
+        previous compute, a held transfer's entry, a template's flows relative to its entry."""
+        g = self.g
+        ng = np.diff(g.dep_ptr)
         dep_idx = np.empty(int(dep_ptr[-1]), dtype=np.int64)
         dep_idx[_expand(dep_ptr[first], ng)] = self.exit[g.dep_idx]  # graph deps, then the NPU's previous compute
         dep_idx[dep_ptr[first[after]] + ng[after]] = first[before]
         if hold:
             dep_idx[dep_ptr[q]] = first[pt]
-        ptr = np.zeros(N + 1, dtype=np.int64)
-        np.cumsum(hops, out=ptr[1:])
-        del hops
+        for tp, T in blocks:
+            f0 = first[T]
+            dep_idx[dep_ptr[f0 + 1][:, None] + np.arange(len(tp.dep_rel))] = f0[:, None] + tp.dep_rel
+        return dep_idx
+
+    def _flow_links(self, ptr, S, first, q, pt, hold: int, p_ptr, p_links, p_weight, inject: bool, templates, blocks):
+        """(links, weights or None) of every flow's route (CSR over `ptr`): the NPU's private link
+        for entries, routed p2p transfers, the templates' link sets."""
+        L = self.topo.n_links
         links = np.empty(int(ptr[-1]), dtype=np.int64)
-        private = np.ones(n, dtype=bool)  # entries on the NPU's own link: all but unheld p2p transfers
+        private = np.ones(len(self.g), dtype=bool)  # entries on the NPU's own link: all but unheld p2p transfers
         private[pt] = bool(hold)
         priv = first[private]
         links[ptr[priv]] = L + S[priv]
@@ -325,15 +376,11 @@ class _FlowGraph:
             weight[p_at] = p_weight
         del p_at
         for tp, T in blocks:
-            f0 = first[T]
-            dep_idx[dep_ptr[f0 + 1][:, None] + np.arange(len(tp.dep_rel))] = f0[:, None] + tp.dep_rel
-            at = ptr[f0 + 1][:, None] + np.arange(len(tp.route_links))
+            at = ptr[first[T] + 1][:, None] + np.arange(len(tp.route_links))
             links[at] = tp.route_links
             if tp.route_weight is not None:
                 weight[at] = tp.route_weight
-
-        holds = self._holds(N, comp, npu, tmpl, templates, g_ptr, g_flat) if hold else None
-        return aug, Flows(S, D, size, None, None, prio, dep_ptr, dep_idx, ptr, links, lat, weight, holds=holds)
+        return links, weight
 
     def _p2p_rates(self, pt: np.ndarray) -> np.ndarray:
         """Injection limit of each p2p task's NPUs, bytes/s (inf: none); one question per (src, dst)."""

@@ -10,6 +10,10 @@ Figures are `matplotlib.figure.Figure` objects on the Agg canvas, made without p
 state, no display, no backend switch); matplotlib is imported only when a figure is made, so the
 CLI starts fast. Builders return the Figure (tests inspect its axes); `save` writes it. The
 figures of the command line are in `report.figures`, the studies' in `experiments/*/plots.py`.
+
+This module makes figures, scales their axes and writes files; the marks drawn on the axes (bars,
+stacked bars, the paper's markers and bars, legends outside) and their colours are in
+`plot_marks`, re-exported here, so figure code imports everything from `plotting`.
 """
 
 from __future__ import annotations
@@ -17,13 +21,26 @@ from __future__ import annotations
 import functools
 import math
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import ConfigError
 from ..units import format_size
+from .plot_marks import (  # noqa: F401  (re-exported: the marks, importable from here as before)
+    COLORS,
+    CYCLE,
+    PAPER,
+    PAPER_LABEL,
+    bars,
+    label_bars,
+    legend_outside,
+    paper_bars,
+    paper_markers,
+    ratio_text,
+    stacked_bars,
+)
 
 DPI = 120
 PANEL = (4.8, 3.6)  # inches per panel
@@ -34,15 +51,6 @@ STYLE = {"font.size": 9, "axes.titlesize": 9.5, "axes.labelsize": 9, "legend.fon
          "xtick.labelsize": 8, "ytick.labelsize": 8, "axes.grid": True, "axes.grid.axis": "y", "grid.alpha": 0.3,
          "axes.axisbelow": True, "axes.spines.top": False, "axes.spines.right": False,
          "legend.frameon": False, "figure.dpi": DPI}
-# the training breakdown's segments, the same in every figure that stacks them
-COLORS = {"compute": "#4C72B0", "MP": "#DD8452", "PP": "#55A868", "DP": "#C44E52", "IO": "#8172B3",
-          "other": "#937860", "idle": "#CCCCCC"}
-CYCLE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C",
-         "#CCB974", "#64B5CD")
-# the paper's values: hollow diamonds, black unless a series colour is given
-PAPER = {"marker": "D", "markerfacecolor": "none", "markeredgecolor": "black", "markeredgewidth": 1.5,
-         "markersize": 7, "linestyle": "none", "zorder": 5}
-PAPER_LABEL = "paper (hollow diamonds; ratio = ours / paper)"
 _TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
 
 
@@ -272,227 +280,6 @@ def headroom(ax, values, bottom: float | None = 0.0, frac: float = HEADROOM, axi
         rng = (top - lo) or abs(top) or 1.0
         set_lim(lo, top + frac * rng)
     return get_lim()
-
-
-# ---------------------------------------------------------------- drawing
-
-
-def label_bars(ax, container, values, fmt: Callable[[float], str] = "{:.3g}".format):
-    """Write each bar's value above it.
-
-    Parameters
-    ----------
-    ax : Axes
-    container : BarContainer
-        The bars (for stacks: the top segment, so labels sit on the stack).
-    values : sequence of float
-        What to write (display units), one per bar.
-    fmt : callable
-        Value -> text.
-
-    Returns
-    -------
-    list of Annotation
-    """
-    return ax.bar_label(container, labels=[fmt(v) for v in values], padding=2, fontsize=6.5)
-
-
-def bars(ax, x, heights, width: float = 0.6, fmt: Callable[[float], str] | None = "{:.3g}".format, **kw):
-    """Bars with their values written above.
-
-    Parameters
-    ----------
-    ax : Axes
-    x : sequence of float
-        Bar centres.
-    heights : sequence of float
-        Display units.
-    width : float
-    fmt : callable or None
-        Value -> label text (None: no labels).
-    **kw
-        Passed to `Axes.bar` (color, label, hatch, ...).
-
-    Returns
-    -------
-    BarContainer
-    """
-    c = ax.bar(x, heights, width, **kw)
-    if fmt is not None:
-        label_bars(ax, c, heights, fmt)
-    return c
-
-
-def stacked_bars(ax, x, segments: Mapping[str, Sequence[float]], width: float = 0.6,
-                 colors: Mapping[str, str] | None = None, labels: Mapping[str, str] | None = None,
-                 fmt: Callable[[float], str] | None = "{:.3g}".format) -> np.ndarray:
-    """Stacked bars (segments in the mapping's order, all-zero ones skipped), totals written above.
-    Stacks stay on a linear axis: segments must add up visually.
-
-    Parameters
-    ----------
-    ax : Axes
-    x : sequence of float
-        Bar centres.
-    segments : mapping
-        Segment name -> heights (display units), one per bar.
-    width : float
-    colors : mapping, optional
-        Segment name -> colour (default `COLORS`, then `CYCLE`).
-    labels : mapping, optional
-        Segment name -> legend label (default the name).
-    fmt : callable or None
-        Total -> label text (None: no labels).
-
-    Returns
-    -------
-    float array
-        The totals.
-    """
-    colors = {**COLORS, **(colors or {})}
-    bottom = np.zeros(len(x))
-    top = None
-    for k, (name, vals) in enumerate(segments.items()):
-        v = np.asarray(vals, dtype=float)
-        if not np.any(v > 0):
-            continue
-        top = ax.bar(x, v, width, bottom=bottom, color=colors.get(name, CYCLE[k % len(CYCLE)]),
-                     label=(labels or {}).get(name, name))
-        bottom = bottom + v
-    if top is not None and fmt is not None:
-        label_bars(ax, top, bottom, fmt)
-    return bottom
-
-
-def paper_markers(ax, x, paper, ours=None, color: str = "black", label: str | None = PAPER_LABEL,
-                  ratio_fmt: str = "x{:.2f}"):
-    """The paper's values as hollow diamonds, with ours / paper written beside each.
-
-    Parameters
-    ----------
-    ax : Axes
-    x : sequence of float
-        Positions (bar centres, sizes).
-    paper : sequence of float or None
-        The paper's values (display units); None: the paper gives none there (skipped).
-    ours : sequence of float or None, optional
-        Our values at the same positions, for the ratio.
-    color : str
-        Edge colour of the diamonds.
-    label : str, optional
-        Legend label.
-    ratio_fmt : str
-        Format of the ratio text.
-
-    Returns
-    -------
-    Line2D or None
-        The markers (None when the paper gives no value).
-    """
-    pts = [(i, float(xi), float(p)) for i, (xi, p) in enumerate(zip(x, paper)) if p is not None and np.isfinite(p)]
-    if not pts:
-        return None
-    line, = ax.plot([p[1] for p in pts], [p[2] for p in pts], **{**PAPER, "markeredgecolor": color}, label=label)
-    line.set_gid("paper")
-    if ours is not None:
-        for i, xi, p in pts:
-            o = ours[i]
-            if o is not None and p != 0 and np.isfinite(o):
-                ax.annotate(ratio_fmt.format(o / p), (xi, p), xytext=(6, -3), textcoords="offset points",
-                            fontsize=6.5, color=color)
-    return line
-
-
-def paper_bars(ax, x, ours, paper, width: float = 0.8, color: str = CYCLE[0],
-               fmt: Callable[[float], str] = "{:.3g}".format, label: str = "fabricsim"):
-    """Ours and the paper's values side by side: ours solid, the paper's hatched (white with black
-    hatching), both written above their bars.
-
-    Parameters
-    ----------
-    ax : Axes
-    x : sequence of float
-        Group centres.
-    ours : sequence of float
-        Our values (display units).
-    paper : sequence of float or None
-        The paper's (None: no paper bar there).
-    width : float
-        Width of the pair.
-    color : str
-        Our bars' colour.
-    fmt : callable
-        Value -> label text.
-    label : str
-        Legend label of our bars.
-
-    Returns
-    -------
-    (BarContainer, BarContainer or None)
-        Ours, the paper's.
-    """
-    x = np.asarray(x, dtype=float)
-    mine = bars(ax, x - width / 4, ours, width / 2, fmt, color=color, label=label)
-    idx = [i for i, p in enumerate(paper) if p is not None and np.isfinite(p)]
-    if not idx:
-        return mine, None
-    theirs = ax.bar(x[idx] + width / 4, [paper[i] for i in idx], width / 2, color="white", edgecolor="black",
-                    hatch="////", linewidth=0.8, label="paper")
-    for patch in theirs:
-        patch.set_gid("paper")
-    label_bars(ax, theirs, [paper[i] for i in idx], fmt)
-    return mine, theirs
-
-
-def ratio_text(ours, paper, fmt: str = "{:.2f}") -> str:
-    """Ours / paper as text (`x0.93`), `-` without a paper value.
-
-    Parameters
-    ----------
-    ours, paper : float or None
-
-    Returns
-    -------
-    str
-    """
-    if ours is None or paper is None or not paper or not np.isfinite(ours):
-        return "-"
-    return "x" + fmt.format(ours / paper)
-
-
-def legend_outside(target, handles=None, labels=None, order: Sequence[str] = ()):
-    """A legend outside the data: right of the axes (Axes) or of all panels (Figure); one entry per
-    label.
-
-    Parameters
-    ----------
-    target : Axes or Figure
-    handles, labels : sequences, optional
-        Default: every labelled artist of the axes (of all axes for a Figure).
-    order : sequence of str
-        Labels to list first, in this order (the rest follow as found).
-
-    Returns
-    -------
-    Legend or None
-        None when nothing is labelled.
-    """
-    from matplotlib.axes import Axes
-
-    is_axes = isinstance(target, Axes)
-    if handles is None:
-        axes = [target] if is_axes else [a for a in target.axes if a.get_visible()]
-        seen: dict = {}
-        for ax in axes:
-            for h, lab in zip(*ax.get_legend_handles_labels()):
-                seen.setdefault(lab, h)
-        labels = [lab for lab in order if lab in seen] + [lab for lab in seen if lab not in order]
-        handles = [seen[lab] for lab in labels]
-    if not handles:
-        return None
-    if is_axes:
-        return target.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
-    return target.legend(handles, labels, loc="outside right upper")
 
 
 # ---------------------------------------------------------------- files

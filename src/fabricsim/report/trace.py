@@ -95,6 +95,37 @@ def trace_events(res: TrainResult, npus: Sequence[int] | None = None) -> dict:
         {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}; event times in us.
     """
     g = res.graph
+    real, keep = _trace_npus(g, npus)
+    # every X event: (pid, kind, start ns, end ns) and its dict, in a fixed order
+    rows, ev_x = _compute_events(res, keep)
+    comm_rows, comm_ev, flows = _comm_events(res, keep, len(ev_x))
+    rows += comm_rows
+    ev_x += comm_ev
+    tid, names = _assign_tracks(np.array(rows, dtype=np.int64).reshape(-1, 4))
+    ev = _metadata_events(g, keep, names)
+    for i, e in enumerate(ev_x):
+        a, b = int(rows[i][2]), int(rows[i][3])
+        e["tid"] = int(tid[i])
+        e["ts"], e["dur"] = a / 1000, (b - a) / 1000  # ns -> us
+        ev.append(e)
+    ev += _flow_events(g, flows, ev_x)
+    if real is not None:
+        ev = _unfold(ev, g, real)
+    head = res.headline()
+    return {"traceEvents": ev, "displayTimeUnit": "ns",
+            "otherData": {"generator": "fabricsim", "model": str(g.meta.get("model", "")),
+                          "strategy": str(g.meta.get("strategy", "")), "iteration_time_s": head.time_s,
+                          "iteration_time_basis": head.label, "total_s": res.makespan,
+                          "npus_in_trace": int(keep.sum()), "npus": g.real_npus}}
+
+
+def _ns(t: float) -> int:
+    """A time in s as whole ns (rounded)."""
+    return int(round(t * 1e9))
+
+
+def _trace_npus(g, npus: Sequence[int] | None) -> tuple[list[int] | None, np.ndarray]:
+    """The real NPUs to show (None: the run is not folded) and the mask of the graph's NPUs traced."""
     real = None
     if g.fold is not None:  # real NPUs -> the folded NPU that stands for each (engine.fold)
         real = list(range(min(g.real_npus, DEFAULT_TRACE_NPUS))) if npus is None else sorted(set(int(r) for r in npus))
@@ -104,47 +135,66 @@ def trace_events(res: TrainResult, npus: Sequence[int] | None = None) -> dict:
         npus = range(min(g.n_npus, DEFAULT_TRACE_NPUS))
     keep = np.zeros(g.n_npus, dtype=bool)
     keep[np.asarray(list(npus), dtype=np.int64)] = True
-    # every X event: (pid, kind, start ns, end ns) and its dict, in a fixed order
+    return real, keep
+
+
+def _compute_events(res: TrainResult, keep: np.ndarray) -> tuple[list[tuple[int, int, int, int]], list[dict]]:
+    """The kept NPUs' compute tasks: rows (pid, kind, start ns, end ns) and their X events."""
+    g = res.graph
     rows: list[tuple[int, int, int, int]] = []
     ev_x: list[dict] = []
-    flows: list[tuple[int, int, int]] = []  # (task, index of the sender's event, index of the receiver's)
-
-    def ns(t: float) -> int:
-        return int(round(t * 1e9))
-
     comp = np.flatnonzero((g.kind == COMPUTE) & keep[np.maximum(g.npu, 0)])
     for t in comp.tolist():
-        a, b = ns(res.start[t]), ns(res.end[t])
+        a, b = _ns(res.start[t]), _ns(res.end[t])
         rows.append((int(g.npu[t]), 0, a, b))
         ev_x.append({"name": g.name(t), "cat": "compute," + PHASES[g.phase[t]], "ph": "X", "pid": int(g.npu[t]),
                      "args": {"task": t, "flops": float(g.flops[t]), "memory_bytes": float(g.mem_bytes[t]),
                               "iteration": int(g.iteration[t]) + 1}})
+    return rows, ev_x
+
+
+def _comm_events(res: TrainResult, keep: np.ndarray, first: int) -> tuple[list, list[dict], list[tuple[int, int, int]]]:
+    """The kept NPUs' communication pieces: rows, X events, p2p arrows (task, sender's, receiver's event)."""
+    g = res.graph
+    rows: list[tuple[int, int, int, int]] = []
+    ev_x: list[dict] = []
+    flows: list[tuple[int, int, int]] = []
     for t, t0, t1 in zip(res.piece_task.tolist(), res.piece_start.tolist(), res.piece_end.tolist()):
         cat = CATEGORIES[g.category[t]]
-        a, b = ns(t0), ns(t1)
-        if g.kind[t] == COLLECTIVE:
-            what = COLLECTIVES[g.coll[t]]
-            args = {"task": t, "collective": what, "bytes": float(g.size[t]), "group_size": len(g.price_group(g.group[t]))}
-        elif g.kind[t] == IO:
-            what = "io load" if g.peer[t] == IO_LOAD else "io store"
-            args = {"task": t, "io": what, "bytes": float(g.size[t]), "shards": int(g.coll[t]),
-                    "npus": len(g.groups[g.group[t]])}
-        else:
-            what = "p2p"
-            args = {"task": t, "bytes": float(g.size[t]), "src": int(g.npu[t]), "dst": int(g.peer[t])}
+        a, b = _ns(t0), _ns(t1)
+        what, args = _comm_args(g, t)
         if what == "p2p":
             sides = [(int(g.npu[t]), TRACK_KINDS.index(f"{cat} send")), (int(g.peer[t]), TRACK_KINDS.index(f"{cat} recv"))]
         else:
             sides = [(int(p), TRACK_KINDS.index(cat)) for p in g.members(t)]
         idx = []
         for p, kind in sides:
-            idx.append(len(ev_x) if keep[p] else -1)
+            idx.append(first + len(ev_x) if keep[p] else -1)
             if keep[p]:
                 rows.append((p, kind, a, b))
                 ev_x.append({"name": g.name(t), "cat": f"comm,{cat},{what}", "ph": "X", "pid": p, "args": args})
         if what == "p2p" and min(idx) >= 0:  # an arrow from sender to receiver
             flows.append((t, idx[0], idx[1]))
-    tid, names = _assign_tracks(np.array(rows, dtype=np.int64).reshape(-1, 4))
+    return rows, ev_x, flows
+
+
+def _comm_args(g, t: int) -> tuple[str, dict]:
+    """What communication task `t` is (a collective, `io load`/`io store` or `p2p`) and its events' args."""
+    if g.kind[t] == COLLECTIVE:
+        what = COLLECTIVES[g.coll[t]]
+        args = {"task": t, "collective": what, "bytes": float(g.size[t]), "group_size": len(g.price_group(g.group[t]))}
+    elif g.kind[t] == IO:
+        what = "io load" if g.peer[t] == IO_LOAD else "io store"
+        args = {"task": t, "io": what, "bytes": float(g.size[t]), "shards": int(g.coll[t]),
+                "npus": len(g.groups[g.group[t]])}
+    else:
+        what = "p2p"
+        args = {"task": t, "bytes": float(g.size[t]), "src": int(g.npu[t]), "dst": int(g.peer[t])}
+    return what, args
+
+
+def _metadata_events(g, keep: np.ndarray, names: dict[int, list[tuple[int, str]]]) -> list[dict]:
+    """The `M` events naming and ordering each kept NPU's process and the tracks it uses."""
     ev: list[dict] = []
     for p in np.flatnonzero(keep).tolist():
         stage = int(g.stage[p]) if g.stage is not None else 0
@@ -153,11 +203,12 @@ def trace_events(res: TrainResult, npus: Sequence[int] | None = None) -> dict:
         for k, label in names.get(p, [(0, "compute")]):
             ev.append({"name": "thread_name", "ph": "M", "pid": p, "tid": k, "args": {"name": label}})
             ev.append({"name": "thread_sort_index", "ph": "M", "pid": p, "tid": k, "args": {"sort_index": k}})
-    for i, e in enumerate(ev_x):
-        a, b = int(rows[i][2]), int(rows[i][3])
-        e["tid"] = int(tid[i])
-        e["ts"], e["dur"] = a / 1000, (b - a) / 1000  # ns -> us
-        ev.append(e)
+    return ev
+
+
+def _flow_events(g, flows: list[tuple[int, int, int]], ev_x: list[dict]) -> list[dict]:
+    """The `s`/`f` events of the p2p arrows: one per transfer, from its first piece."""
+    ev: list[dict] = []
     seen = set()
     for t, i, j in flows:
         if t in seen:  # one arrow per transfer, from its first piece
@@ -167,14 +218,7 @@ def trace_events(res: TrainResult, npus: Sequence[int] | None = None) -> dict:
                    "ts": ev_x[i]["ts"]})
         ev.append({"name": g.name(t), "cat": "p2p", "ph": "f", "bp": "e", "id": t, "pid": ev_x[j]["pid"],
                    "tid": ev_x[j]["tid"], "ts": ev_x[j]["ts"]})
-    if real is not None:
-        ev = _unfold(ev, g, real)
-    head = res.headline()
-    return {"traceEvents": ev, "displayTimeUnit": "ns",
-            "otherData": {"generator": "fabricsim", "model": str(g.meta.get("model", "")),
-                          "strategy": str(g.meta.get("strategy", "")), "iteration_time_s": head.time_s,
-                          "iteration_time_basis": head.label, "total_s": res.makespan,
-                          "npus_in_trace": int(keep.sum()), "npus": g.real_npus}}
+    return ev
 
 
 def _unfold(ev: list[dict], g, real: list[int]) -> list[dict]:

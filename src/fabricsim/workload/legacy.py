@@ -79,78 +79,94 @@ def text_to_graph(wl: TextWorkload, npus: int, iterations: int = 1, mp: int | No
     """
     if npus < 1:
         raise ConfigError("npus", npus, "accepted: an integer >= 1")
-    where = wl.path
-    kind = wl.parallelism
-    if kind.startswith("HYBRID_TRANSFORMER"):
-        mp = int(wl.params.get("model_parallel_NPU_group", mp or 0)) or mp
-    b = GraphBuilder(npus)
-    b.meta.update(model=where, strategy=kind, units="ns")
-    L = len(wl.layers)
-    layer_kind = [layer.parallelism or kind for layer in wl.layers] if kind == "HYBRID_CUSTOMIZED" else [kind] * L
-    grp = {}
-    for k in set(layer_kind):
-        grp[k] = _groups(k, npus, mp, where)
-    dlrm = kind.startswith("HYBRID_DLRM")
-    top0 = int(wl.params.get("last_bottom_layer", 0)) + 1 if dlrm else None
-    if dlrm and not 0 < top0 < L:
-        raise ConfigError("last_bottom_layer", top0 - 1, f"accepted: 0..{L - 2} ({where})")
-    last = [None] * npus
-    wg_wait: dict = {}
+    loop = _TextLoop(wl, npus, mp)
+    for it in range(iterations):
+        loop.b.iteration = it
+        loop.forward()
+        loop.backward()
+    return loop.b.build()
 
-    def comp(p, name, ns, phase, extra=()):
-        t = b.compute(p, name, duration=ns * NS, phase=phase, deps=(last[p], *extra))
-        last[p] = t
+
+class _TextLoop:
+    """ASTRA-sim 1.0's training loop over a text workload (module doc): `forward` and `backward`
+    emit one iteration's tasks into the builder `b`."""
+
+    def __init__(self, wl: TextWorkload, npus: int, mp: int | None):
+        self.wl, self.npus, self.where = wl, npus, wl.path
+        kind = wl.parallelism
+        if kind.startswith("HYBRID_TRANSFORMER"):
+            mp = int(wl.params.get("model_parallel_NPU_group", mp or 0)) or mp
+        self.b = GraphBuilder(npus)
+        self.b.meta.update(model=self.where, strategy=kind, units="ns")
+        L = len(wl.layers)
+        self.layer_kind = [layer.parallelism or kind for layer in wl.layers] if kind == "HYBRID_CUSTOMIZED" else [kind] * L
+        self.grp = {}
+        for k in set(self.layer_kind):
+            self.grp[k] = _groups(k, npus, mp, self.where)
+        self.dlrm = kind.startswith("HYBRID_DLRM")
+        self.top0 = int(wl.params.get("last_bottom_layer", 0)) + 1 if self.dlrm else None
+        if self.dlrm and not 0 < self.top0 < L:
+            raise ConfigError("last_bottom_layer", self.top0 - 1, f"accepted: 0..{L - 2} ({self.where})")
+        self.last = [None] * npus  # last compute task per NPU
+        self.wg_wait: dict = {}  # (layer, npu) -> its weight-gradient collective of the previous iteration
+
+    def comp(self, p, name, ns, phase, extra=()):
+        """A compute task of `ns` ns on NPU `p` after its previous one and `extra`; returns its id."""
+        t = self.b.compute(p, name, duration=ns * NS, phase=phase, deps=(self.last[p], *extra))
+        self.last[p] = t
         return t
 
-    def coll(comm: TextComm, groups, category, name, deps_of):
-        """One collective per group; returns {npu: task}."""
+    def coll(self, comm: TextComm, groups, category, name):
+        """One collective per group, each after its members' last compute; returns {npu: task}."""
         out = {}
         if comm.type == "NONE" or comm.bytes <= 0:
             return out
         if comm.type not in _COLL:
-            raise ConfigError("comm type", comm.type, f"accepted: {', '.join(_COLL)} or NONE ({where})")
+            raise ConfigError("comm type", comm.type, f"accepted: {', '.join(_COLL)} or NONE ({self.where})")
         for g in groups:
             size = comm.bytes * (len(g) if comm.type == "ALLGATHER" else 1)  # contribution -> gathered output
-            c = b.collective(_COLL[comm.type], size, g, category, name, deps=[deps_of(p) for p in g])
+            c = self.b.collective(_COLL[comm.type], size, g, category, name, deps=[self.last[p] for p in g])
             out.update({p: c for p in g})
         return out
 
-    for it in range(iterations):
-        b.iteration = it
+    def forward(self) -> None:
+        """Forward of one iteration, layer 0..L-1."""
         fwd_block: dict = {}
         emb_fwd: dict = {}
-        for li, layer in enumerate(wl.layers):
-            mps, _ = grp[layer_kind[li]]
-            for p in range(npus):
-                extra = [fwd_block.get(p), wg_wait.get((li, p))]
-                if dlrm and li == top0:
+        for li, layer in enumerate(self.wl.layers):
+            mps, _ = self.grp[self.layer_kind[li]]
+            for p in range(self.npus):
+                extra = [fwd_block.get(p), self.wg_wait.get((li, p))]
+                if self.dlrm and li == self.top0:
                     extra.append(emb_fwd.get(p))
-                comp(p, f"{layer.name} fwd", layer.fwd_compute_ns, "fwd", extra)
-            cat = "DP" if layer_kind[li] in ("DATA", "MICRO") else "MP"
-            made = coll(layer.fwd_comm, mps, cat, f"{layer.name} fwd {layer.fwd_comm.type}", lambda p: last[p])
-            if dlrm and li == 0:
+                self.comp(p, f"{layer.name} fwd", layer.fwd_compute_ns, "fwd", extra)
+            cat = "DP" if self.layer_kind[li] in ("DATA", "MICRO") else "MP"
+            made = self.coll(layer.fwd_comm, mps, cat, f"{layer.name} fwd {layer.fwd_comm.type}")
+            if self.dlrm and li == 0:
                 emb_fwd, fwd_block = made, {}
             else:
                 fwd_block = made
+
+    def backward(self) -> None:
+        """Backward of one iteration, layer L-1..0."""
+        wl, layer_kind = self.wl, self.layer_kind
         ig_block: dict = {}
         emb_bwd: dict = {}
-        for li in range(L - 1, -1, -1):
+        for li in range(len(wl.layers) - 1, -1, -1):
             layer = wl.layers[li]
-            mps, dps = grp[layer_kind[li]]
-            for p in range(npus):
-                extra = [ig_block.get(p)] + ([emb_bwd.get(p)] if dlrm and li == 0 else [])
-                comp(p, f"{layer.name} wg", layer.wg_compute_ns, "bwd_wg", extra)
-            made = coll(layer.wg_comm, dps, "DP", f"{layer.name} wg {layer.wg_comm.type}", lambda p: last[p])
+            mps, dps = self.grp[layer_kind[li]]
+            for p in range(self.npus):
+                extra = [ig_block.get(p)] + ([emb_bwd.get(p)] if self.dlrm and li == 0 else [])
+                self.comp(p, f"{layer.name} wg", layer.wg_compute_ns, "bwd_wg", extra)
+            made = self.coll(layer.wg_comm, dps, "DP", f"{layer.name} wg {layer.wg_comm.type}")
             for p, c in made.items():
-                wg_wait[(li, p)] = c
+                self.wg_wait[(li, p)] = c
             ig_block = {}
             if li > 0:
-                for p in range(npus):
-                    comp(p, f"{layer.name} ig", layer.ig_compute_ns, "bwd_ig")
+                for p in range(self.npus):
+                    self.comp(p, f"{layer.name} ig", layer.ig_compute_ns, "bwd_ig")
                 cat = "DP" if layer_kind[li] in ("DATA", "MICRO") else "MP"
-                ig_block = coll(layer.ig_comm, mps, cat, f"{layer.name} ig {layer.ig_comm.type}", lambda p: last[p])
-            if dlrm and li == top0:
+                ig_block = self.coll(layer.ig_comm, mps, cat, f"{layer.name} ig {layer.ig_comm.type}")
+            if self.dlrm and li == self.top0:
                 emb = wl.layers[0]
-                emb_bwd = coll(emb.ig_comm, grp[layer_kind[0]][0], "MP", f"{emb.name} ig {emb.ig_comm.type}",
-                               lambda p: last[p])
-    return b.build()
+                emb_bwd = self.coll(emb.ig_comm, self.grp[layer_kind[0]][0], "MP", f"{emb.name} ig {emb.ig_comm.type}")

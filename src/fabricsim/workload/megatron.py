@@ -19,7 +19,7 @@ t_b) / v for plain 1F1B: the bubble shrinks by v (Narayanan et al., Sec. 2.2.2).
 from __future__ import annotations
 
 from .graph import WorkloadGraph
-from .parallelism import _Emitter
+from .emitter import _Emitter
 from .plan import layer_stages
 
 

@@ -9,251 +9,26 @@ GPT-3 175B).
     m.params, m.fwd_flops, m.bwd_flops    # 174.6e9, ... FLOPs for ONE sequence
     layers = m.batch(16)                  # the layers with FLOPs/activations x 16
 
-Conventions:
-- A `Layer` holds the costs of ONE sample (one image, one sentence pair, one sequence).
-  FLOPs count a multiply-add as 2 FLOPs.
-- Backward = input-gradient + weight-gradient. For matmul/conv layers each is taken equal to
-  the forward FLOPs (so backward = 2x forward). Layers that need no input gradient (the
-  first conv of a ResNet, embedding lookups) have `bwd_input_flops = 0`.
-- `activation_elems` is the number of elements of the layer's output for one sample.
-- `params` counts the trainable parameters owned by the layer; `weight_elems` counts the
-  weight elements the layer reads in the forward pass. They differ only for tied weights
-  (the transformer head reads the embedding matrix but owns no parameters).
-- `dtype` ("fp16", "bf16", "fp32") sets bytes per element for parameters, gradients and
-  activations (`DTYPES`).
-- `input_bytes`: one sample's input as read from storage: 3x224x224 pixels in `dtype` for the
-  ResNets, int32 token ids (4 x seq) for transformers; 0 where not modelled (GNMT, DLRM).
+The `Layer` and `Model` types, their conventions (per-sample costs, a multiply-add = 2 FLOPs,
+backward = input gradient + weight gradient) and the shape -> layer math (`transformer` by shape)
+are `workload.shapes`, importable from here as before; this module holds the zoo's presets, the
+registry (`MODELS`, `get_model`) and the traffic of a model (`megatron_mp_allreduce_bytes`,
+`zero2_bytes`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from ..errors import ConfigError
 
-DTYPES = {"fp16": 2, "bf16": 2, "fp32": 4}
-_DTYPE_ACCEPTED = "accepted: " + ", ".join(DTYPES)
-
-
-def dtype_bytes(dtype: str) -> int:
-    """Bytes per element of `dtype`.
-
-    Parameters
-    ----------
-    dtype : str
-        fp16, bf16 or fp32.
-
-    Returns
-    -------
-    int
-        2 or 4; ConfigError for an unknown name.
-    """
-    if dtype not in DTYPES:
-        raise ConfigError("dtype", dtype, _DTYPE_ACCEPTED)
-    return DTYPES[dtype]
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One layer's costs for ONE sample (one sequence for transformers); FLOPs with MAC = 2.
-
-    Parameters
-    ----------
-    name : str
-        Layer name (`layer1.0.conv2`, `block17`).
-    kind : str
-        conv, batchnorm, fc, embedding, transformer_block, lm_head, lstm, attention, interaction.
-    params : int
-        Trainable parameters the layer owns (elements).
-    fwd_flops : float
-        Forward FLOPs.
-    bwd_input_flops : float
-        Backward FLOPs of the input gradient (0 where none is needed).
-    bwd_weight_flops : float
-        Backward FLOPs of the weight gradient.
-    activation_elems : int
-        Elements of the layer's output.
-    weight_elems : int
-        Weight elements the forward pass reads (differs from `params` for tied weights).
-    """
-
-    name: str
-    kind: str
-    params: int
-    fwd_flops: float
-    bwd_input_flops: float
-    bwd_weight_flops: float
-    activation_elems: int
-    weight_elems: int
-
-    @property
-    def bwd_flops(self) -> float:
-        """Backward FLOPs: input plus weight gradient."""
-        return self.bwd_input_flops + self.bwd_weight_flops
-
-    def scaled(self, b: int) -> Layer:
-        """This layer for a batch of `b` samples: FLOPs and activations x b, weights unchanged.
-
-        Parameters
-        ----------
-        b : int
-            Samples (sequences).
-
-        Returns
-        -------
-        Layer
-        """
-        return replace(
-            self,
-            fwd_flops=self.fwd_flops * b,
-            bwd_input_flops=self.bwd_input_flops * b,
-            bwd_weight_flops=self.bwd_weight_flops * b,
-            activation_elems=self.activation_elems * b,
-        )
-
-
-@dataclass(frozen=True)
-class Model:
-    """A model: its layers (per-sample costs), element type and, for sequence models, `seq`.
-
-    `hidden` is the transformer hidden size (None for other models); `notes` records the
-    shape assumptions and communication hints (e.g. "alltoall" for DLRM embeddings).
-
-    Parameters
-    ----------
-    name : str
-        Zoo name (`gpt3-175b`).
-    layers : tuple of Layer
-        In forward order, per-sample costs.
-    dtype : str
-        fp16, bf16 or fp32: bytes per element of parameters, gradients and activations.
-    seq : int, optional
-        Sequence length, tokens (sequence models).
-    notes : str
-        Shape assumptions and communication hints.
-    hidden : int, optional
-        Transformer hidden size.
-    input_bytes : int
-        Bytes of ONE sample's input as loaded from storage (0: not modelled).
-    heads, ffn, vocab : int, optional
-        Transformer attention heads, MLP inner size and vocabulary (None for other models): with
-        them the blocks' kernels are known by shape (`workload.kernels`).
-    """
-
-    name: str
-    layers: tuple[Layer, ...]
-    dtype: str = "fp16"
-    seq: int | None = None
-    notes: str = ""
-    hidden: int | None = field(default=None)
-    input_bytes: int = 0  # bytes of ONE sample's input as loaded from storage (images, token ids)
-    heads: int | None = None  # transformer shape, for kernels by shape
-    ffn: int | None = None
-    vocab: int | None = None
-
-    def __post_init__(self):
-        dtype_bytes(self.dtype)
-
-    @property
-    def dtype_bytes(self) -> int:
-        """Bytes per element of `dtype`."""
-        return DTYPES[self.dtype]
-
-    @property
-    def params(self) -> int:
-        """Trainable parameters, summed over the layers (elements)."""
-        return sum(layer.params for layer in self.layers)
-
-    @property
-    def fwd_flops(self) -> float:
-        """Forward FLOPs for ONE sample (one sequence)."""
-        return sum(layer.fwd_flops for layer in self.layers)
-
-    @property
-    def bwd_flops(self) -> float:
-        """Backward FLOPs (input- plus weight-gradient) for ONE sample."""
-        return sum(layer.bwd_flops for layer in self.layers)
-
-    @property
-    def param_bytes(self) -> int:
-        """Bytes of the parameters (= of one full set of gradients) in `dtype`."""
-        return self.params * self.dtype_bytes
-
-    @property
-    def activation_elems(self) -> int:
-        """Sum over layers of the output elements for ONE sample."""
-        return sum(layer.activation_elems for layer in self.layers)
-
-    def blocks(self, kind: str = "transformer_block") -> tuple[Layer, ...]:
-        """The layers of one `kind`, in order.
-
-        Parameters
-        ----------
-        kind : str
-            A `Layer.kind` (default: the transformer blocks).
-
-        Returns
-        -------
-        tuple of Layer
-        """
-        return tuple(layer for layer in self.layers if layer.kind == kind)
-
-    def batch(self, b: int) -> tuple[Layer, ...]:
-        """The layers for a batch of `b` samples (sequences); `self` is unchanged.
-
-        FLOPs and activation elements scale linearly with `b`; params and weight elements do not.
-
-        Parameters
-        ----------
-        b : int
-            Samples (sequences), >= 1.
-
-        Returns
-        -------
-        tuple of Layer
-            ConfigError for a bad `b`.
-        """
-        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
-            raise ConfigError("batch", b, "accepted: an integer >= 1")
-        return tuple(layer.scaled(b) for layer in self.layers)
-
-    def with_dtype(self, dtype: str) -> Model:
-        """The same model with another element type.
-
-        Parameters
-        ----------
-        dtype : str
-            fp16, bf16 or fp32.
-
-        Returns
-        -------
-        Model
-        """
-        return replace(self, dtype=dtype)
-
-
-def _mm_layer(name: str, kind: str, params: int, weight: int, macs: float, out: int, first: bool = False) -> Layer:
-    """A matmul-like layer: fwd = 2*macs, input-grad = fwd (0 if `first`), weight-grad = fwd."""
-    f = 2.0 * macs
-    return Layer(name, kind, params, f, 0.0 if first else f, f, out, weight)
+# re-exported: DTYPES, Layer, Model, dtype_bytes and transformer live in `workload.shapes` and are
+# importable from here as before (so are the private helpers `zoo_topoopt` imports from here)
+from .shapes import DTYPES  # noqa: F401
+from .shapes import Layer, Model, _bn, _conv, _lstm, _mm_layer, _positive, dtype_bytes, transformer
 
 
 # ---------------------------------------------------------------- ResNet
-
-
-def _conv(name: str, cin: int, cout: int, k: int, stride: int, hw_in: int, first: bool = False, bias: bool = False):
-    """k x k conv, 'same' padding, with `cout` bias terms if `bias` (not in the MACs). Returns (Layer, hw_out)."""
-    hw = (hw_in + stride - 1) // stride
-    w = k * k * cin * cout
-    p = w + cout if bias else w
-    return _mm_layer(name, "conv", p, p, float(w) * hw * hw, cout * hw * hw, first), hw
-
-
-def _bn(name: str, c: int, hw: int) -> Layer:
-    """Batch norm: 2c params (gamma, beta); ~2 FLOPs/elem forward (scale+shift), 2 input-grad, 2 weight-grad."""
-    n = c * hw * hw
-    return Layer(name, "batchnorm", 2 * c, 2.0 * n, 2.0 * n, 2.0 * n, n, 2 * c)
 
 
 def _resnet(name: str, blocks: tuple[int, int, int, int], dtype: str) -> Model:
@@ -317,86 +92,6 @@ def resnet152(dtype: str = "fp16") -> Model:
 
 
 # ---------------------------------------------------------------- transformers
-
-
-def _positive(field_name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(field_name, value, "accepted: an integer >= 1")
-    return value
-
-
-def transformer(
-    name: str,
-    layers: int,
-    hidden: int,
-    heads: int,
-    seq: int,
-    vocab: int,
-    ffn: int | None = None,
-    dtype: str = "fp16",
-    notes: str = "",
-) -> Model:
-    """A GPT-style decoder-only transformer from its shape.
-
-    Per block: QKV 3h^2 + 3h, attention output h^2 + h, two layer norms 4h, MLP
-    2*h*ffn + ffn + h (= 12h^2 + 13h with ffn = 4h). Embedding: token vocab*h + learned
-    position seq*h; head: final layer norm 2h and logits with the tied token embedding
-    (0 own params, reads vocab*h weights).
-    Forward FLOPs per sequence: block 2*params_block*seq + attention scores and context
-    2*2*seq^2*h; head 2*seq*h*vocab; embedding lookup 0. Backward: input-grad = weight-grad =
-    forward for blocks and head (the attention-score part has no weights, but this common
-    approximation keeps backward = 2x forward); the embedding has no backward FLOPs.
-    Activation elements: seq*h per block output (seq*vocab for the logits).
-
-    Parameters
-    ----------
-    name : str
-        Model name.
-    layers : int
-        Transformer blocks.
-    hidden : int
-        Hidden size h.
-    heads : int
-        Attention heads, a divisor of `hidden`.
-    seq : int
-        Sequence length, tokens.
-    vocab : int
-        Vocabulary size, tokens.
-    ffn : int, optional
-        MLP inner size (default 4h).
-    dtype : str
-        Element type: fp16, bf16 or fp32.
-    notes : str
-        Added to the shape note in `Model.notes`.
-
-    Returns
-    -------
-    Model
-        Per-sequence costs; `input_bytes` = 4 x seq (int32 token ids). ConfigError for a
-        non-positive size or heads not dividing hidden.
-    """
-    layers = _positive("layers", layers)
-    hidden = _positive("hidden", hidden)
-    heads = _positive("heads", heads)
-    seq = _positive("seq", seq)
-    vocab = _positive("vocab", vocab)
-    ffn = 4 * hidden if ffn is None else _positive("ffn", ffn)
-    if hidden % heads:
-        raise ConfigError("heads", heads, f"accepted: a divisor of hidden={hidden}")
-    h = hidden
-    per_block = (3 * h * h + 3 * h) + (h * h + h) + 4 * h + (2 * h * ffn + ffn + h)
-    weights_block = 4 * h * h + 2 * h * ffn
-    out: list[Layer] = []
-    emb = vocab * h + seq * h
-    out.append(Layer("embedding", "embedding", emb, 0.0, 0.0, 0.0, seq * h, emb))
-    f_block = 2.0 * per_block * seq + 2.0 * 2.0 * seq * seq * h
-    for i in range(layers):
-        out.append(Layer(f"block{i}", "transformer_block", per_block, f_block, f_block, f_block, seq * h, weights_block))
-    f_head = 2.0 * seq * h * vocab
-    out.append(Layer("head", "lm_head", 2 * h, f_head, f_head, f_head, seq * vocab, vocab * h + 2 * h))
-    note = f"L={layers} h={h} heads={heads} seq={seq} vocab={vocab} ffn={ffn}; tied embeddings"
-    return Model(name, tuple(out), dtype, seq=seq, notes=(note + "; " + notes) if notes else note, hidden=h,
-                 input_bytes=4 * seq, heads=heads, ffn=ffn, vocab=vocab)  # int32 token ids
 
 
 def gpt3_175b(dtype: str = "fp16") -> Model:
@@ -463,13 +158,6 @@ def transformer_1t(dtype: str = "fp16") -> Model:
 # ---------------------------------------------------------------- GNMT
 
 
-def _lstm(name: str, inp: int, h: int, steps: int) -> Layer:
-    """One LSTM layer over `steps` time steps: 4 gates, params 4*((inp + h)*h + h) (one bias
-    per gate); forward 2*4*(inp + h)*h FLOPs per step (gate elementwise ops ignored)."""
-    w = 4 * (inp + h) * h
-    return _mm_layer(name, "lstm", w + 4 * h, w + 4 * h, float(w) * steps, h * steps)
-
-
 def gnmt(
     dtype: str = "fp16",
     layers: int = 8,
@@ -529,6 +217,7 @@ def gnmt(
 
 
 # ---------------------------------------------------------------- DLRM
+
 
 # Criteo Kaggle (Display Advertising Challenge) categorical cardinalities, as used by the
 # facebookresearch/dlrm reference: 26 tables, 33,762,577 rows in total.
@@ -594,6 +283,7 @@ def dlrm(
 
 
 # ---------------------------------------------------------------- registry and traffic
+
 
 MODELS = {
     "resnet50": resnet50,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .graph import WorkloadGraph
-from .parallelism import _Emitter
+from .emitter import _Emitter
 
 
 class InterleavedEmitter(_Emitter):

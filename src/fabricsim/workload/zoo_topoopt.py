@@ -31,7 +31,7 @@ from __future__ import annotations
 from itertools import pairwise
 
 from ..errors import ConfigError
-from .models import Layer, Model, _conv, _mm_layer, _positive, dtype_bytes, transformer
+from .shapes import Layer, Model, _conv, _mm_layer, _positive, dtype_bytes, transformer
 
 INT64_BYTES = 8  # FlexFlow's sparse inputs (embedding-bag indices) are int64
 
