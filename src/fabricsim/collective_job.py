@@ -66,7 +66,9 @@ def run_collective(topology: str, bandwidth: str, latency: str, collective: str,
     """Everything `fabricsim collective` does, minus printing: (header, rows); `progress(done, total,
     phase)` is told each phase (building the schedule, verifying it, timing the sizes). `root`
     None is rank 0 of the group (broadcast and reduce). `check`: a verification mode (`verify_mode`:
-    auto, full, sample, off; True = auto, False = off); header["verified"] says what ran."""
+    auto, full, sample, off; True = auto, False = off); header["verified"] says what ran. On a
+    flow model each row names the flow plan its schedule was lowered with (`flow_plan`:
+    `network.flow_plans`); NCCL's choices add `algorithm`, `protocol` and `channels`."""
     from .collectives.api import normalize_collective, parse_group
     from .collectives.registry import choose_algorithm
     from .collectives.verify import default_sample, sample_size, verify
@@ -109,6 +111,9 @@ def run_collective(topology: str, bandwidth: str, latency: str, collective: str,
     if nccl:  # what NCCL_DEBUG=INFO reports per call: algorithm, protocol, channels
         for row, c in zip(rows, chosen):
             row.update({"algorithm": c.algorithm, "protocol": c.protocol, "channels": c.channels})
+    for row, c in zip(rows, chosen):  # on a flow model: how the chosen schedule was lowered to flows
+        if c.flow_plan is not None:
+            row["flow_plan"] = c.flow_plan
     header = {
         "topology": topo.name, "npus": topo.n_npus, "bandwidth": bandwidth, "latency": latency,
         "collective": coll, "algorithm": str(choice) if nccl else sched.algorithm, "ranks": sched.p,

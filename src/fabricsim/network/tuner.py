@@ -34,6 +34,7 @@ from ..collectives.registry import AUTO, choose_algorithm, get_algorithm
 from ..collectives.schedule import Schedule
 from ..errors import ConfigError, UnsupportedGroupSize
 from ..topology.graph import Topology
+from .flow_model import FlowCollective
 from .nccl import ProtocolCost, check_proto, enabled_protocols, nccl_shape, protocol_terms
 
 PLAIN_DEFAULTS = {"all-reduce": "ring", "reduce-scatter": "ring", "all-gather": "ring", "all-to-all": "direct",
@@ -76,6 +77,13 @@ class Candidate:
     def protocol_cost(self) -> ProtocolCost | None:
         """The NCCL protocol's terms on the network's cost, or None where it pays none."""
         return self.cost if isinstance(self.cost, ProtocolCost) else None
+
+    @property
+    def flow_plan(self) -> str | None:
+        """The flow plan that lowered the schedule on a flow model (`network.flow_plans`), or None
+        on a model that lowers nothing to flows (the analytical ones)."""
+        base = self.cost.base if isinstance(self.cost, ProtocolCost) else self.cost
+        return base.plan if isinstance(base, FlowCollective) else None
 
 
 class PricedCollective:
