@@ -25,6 +25,7 @@ FLOW_KERNELS = ("fabricsim.network.flow_kernel", "fabricsim.network.maxmin_kerne
 
 def _build(monkeypatch, which: str) -> None:
     """Make every `kernels.load` in this test return the `which` build, cache or not."""
+    monkeypatch.setattr(kernels, "_compiled", set())  # nothing decided yet in this process
     if which == "python":
         monkeypatch.setattr(kernels, "is_cached", lambda *a: False)
         monkeypatch.setattr(kernels, "PYTHON_LIMIT", float("inf"))
@@ -108,6 +109,7 @@ def test_both_builds_time_kernels_slowed_by_what_communication_holds(monkeypatch
 
 
 def test_a_cold_cache_gives_small_runs_the_python_build_and_big_ones_the_compiled(monkeypatch):
+    monkeypatch.setattr(kernels, "_compiled", set())
     monkeypatch.setattr(kernels, "is_cached", lambda *a: False)
     said = []
     monkeypatch.setattr("fabricsim.progress.notice", said.append)
@@ -123,9 +125,13 @@ def test_a_cold_cache_gives_small_runs_the_python_build_and_big_ones_the_compile
 
 
 def test_a_warm_cache_always_gives_the_compiled_build(monkeypatch):
-    monkeypatch.setattr(kernels, "is_cached", lambda *a: True)
+    monkeypatch.setattr(kernels, "_compiled", set())
+    looked = []
+    monkeypatch.setattr(kernels, "is_cached", lambda *a: looked.append(a[1]) or True)
     got = kernels.load("fabricsim.network.flow_kernel", ("release",), 1, "x")
     assert got is sys.modules["fabricsim.network.flow_kernel"]
+    again = kernels.load("fabricsim.network.flow_kernel", ("release",), 1, "x")
+    assert again is got and looked == [("release",)]  # the cache index is read once per process
 
 
 def test_the_notice_is_written_only_to_a_terminal(monkeypatch):

@@ -38,6 +38,7 @@ compile, so the limit keeps an interpreted run near a second and everything bigg
 _PYTHON = "[python]"  # suffix of a Python build's module name: `kernel` leaves its functions as they are
 _lock = threading.RLock()  # re-entrant: a build executing imports its siblings' builds
 _builds: dict[str, ModuleType] = {}  # Python builds, made once per process (like imported modules)
+_compiled: set[str] = set()  # modules whose compiled build this process already uses (cached or compiled)
 
 
 def kernel(fn: Callable) -> Callable:
@@ -113,11 +114,15 @@ def load(name: str, entries: tuple[str, ...], work: float, label: str) -> Module
         The compiled module (`import name`) or its Python build.
     """
     compiled = importlib.import_module(name)
+    if name in _compiled:  # decided once per process: the cache index is read once, not per run
+        return compiled
     if is_cached(compiled, entries):
+        _compiled.add(name)
         return compiled
     if work < PYTHON_LIMIT:
         return _python_build(name)
     from .progress import notice
 
     notice(f"compiling {label} (numba, once per install; about 10 s)")
+    _compiled.add(name)
     return compiled
