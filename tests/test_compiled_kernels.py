@@ -25,7 +25,7 @@ FLOW_KERNELS = ("fabricsim.network.flow_kernel", "fabricsim.network.maxmin_kerne
 
 def _build(monkeypatch, which: str) -> None:
     """Make every `kernels.load` in this test return the `which` build, cache or not."""
-    monkeypatch.setattr(kernels, "_compiled", set())  # nothing decided yet in this process
+    monkeypatch.setattr(kernels, "_cached", {})  # nothing decided yet in this process
     if which == "python":
         monkeypatch.setattr(kernels, "is_cached", lambda *a: False)
         monkeypatch.setattr(kernels, "PYTHON_LIMIT", float("inf"))
@@ -109,7 +109,7 @@ def test_both_builds_time_kernels_slowed_by_what_communication_holds(monkeypatch
 
 
 def test_a_cold_cache_gives_small_runs_the_python_build_and_big_ones_the_compiled(monkeypatch):
-    monkeypatch.setattr(kernels, "_compiled", set())
+    monkeypatch.setattr(kernels, "_cached", {})
     monkeypatch.setattr(kernels, "is_cached", lambda *a: False)
     said = []
     monkeypatch.setattr("fabricsim.progress.notice", said.append)
@@ -125,7 +125,7 @@ def test_a_cold_cache_gives_small_runs_the_python_build_and_big_ones_the_compile
 
 
 def test_a_warm_cache_always_gives_the_compiled_build(monkeypatch):
-    monkeypatch.setattr(kernels, "_compiled", set())
+    monkeypatch.setattr(kernels, "_cached", {})
     looked = []
     monkeypatch.setattr(kernels, "is_cached", lambda *a: looked.append(a[1]) or True)
     got = kernels.load("fabricsim.network.flow_kernel", ("release",), 1, "x")

@@ -25,7 +25,7 @@ import threading
 from types import ModuleType
 from typing import Callable
 
-__all__ = ["PYTHON_LIMIT", "kernel", "load", "sibling", "is_cached"]
+__all__ = ["PYTHON_LIMIT", "compiled", "is_cached", "kernel", "load", "sibling"]
 
 PYTHON_LIMIT = 200_000
 """Work below which a cold cache runs the Python build. A caller states its run's work in
@@ -38,7 +38,9 @@ compile, so the limit keeps an interpreted run near a second and everything bigg
 _PYTHON = "[python]"  # suffix of a Python build's module name: `kernel` leaves its functions as they are
 _lock = threading.RLock()  # re-entrant: a build executing imports its siblings' builds
 _builds: dict[str, ModuleType] = {}  # Python builds, made once per process (like imported modules)
-_compiled: set[str] = set()  # modules whose compiled build this process already uses (cached or compiled)
+# per kernel module, whether numba's disk cache holds it: read once per process (a compile fills it), so
+# a run costs no file read after the first
+_cached: dict[str, bool] = {}
 
 
 def kernel(fn: Callable) -> Callable:
@@ -93,6 +95,38 @@ def is_cached(module: ModuleType, entries: tuple[str, ...]) -> bool:
     return True
 
 
+def _in_cache(name: str, module: ModuleType, entries: tuple[str, ...]) -> bool:
+    """`is_cached`, read once per process per module (`_cached`)."""
+    if name not in _cached:
+        _cached[name] = is_cached(module, entries)
+    return _cached[name]
+
+
+def compiled(name: str, entries: tuple[str, ...], label: str, seconds: int = 10) -> ModuleType:
+    """numba's build of kernel module `name`; on a cold cache a terminal is told first that it
+    compiles (`progress.notice`), once per process.
+
+    Parameters
+    ----------
+    name, entries, label : str, tuple of str, str
+        As `load` takes them.
+    seconds : int
+        About how long the compile takes on two cores, for the notice.
+
+    Returns
+    -------
+    module
+        `import name`.
+    """
+    module = importlib.import_module(name)
+    if not _in_cache(name, module, entries):
+        from .progress import notice
+
+        notice(f"compiling {label} (numba, once per install; about {seconds} s)")
+        _cached[name] = True  # what compiles now is cached for the rest of this process and the next
+    return module
+
+
 def load(name: str, entries: tuple[str, ...], work: float, label: str) -> ModuleType:
     """The build of kernel module `name` a run of `work` units should use (module doc).
 
@@ -111,18 +145,8 @@ def load(name: str, entries: tuple[str, ...], work: float, label: str) -> Module
     Returns
     -------
     module
-        The compiled module (`import name`) or its Python build.
+        The compiled module (`compiled`) or its Python build.
     """
-    compiled = importlib.import_module(name)
-    if name in _compiled:  # decided once per process: the cache index is read once, not per run
-        return compiled
-    if is_cached(compiled, entries):
-        _compiled.add(name)
-        return compiled
-    if work < PYTHON_LIMIT:
+    if work < PYTHON_LIMIT and not _in_cache(name, importlib.import_module(name), entries):
         return _python_build(name)
-    from .progress import notice
-
-    notice(f"compiling {label} (numba, once per install; about 10 s)")
-    _compiled.add(name)
-    return compiled
+    return compiled(name, entries, label)

@@ -9,6 +9,7 @@ turns the calls into a rich progress bar on stderr (`fabricsim.cli.progress`).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 Progress = Callable[[int, int, str], None]
@@ -65,8 +66,6 @@ def notice(message: str) -> None:
     message : str
         The line, without "fabricsim: " or a newline.
     """
-    import sys
-
     stream = sys.stderr
     if stream is not None and getattr(stream, "isatty", lambda: False)():
         stream.write(f"fabricsim: {message}\n")

@@ -231,14 +231,11 @@ def run_kernel(net: NetSpec, system: SysSpec, backend: str, arrays: dict, caps: 
         (finish ns, GPU compute ns, communication ns) per NPU, int64 arrays (finish -1: never
         finished), and the issued flag of every node in kernel order.
     """
+    from ..kernels import compiled
     from . import emu_kernel as K  # lazy: numba loads its compiled kernels here
-    from . import emu_kernel_sys
-    from ..kernels import is_cached
-    from ..progress import notice
 
-    emulate = emu_kernel_sys.emulate
-    if not is_cached(emu_kernel_sys, ("run",)):  # its typed containers need numba: no Python build
-        notice("compiling the ASTRA-sim emulation's kernels (numba, once per install; about 20 s)")
+    # its typed containers need numba: no Python build, a notice while it compiles
+    emulate = compiled("fabricsim.astra.emu_kernel_sys", ("run",), "the ASTRA-sim emulation's kernels", 20).emulate
 
     n, ndim = net.npus, len(net.dims)
     strides = [math.prod(net.dims[:d]) for d in range(ndim)]
