@@ -26,8 +26,8 @@ from _results import write_results  # benchmarks/ is on sys.path when run as a s
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "src" / "fabricsim"
 FLAGS = ("ranges", "full_mesh", "line_mesh", "composed")
-FORM_MODULES = {"fabricsim.collectives.schedule", "fabricsim.collectives.full_mesh", "fabricsim.collectives.line_mesh",
-                "fabricsim.collectives.composed", "fabricsim.collectives.chain"}
+FORM_MODULES = {"fabricsim.ir.schedule", "fabricsim.ir.full_mesh", "fabricsim.ir.line_mesh",
+                "fabricsim.ir.composed", "fabricsim.collectives.chain"}
 MODULE_LIMIT, FUNCTION_LIMIT = 500, 80
 
 

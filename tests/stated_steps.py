@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fabricsim.collectives.composed import ComposedStep
-from fabricsim.collectives.schedule import Schedule
+from fabricsim.ir import ComposedStep
+from fabricsim.ir import Schedule
 from fabricsim.collectives.verify import ScheduleError
 
 

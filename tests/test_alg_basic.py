@@ -13,7 +13,8 @@ import pytest
 from fabricsim.collectives.direct import direct
 from fabricsim.collectives.halving_doubling import halving_doubling
 from fabricsim.collectives.recursive_doubling import recursive_doubling
-from fabricsim.collectives.schedule import COLLECTIVES, Step
+from fabricsim.ir import Step
+from fabricsim.vocab import COLLECTIVES
 from fabricsim.collectives.verify import ScheduleError, verify
 from fabricsim.errors import ConfigError, UnsupportedGroupSize
 

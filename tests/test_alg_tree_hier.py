@@ -18,7 +18,7 @@ from fabricsim.collectives.double_binary_tree import (
 from fabricsim.collectives.hierarchical import hierarchical
 from fabricsim.collectives.in_network import in_network
 from fabricsim.collectives.registry import ALGORITHMS, get_algorithm
-from fabricsim.collectives.schedule import Schedule, Step
+from fabricsim.ir import Schedule, Step
 from fabricsim.collectives.verify import ScheduleError, verify
 from fabricsim.errors import ConfigError, UnsupportedGroupSize
 

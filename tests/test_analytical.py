@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fabricsim.collectives.api import build_schedule
-from fabricsim.collectives.schedule import Schedule, make_step
+from fabricsim.ir import Schedule, make_step
 from fabricsim.network import time_schedule
 from fabricsim.topology import fat_tree, mesh, parse_topology, ring, switch, torus
 

@@ -14,11 +14,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from fabricsim.collectives import composed
+from fabricsim.ir import composed
 from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.chain import chain_entries, chain_form, chain_steps
-from fabricsim.collectives.facts import Facts
-from fabricsim.collectives.schedule import Schedule, make_step
+from fabricsim.ir import Facts
+from fabricsim.ir import Schedule, make_step
 from fabricsim.collectives.verify import verify
 from fabricsim.collectives.verify_sampled import run_sampled
 from fabricsim.network import flow_chain

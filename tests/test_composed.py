@@ -13,11 +13,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from fabricsim.collectives import composed
+from fabricsim.ir import composed
 from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.memory import engine_memory_traffic, npu_memory_traffic
 from fabricsim.collectives.nccl_tree import channel_tree, nccl_tree, node_trees
-from fabricsim.collectives.schedule import Schedule, make_step
+from fabricsim.ir import Schedule, make_step
 from fabricsim.collectives.verify import verify
 from fabricsim.collectives.verify_sampled import run_sampled
 from fabricsim.errors import ConfigError

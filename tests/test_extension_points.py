@@ -39,7 +39,7 @@ from fabricsim.collectives import registry
 from fabricsim.collectives._common import require_collective, require_group
 from fabricsim.collectives.algorithm import Algorithm
 from fabricsim.collectives.api import build_schedule
-from fabricsim.collectives.schedule import OnceView, Schedule, make_step
+from fabricsim.ir import Schedule, StatedOnce, make_step
 from fabricsim.collectives.sizing import estimate_blocks
 from fabricsim.collectives.verify import verify
 from fabricsim.errors import ConfigError, ScheduleError, UnsupportedGroupSize
@@ -402,7 +402,7 @@ def test_the_toys_leave_no_trace():
 
 
 @dataclass(frozen=True, eq=False)
-class ToySwapStep(OnceView):
+class ToySwapStep(StatedOnce):
     """Every pair (2k, 2k+1) swaps whole buffers and adds them in: stated by p alone."""
 
     p: int

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fabricsim.collectives.api import build_schedule
-from fabricsim.collectives.schedule import Schedule, make_step
+from fabricsim.ir import Schedule, make_step
 from fabricsim.network import time_schedule
 from fabricsim.network.dataflow import collective_flows, merge_flows
 from fabricsim.network.flow import Flows, simulate_flows

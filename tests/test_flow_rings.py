@@ -9,7 +9,7 @@ import pytest
 
 from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.ring import ring_phase
-from fabricsim.collectives.schedule import Schedule
+from fabricsim.ir import Schedule
 from fabricsim.network.flow_model import FlowModel
 from fabricsim.network.flow_rings import _parts, ring_parts
 from fabricsim.topology import parse_topology

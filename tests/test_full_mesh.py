@@ -12,10 +12,10 @@ from dataclasses import fields, replace
 import numpy as np
 import pytest
 
-from fabricsim.collectives import full_mesh
+from fabricsim.ir import full_mesh
 from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.memory import engine_memory_traffic, npu_memory_traffic
-from fabricsim.collectives.schedule import Schedule, make_step
+from fabricsim.ir import Schedule, make_step
 from fabricsim.collectives.verify import verify
 from fabricsim.errors import ConfigError, ScheduleError
 from fabricsim.limits import raised_limits

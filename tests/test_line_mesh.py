@@ -14,7 +14,7 @@ from dataclasses import fields, replace
 import numpy as np
 import pytest
 
-from fabricsim.collectives import line_mesh
+from fabricsim.ir import line_mesh
 from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.hierarchical_all_to_all import hierarchical_all_to_all
 from fabricsim.collectives.verify import verify
@@ -211,7 +211,7 @@ def test_analytical_at_65536_ranks_is_the_closed_form(never_listed):
 
 def test_node_and_id_bounds_are_what_the_listed_form_names():
     """The sampled check's range checks read these bounds; they are the listed form's own."""
-    from fabricsim.collectives.full_mesh import FullMeshStep
+    from fabricsim.ir import FullMeshStep
 
     steps = [st for dims in DIMS for st in hierarchical_all_to_all(math.prod(dims), dims).steps]
     steps += [FullMeshStep(n, rule, False) for n in (2, 5) for rule in ("dst", "src", "pair")]

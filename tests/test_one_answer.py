@@ -204,7 +204,7 @@ def test_architecture_doc_names_only_what_exists():
     backticks next to "schedule.py" composition must be a function of that module."""
     from pathlib import Path
 
-    from fabricsim.collectives import schedule
+    from fabricsim.ir import compose as schedule
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text()
     assert "remap_blocks" not in doc

@@ -98,7 +98,7 @@ def test_hybrid_text_workloads_run_with_their_meaning(capsys, tmp_path, file, np
         assert s["breakdown_mean_s"]["MP"] > 0
     else:
         colls = [g.coll[t] for t in np.flatnonzero(g.kind == COLLECTIVE)]
-        from fabricsim.collectives.schedule import COLLECTIVES
+        from fabricsim.vocab import COLLECTIVES
 
         assert sorted({COLLECTIVES[c] for c in colls}) == ["all-reduce", "all-to-all"]
         assert sizes == {npus}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fabricsim.collectives.schedule import COLLECTIVES
+from fabricsim.vocab import COLLECTIVES
 from fabricsim.engine.pricing import CommPricer
 from fabricsim.engine.simulator import simulate
 from fabricsim.errors import ConfigError

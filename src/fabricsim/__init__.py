@@ -21,14 +21,14 @@ __all__ = ["ConfigError", "Schedule", "ScheduleError", "Step", "Topology", "buil
 # lazy (PEP 562): every `fabricsim` command imports this package, and these names pull in scipy.sparse,
 # pydantic and every builder and algorithm (0.4 s); they are imported on first use instead
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "build_schedule": ".collectives.api", "Schedule": ".collectives.schedule", "Step": ".collectives.schedule",
+    "build_schedule": ".collectives.api", "Schedule": ".ir", "Step": ".ir",
     "ScheduleError": ".errors", "verify": ".collectives.verify", "ConfigError": ".errors",
     "time_schedule": ".network.analytical", "Topology": ".topology", "parse_topology": ".topology",
 })
 
 if TYPE_CHECKING:  # what the names are, for type checkers and readers
     from .collectives.api import build_schedule
-    from .collectives.schedule import Schedule, Step
+    from .ir import Schedule, Step
     from .collectives.verify import verify
     from .errors import ConfigError, ScheduleError
     from .network.analytical import time_schedule

@@ -1,9 +1,10 @@
 """Collective schedules: algorithms as pure functions, the Schedule IR, and verify."""
 
 from .api import build_schedule, normalize_collective
-from .facts import Facts
+from ..ir import Facts
 from .registry import ALGORITHMS, Algorithm, get_algorithm, register
-from .schedule import COLLECTIVES, Schedule, Step, make_step
+from ..ir import Schedule, Step, make_step
+from ..vocab import COLLECTIVES
 from .verify import ScheduleError, VerifyReport, verify
 
 __all__ = ["ALGORITHMS", "COLLECTIVES", "Algorithm", "Facts", "Schedule", "ScheduleError", "Step", "VerifyReport",

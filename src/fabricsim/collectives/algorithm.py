@@ -21,7 +21,7 @@ from typing import Any, Callable, Literal, Mapping
 from ..errors import ConfigError
 from ..limits import check_limit
 from ._common import is_pow2
-from .schedule import Schedule
+from ..ir import Schedule
 
 OptionType = Literal["bool", "int", "ints", "choice", "shape", "choice-per-dim"]
 Helper = Literal["reducing-switch", "switch-tree", "node-switches"]

@@ -22,7 +22,7 @@ from ..topology.graph import Topology
 from ..vocab import normalize_collective
 from .algorithm import Algorithm, AlgorithmChoice, _field, _text
 from .registry import AUTO, choose_algorithm, get_algorithm
-from .schedule import Schedule
+from ..ir import Schedule
 from .sizing import estimate_blocks
 
 _MAX_RANK = 10**18

@@ -37,7 +37,7 @@ from ._common import dims_option, require_collective, require_group
 from .algorithm import Algorithm, Option
 from .hierarchical import _parse_dims, lift
 from .ring import ring_phase
-from .schedule import Schedule, Step, in_lanes, parallel
+from ..ir import Schedule, Step, in_lanes, parallel
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather")
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .composed import compose_pipeline
-from .schedule import Step, make_step
+from ..ir import compose_pipeline
+from ..ir import Step, make_step
 
 
 def _block_size(n: int, chunks: int) -> int:

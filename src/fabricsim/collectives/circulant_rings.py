@@ -26,7 +26,7 @@ from ..errors import ConfigError
 from ._common import require_collective, require_group
 from .algorithm import Algorithm, Option
 from .ring import ring_phase
-from .schedule import Schedule, offset_nodes, parallel
+from ..ir import Schedule, offset_nodes, parallel
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather")
 

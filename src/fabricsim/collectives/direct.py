@@ -23,8 +23,8 @@ import numpy as np
 
 from ._common import require_collective, require_group, require_root
 from .algorithm import Algorithm, proto_option
-from .full_mesh import FullMeshStep
-from .schedule import Schedule, make_step
+from ..ir import FullMeshStep
+from ..ir import Schedule, make_step
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast", "reduce")
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from ._common import log2_rounds, require_collective, require_group
 from .algorithm import Algorithm, Option
-from .schedule import Schedule, Step, make_step
+from ..ir import Schedule, Step, make_step
 
 COLLECTIVES = ("all-reduce",)
 DEFAULT_CHUNKS = 8

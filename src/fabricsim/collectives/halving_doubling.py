@@ -23,7 +23,7 @@ import numpy as np
 from ._common import log2_rounds, require_collective, require_group
 from .algorithm import Algorithm
 from .recursive_doubling import doubling_all_gather, fold_step, pow2_floor, unfold_step
-from .schedule import Schedule, Step, make_range_step
+from ..ir import Schedule, Step, make_range_step
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather")
 

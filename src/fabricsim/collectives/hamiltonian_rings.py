@@ -44,7 +44,7 @@ from ._common import require_collective, require_group
 from .algorithm import Algorithm, Option
 from .hierarchical import _parse_dims
 from .ring import ring_phase
-from .schedule import Schedule, Step, offset_nodes, parallel
+from ..ir import Schedule, Step, offset_nodes, parallel
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather")
 

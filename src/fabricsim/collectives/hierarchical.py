@@ -42,7 +42,7 @@ from ._common import dims_option, log2_rounds, require_collective, require_group
 from .algorithm import Algorithm, Option
 from .hierarchical_all_to_all import hierarchical_all_to_all
 from .ring import ring_phase
-from .schedule import Schedule, Step, make_range_step
+from ..ir import Schedule, Step, make_range_step
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather")
 INNER = ("ring", "direct", "halving_doubling")

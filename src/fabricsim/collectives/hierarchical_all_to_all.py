@@ -15,9 +15,9 @@ import math
 
 from ..errors import ConfigError
 from ._common import require_group
-from .full_mesh import FullMeshStep
-from .line_mesh import LineMeshStep
-from .schedule import Schedule
+from ..ir import FullMeshStep
+from ..ir import LineMeshStep
+from ..ir import Schedule
 
 
 def hierarchical_all_to_all(p: int, dims=None) -> Schedule:

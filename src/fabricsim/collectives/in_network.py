@@ -32,8 +32,8 @@ import numpy as np
 from ..errors import ConfigError
 from ._common import SPLIT, all_but_own_runs, require_collective, require_group, require_root
 from .algorithm import Algorithm, Option, lockstep_option
-from .full_mesh import ordered_pairs
-from .schedule import Schedule, Step, make_range_step, make_step, merge_steps
+from ..ir import ordered_pairs
+from ..ir import Schedule, Step, make_range_step, make_step, merge_steps
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce")
 

@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import ConfigError
 from ._common import all_but_own_runs, require_collective, require_group, require_root, set_runs
 from .algorithm import Algorithm, lockstep_option
-from .schedule import Schedule, Step, make_range_step, make_step
+from ..ir import Schedule, Step, make_range_step, make_step
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce")
 

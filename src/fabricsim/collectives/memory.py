@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .schedule import Schedule
+from ..ir import Schedule
 
 
 @dataclass(frozen=True)

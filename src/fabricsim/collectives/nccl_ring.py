@@ -37,9 +37,9 @@ import numpy as np
 
 from ._common import channel_count, cluster_group_reason, cluster_layout, require_collective, require_group
 from .algorithm import Algorithm, Option, proto_option
-from .facts import Facts
+from ..ir import Facts
 from .ring import ring_phase
-from .schedule import Schedule, Step
+from ..ir import Schedule, Step
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather")
 

@@ -37,11 +37,11 @@ import numpy as np
 from ..errors import ConfigError
 from ._common import channel_count, cluster_group_reason, cluster_layout, log2_rounds, require_collective, require_group
 from .algorithm import Algorithm, Option, proto_option
-from .composed import compose_pipeline
-from .facts import Facts
+from ..ir import compose_pipeline
+from ..ir import Facts
 from .double_binary_tree import _compress, _depth_height, in_order_tree, second_tree_map
 from .nccl_ring import CLUSTER_OPTIONS
-from .schedule import Schedule, make_step
+from ..ir import Schedule, make_step
 
 TREE_CHUNKS = 64
 """Default pipeline pieces per channel: NCCL streams a large buffer through the tree in many small

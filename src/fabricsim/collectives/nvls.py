@@ -27,9 +27,9 @@ import numpy as np
 
 from ._common import cluster_layout, require_collective, require_group
 from .algorithm import Algorithm, Option, proto_option
-from .facts import Facts
+from ..ir import Facts
 from .in_network import _others, in_network
-from .schedule import Schedule, make_step
+from ..ir import Schedule, make_step
 
 COLLECTIVES = ("all-reduce",)
 

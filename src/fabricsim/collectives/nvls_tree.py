@@ -27,8 +27,8 @@ from ._common import cluster_layout, require_collective, require_group
 from .algorithm import Algorithm, Option, proto_option
 from .in_network import _others
 from .double_binary_tree import _depth_height
-from .facts import Facts
-from .schedule import Schedule, make_step
+from ..ir import Facts
+from ..ir import Schedule, make_step
 
 COLLECTIVES = ("all-reduce",)
 

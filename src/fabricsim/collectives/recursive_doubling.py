@@ -25,7 +25,7 @@ import numpy as np
 
 from ._common import ROOTED, log2_rounds, require_collective, require_group, require_root
 from .algorithm import Algorithm
-from .schedule import Schedule, Step, make_range_step, make_step
+from ..ir import Schedule, Step, make_range_step, make_step
 
 COLLECTIVES = ("all-reduce", "all-gather", "broadcast", "reduce")
 

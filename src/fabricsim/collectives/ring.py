@@ -17,8 +17,8 @@ import numpy as np
 from ._common import ROOTED, require_collective, require_group, require_root
 from .algorithm import Algorithm, Option, proto_option
 from .chain import chain_entries, chain_steps
-from .facts import Facts
-from .schedule import Schedule, Step, make_step, parallel
+from ..ir import Facts
+from ..ir import Schedule, Step, make_step, parallel
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce")
 

@@ -36,7 +36,7 @@ import numpy as np
 from ..errors import ConfigError, UnsupportedGroupSize
 from ._common import dims_option, is_pow2, log2_rounds, require_collective, require_group
 from .algorithm import Algorithm, Option
-from .schedule import Schedule, Step, make_range_step, make_step, parallel
+from ..ir import Schedule, Step, make_range_step, make_step, parallel
 
 MODES = {"bandwidth": "bandwidth", "b": "bandwidth", "latency": "latency", "l": "latency"}
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import ScheduleError  # noqa: F401  (defined there so the CLI catches it without importing numpy)
-from .schedule import Schedule
+from ..ir import Schedule
 from .verify_expect import OneRow, expected_values
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ScheduleError
-from .schedule import Schedule
+from ..ir import Schedule
 
 
 class OneRow:

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import spsolve_triangular
 
 from ..errors import ScheduleError
-from .schedule import Schedule, Step, rotate
+from ..ir import Schedule, Step, rotate
 from .verify_expect import OneRow, expected_values
 
 _VALUE_BOUND = 1 << 20  # random values below this: float64 sums stay exact (module doc)

@@ -26,7 +26,7 @@ import numpy as np
 from ..collectives.algorithm import AlgorithmChoice
 from ..collectives.api import build_schedule
 from ..collectives.registry import AUTO, algorithms_for, choose_algorithm, get_algorithm
-from ..collectives.schedule import Schedule
+from ..ir import Schedule
 from ..errors import ConfigError
 from ..network.flow import Flows
 from ..network.flow_model import limit_injection

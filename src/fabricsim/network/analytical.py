@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..collectives.schedule import Schedule, Step, lane_total
+from ..ir import Schedule, Step, lane_total
 from ..topology.graph import Topology
 from ..errors import ConfigError
 from .flow import FlowResult, Flows, successors

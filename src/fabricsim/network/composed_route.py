@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..collectives.schedule import Schedule
+from ..ir import Schedule
 from ..topology.graph import Topology
 from .analytical import RoutedStep, equal_sums, hop_paths
 

@@ -20,7 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..collectives.schedule import Schedule, Step
+from ..ir import Schedule, Step
 from ..limits import check_limit
 from ..topology.graph import Topology
 from .flow import Flows

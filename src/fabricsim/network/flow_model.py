@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..collectives.schedule import Schedule
+from ..ir import Schedule
 from ..topology.graph import Topology
 from .flow import MODES, FlowResult, Flows, simulate_flows
 from .flow_injection import endpoint_topology, limit_injection, with_injection  # noqa: F401 (their old home)

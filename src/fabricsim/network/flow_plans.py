@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..collectives.schedule import Schedule
+from ..ir import Schedule
 from ..limits import check_limit
 from ..topology.graph import Topology
 from .dataflow import runs_as_streams, schedule_flows

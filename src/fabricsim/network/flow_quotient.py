@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..collectives.full_mesh import ordered_pairs
-from ..collectives.schedule import Schedule, Step, rotate
+from ..ir import ordered_pairs
+from ..ir import Schedule, Step, rotate
 from ..topology.graph import Topology
 from .dataflow import block_deps, dep_csr, entry_runs, sorted_unique, span_indices
 from .flow import Flows

@@ -36,7 +36,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ..collectives.schedule import Schedule, Step
+from ..ir import Schedule, Step
 from ..topology.builders.stack import stack
 from ..topology.graph import Topology
 from .dataflow import merge_flows, span_indices

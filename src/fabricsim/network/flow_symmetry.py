@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..collectives.schedule import Schedule, Step, rotate
+from ..ir import Schedule, Step, rotate
 from ..topology.graph import DimensionOrderRouter, Topology
 from .dataflow import sorted_unique
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..collectives.schedule import Schedule
+from ..ir import Schedule
 from ..topology.graph import Topology
 from .analytical import RoutedStep, _path_lat_bw, equal_sums, straight_dims
 

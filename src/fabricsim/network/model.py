@@ -30,7 +30,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from ..collectives.schedule import Schedule
+from ..ir import Schedule
 from ..errors import ConfigError
 from ..topology.graph import Topology
 from .analytical import AnalyticalModel

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..collectives.schedule import Schedule
+from ..ir import Schedule
 from ..errors import ConfigError
 from ..topology.graph import Topology
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..collectives.schedule import Schedule
+from ..ir import Schedule
 from ..topology.graph import Topology
 from .flow import Flows
 

@@ -31,7 +31,7 @@ import numpy as np
 from ..collectives.algorithm import AlgorithmChoice
 from ..collectives.api import build_schedule
 from ..collectives.registry import AUTO, choose_algorithm, get_algorithm
-from ..collectives.schedule import Schedule
+from ..ir import Schedule
 from ..errors import ConfigError, UnsupportedGroupSize
 from ..topology.graph import Topology
 from .flow_model import FlowCollective

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..collectives.schedule import COLLECTIVES
+from ..vocab import COLLECTIVES
 from ..engine.result import TrainResult
 from ..errors import ConfigError
 from ..workload.graph import CATEGORIES, COLLECTIVE, COMPUTE, IO, IO_LOAD, PHASES

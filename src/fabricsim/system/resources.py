@@ -25,7 +25,7 @@ from typing import Protocol
 import numpy as np
 
 from ..collectives.memory import engine_memory_traffic, npu_memory_traffic
-from ..collectives.schedule import Schedule
+from ..ir import Schedule
 from ..roofline import stretch
 from .npu import NPU
 

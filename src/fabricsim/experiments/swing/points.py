@@ -74,7 +74,7 @@ def deficiency(topo, sched) -> Deficiency:
         Lambda, Psi, Xi, the sums behind them and the summed longest path latency (hops x
         per-hop latency, s).
     """
-    from ...collectives.schedule import lane_total
+    from ...ir import lane_total
     from ...network.analytical import deficiencies, route_schedule
 
     routed = route_schedule(topo, sched)

@@ -27,11 +27,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from .schedule import OnceView, Step, make_step
+from .form import StatedOnce, register_form
+from .step import Step, make_step
 
 
+@register_form
 @dataclass(frozen=True, eq=False)
-class LineMeshStep(OnceView):
+class LineMeshStep(StatedOnce):
     """Phase `dim` of the hierarchical all-to-all on a grid of `dims` (module doc).
 
     Parameters
@@ -46,7 +48,8 @@ class LineMeshStep(OnceView):
     dim: int
     _cache: dict = field(default_factory=dict, init=False, repr=False)  # pairs and the listed Step, once built
 
-    line_mesh: ClassVar[bool] = True
+    form: ClassVar[str] = "line-mesh"
+    line_mesh: ClassVar[bool] = True  # TRANSITION
 
     def __post_init__(self):
         dims = tuple(int(d) for d in self.dims)

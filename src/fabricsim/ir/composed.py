@@ -27,11 +27,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from .schedule import ListedView, Step, rotate
+from .form import StatedForm, register_form
+from .step import Step, rotate
 
 
+@register_form
 @dataclass(frozen=True, eq=False)
-class ComposedStep(ListedView):
+class ComposedStep(StatedForm):
     """The transfers of `parts[i]` at repetition `first[i] + k`, concatenated in part order, as
     repetition k of one step (module doc).
 
@@ -50,7 +52,8 @@ class ComposedStep(ListedView):
     repeat: int = 1
     _listed: list = field(default_factory=list, init=False, repr=False)  # the listed Step, once built
 
-    composed: ClassVar[bool] = True
+    form: ClassVar[str] = "composed"
+    composed: ClassVar[bool] = True  # TRANSITION
     ranges: ClassVar[bool] = False
     lane: ClassVar[None] = None
 
@@ -63,7 +66,7 @@ class ComposedStep(ListedView):
         if self.repeat < 1:
             raise ValueError("ComposedStep: repeat must be >= 1")
         for part, f in zip(self.parts, self.first):
-            if part.full_mesh or part.composed or part.line_mesh or part.lane is not None:
+            if not part.listed or part.lane is not None:
                 raise ValueError("ComposedStep: parts are plain steps without lanes")
             if not 0 <= f or f + self.repeat > part.repeat:
                 raise ValueError(f"ComposedStep: repetitions {f}..{f + self.repeat - 1} of a part repeated "
@@ -85,6 +88,17 @@ class ComposedStep(ListedView):
     def stored_entries(self) -> int:
         """Block entries of the parts (shared: `Schedule.stored_entries` counts each part once)."""
         return sum(p.stored_entries for p in self.parts)
+
+    def storage(self) -> list[tuple[int | None, int]]:
+        """Each part's entries under its key: a part shared by several composed steps is held once."""
+        return [(id(p), p.stored_entries) for p in self.parts]
+
+    def add_node_sums(self, block_frac: float, side: str, factors: tuple, out: np.ndarray,
+                      reduce_only: bool = False) -> np.ndarray:
+        """Per-node sums of the parts in listing order: the same additions as the listed form."""
+        for part in self.parts:
+            part.add_node_sums(block_frac, side, factors, out, reduce_only)
+        return out
 
     def entry_offsets(self) -> np.ndarray:
         """Position of each part's first entry in the listed form.

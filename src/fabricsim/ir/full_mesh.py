@@ -28,7 +28,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from .schedule import OnceView, Step, make_step
+from .form import StatedOnce, register_form
+from .step import Step, make_step
 
 RULES = ("dst", "src", "pair")
 
@@ -54,8 +55,9 @@ def ordered_pairs(n: int, firsts=None) -> tuple[np.ndarray, np.ndarray]:
     return a, k + (k >= a)  # skip b == a
 
 
+@register_form
 @dataclass(frozen=True, eq=False)
-class FullMeshStep(OnceView):
+class FullMeshStep(StatedOnce):
     """Every ordered pair of distinct nodes 0..n-1 as one transfer of one block (module doc).
 
     Parameters
@@ -76,7 +78,8 @@ class FullMeshStep(OnceView):
     by_dst: bool = False
     _listed: list = field(default_factory=list, init=False, repr=False)  # the listed Step, once built
 
-    full_mesh: ClassVar[bool] = True
+    form: ClassVar[str] = "full-mesh"
+    full_mesh: ClassVar[bool] = True  # TRANSITION
 
     def __post_init__(self):
         if self.block not in RULES:
@@ -122,6 +125,19 @@ class FullMeshStep(OnceView):
     def id_bound(self) -> int:
         """One past the largest block id the rule moves: n*n - 1 ("pair": (n-1)*n + n-2) or n."""
         return self.n * self.n - 1 if self.block == "pair" else self.n
+
+    def add_node_sums(self, block_frac: float, side: str, factors: tuple, out: np.ndarray,
+                      reduce_only: bool = False) -> np.ndarray:
+        """Per-node sums without listing the mesh (`Step.add_node_sums`): n - 1 equal transfers at
+        each of nodes 0..n-1, added one by one, so the floats equal the listed form's."""
+        if self.n > 1 and (self.reduce_all or not reduce_only):
+            x = 1 * block_frac  # one block per transfer
+            for f in factors:
+                x = x * f
+            start = out[: self.n]
+            for v in np.unique(start):  # few distinct running sums: one sequential sum each
+                start[start == v] = np.cumsum(np.concatenate([[v], np.full(self.n - 1, x)]))[-1]
+        return out
 
     def moves_of(self, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Every transfer that moves one of `blocks`: (index into `blocks`, src, dst, entry position),
