@@ -8,8 +8,10 @@ cycles, and the step-form flags tested outside the forms' own modules.
   `fabricsim` imports, counted twice: module-level imports only (what Python resolves at import
   time), and with the imports inside functions too (the layering a reader sees).
 - **form flags outside form modules**: functions that read a step's form flags (`.ranges`,
-  `.full_mesh`, `.line_mesh`, `.composed`) outside the modules that define those forms
-  (collectives/schedule.py, full_mesh.py, line_mesh.py, composed.py, chain.py).
+  `.full_mesh`, `.line_mesh`, `.composed`) outside the IR package (`fabricsim.ir`), where the forms
+  are defined;
+- **form classes named outside the IR**: modules that name a stated form's class (to build one, as
+  the algorithms that state their steps do, or to test for one).
 
 Run: `.venv/bin/python benchmarks/structure.py` -> benchmarks/results/structure.json (and a summary).
 """
@@ -26,8 +28,8 @@ from _results import write_results  # benchmarks/ is on sys.path when run as a s
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "src" / "fabricsim"
 FLAGS = ("ranges", "full_mesh", "line_mesh", "composed")
-FORM_MODULES = {"fabricsim.ir.schedule", "fabricsim.ir.full_mesh", "fabricsim.ir.line_mesh",
-                "fabricsim.ir.composed", "fabricsim.collectives.chain"}
+FORM_PACKAGE = "fabricsim.ir"  # the IR: the forms' own modules
+FORM_CLASSES = ("FullMeshStep", "LineMeshStep", "ComposedStep", "StatedForm", "StatedOnce")
 MODULE_LIMIT, FUNCTION_LIMIT = 500, 80
 
 
@@ -136,7 +138,7 @@ def flag_readers(known: dict[str, Path]) -> list[tuple[str, str]]:
     """(module, function) of every function outside the form modules that reads a form flag."""
     out = set()
     for name, path in known.items():
-        if name in FORM_MODULES:
+        if name == FORM_PACKAGE or name.startswith(FORM_PACKAGE + "."):
             continue
         for fn in ast.walk(ast.parse(path.read_text())):
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -145,6 +147,20 @@ def flag_readers(known: dict[str, Path]) -> list[tuple[str, str]]:
                      for n in ast.walk(f)}
             if any(isinstance(n, ast.Attribute) and n.attr in FLAGS and id(n) not in inner for n in ast.walk(fn)):
                 out.add((name, fn.name))
+    return sorted(out)
+
+
+def form_class_users(known: dict[str, Path]) -> list[tuple[str, str]]:
+    """(module, class) of every module outside the IR that names a stated form's class (to build one,
+    or to test for one)."""
+    out = set()
+    for name, path in known.items():
+        if name == FORM_PACKAGE or name.startswith(FORM_PACKAGE + "."):
+            continue
+        for n in ast.walk(ast.parse(path.read_text())):
+            got = n.id if isinstance(n, ast.Name) else n.name if isinstance(n, ast.alias) else None
+            if got in FORM_CLASSES:
+                out.add((name, got))
     return sorted(out)
 
 
@@ -157,13 +173,16 @@ def main() -> dict:
     cyc_top = cycles(import_graph(known, True))
     cyc_all = cycles(import_graph(known, False))
     flags = flag_readers(known)
+    users = form_class_users(known)
     row = {"modules": len(known), "modules_over_500_lines": [{"module": n, "lines": k} for n, k in big],
            "functions_over_80_lines": [{"module": m, "function": f, "lines": k} for m, f, k in longf],
            "import_cycles_module_level": cyc_top, "import_cycles_with_lazy_imports": cyc_all,
-           "form_flag_readers_outside_form_modules": [{"module": m, "function": f} for m, f in flags]}
+           "form_flag_readers_outside_form_modules": [{"module": m, "function": f} for m, f in flags],
+           "form_classes_named_outside_ir": [{"module": m, "class": c} for m, c in users]}
     print(f"modules: {len(known)}; over {MODULE_LIMIT} lines: {len(big)}; functions over {FUNCTION_LIMIT} lines: "
           f"{len(longf)}; import cycles: {len(cyc_top)} at module level, {len(cyc_all)} with lazy imports; "
-          f"functions reading form flags outside form modules: {len(flags)} in {len({m for m, _ in flags})} files")
+          f"functions reading form flags outside form modules: {len(flags)} in {len({m for m, _ in flags})} files; "
+          f"modules naming a stated form's class outside the IR: {len({m for m, _ in users})}")
     for c in cyc_all:
         print("  cycle:", " <-> ".join(c))
     return write_results("structure", "the package's structure in counts (benchmarks/structure.py)", [row])

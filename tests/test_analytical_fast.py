@@ -1,7 +1,7 @@
 """The analytical model's straight-path route (difference arrays along rings) against the hop list.
 
 `route_step` prices steps on rings, tori and meshes without listing every hop
-(`analytical._route_straight`); the general route (`analytical._route_hops`, every hop in a
+(`analytical_straight.route_straight`); the general route (`analytical_route._route_hops`, every hop in a
 sparse incidence matrix) is the oracle: link loads, used links, path latencies and path
 bandwidths must agree bit for bit, and so must whole-collective times.
 """
@@ -16,8 +16,10 @@ import pytest
 
 from fabricsim.collectives.api import build_schedule
 from fabricsim.errors import UnsupportedGroupSize
-from fabricsim.network import analytical
-from fabricsim.network.analytical import AnalyticalCollective, RoutedStep, _route_hops, _route_straight, route_step
+from fabricsim.network import analytical, analytical_route
+from fabricsim.network.analytical import AnalyticalCollective, RoutedStep, route_step
+from fabricsim.network.analytical_route import _route_hops
+from fabricsim.network.analytical_straight import route_straight as _route_straight
 from fabricsim.topology import mesh, ring, stack, switch, torus
 
 B = 50e9  # bytes/s per link and direction
@@ -134,7 +136,7 @@ def test_schedule_steps_match_hop_list(spec, collective, algorithm):
     fast = 0
     for st in sched.steps:
         # a full mesh's own route has one row per path shape (tests/test_full_mesh.py): here its listed form
-        st = st.explicit() if st.full_mesh else st
+        st = st if st.listed else st.explicit()
         r = route_step(topo, sched, st)
         fast += callable(r._incidence)  # incidence deferred: the fast route priced this step
         nodes = sched.topology_nodes()
@@ -157,7 +159,7 @@ def test_collective_times_match_hop_list(spec, collective, algorithm, model, mon
     topo, sched = _schedule(spec, collective, algorithm)
     sizes = np.array([1.0, 1000.0, 2.0**20, 2.0**30])
     fast = AnalyticalCollective(topo, sched, model, step_overhead=1e-6, injection=3e10)
-    monkeypatch.setattr(analytical, "_route_straight", lambda *a: None)
+    monkeypatch.setattr(analytical_route, "route_straight", lambda *a: None)
     slow = AnalyticalCollective(topo, sched, model, step_overhead=1e-6, injection=3e10)
     assert np.array_equal(fast.times(sizes), slow.times(sizes))
     assert np.array_equal(fast.step_costs(sizes), slow.step_costs(sizes))

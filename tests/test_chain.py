@@ -55,7 +55,7 @@ def test_both_forms_are_the_definition_in_listing_order(n, P, form):
         assert len(got[-1]) == e.n_transfers
     assert got == definition(n, P, order, True)
     if form == "composed":
-        assert all(st.composed for st in steps)
+        assert all(st.form == "composed" for st in steps)
         assert s.stored_entries < 2 * n * (int(np.log2(max(min(n, P), 1))) + 2)  # about 2 n log2(block)
 
 
@@ -163,7 +163,7 @@ def test_thousands_of_ranks_closed_forms_without_listing(monkeypatch, side):
     B, L, S = 50e9, 100e-9, 64 * 2.0**20
     topo = parse_topology(f"torus:{side}x{side}", "50GB/s", "100ns")
     s = build_schedule(topo, "broadcast", "ring")
-    assert all(st.composed for st in s.steps) and s.stored_entries < n * P / 50
+    assert all(st.form == "composed" for st in s.steps) and s.stored_entries < n * P / 50
     piece = S / P
     one, two = piece / B + L, piece / B + 2 * L
     c = chain_flows(topo, s)

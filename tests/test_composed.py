@@ -63,7 +63,7 @@ def pipeline(p, G, N, c, chunks):
 def test_listed_form_is_the_pipeline(p, G, N, c, chunks):
     s = composed_tree(p, G, N, c, chunks)
     c = s.facts.channels
-    assert all(st.composed for st in s.steps)
+    assert all(st.form == "composed" for st in s.steps)
     got = []
     for _, st in s.expanded():
         e = st.explicit()
@@ -76,7 +76,7 @@ def test_listed_form_is_the_pipeline(p, G, N, c, chunks):
     verify(s)
     # the listed builder: the same transfers in the same order, repeated steps alike
     other = nccl_tree("all-reduce", p, channels=c, chunks=chunks, gpus_per_node=G, nics_per_node=N, form="listed")
-    assert not any(st.composed for st in other.steps)
+    assert not any(st.form == "composed" for st in other.steps)
     assert [st.repeat for st in other.steps] == [st.repeat for st in s.steps]
     for a, b in zip(s.steps, other.steps):
         a = a.explicit()
@@ -86,8 +86,8 @@ def test_listed_form_is_the_pipeline(p, G, N, c, chunks):
 
 
 def test_auto_composes_large_classes_only():
-    assert all(st.composed for st in nccl_tree("all-reduce", 8 * 512, gpus_per_node=8, nics_per_node=8).steps)
-    assert not any(st.composed for st in nccl_tree("all-reduce", 64).steps)  # one chain: classes of 2 edges
+    assert all(st.form == "composed" for st in nccl_tree("all-reduce", 8 * 512, gpus_per_node=8, nics_per_node=8).steps)
+    assert not any(st.form == "composed" for st in nccl_tree("all-reduce", 64).steps)  # one chain: classes of 2 edges
     with pytest.raises(ConfigError, match="form"):
         nccl_tree("all-reduce", 64, form="packed")
 
@@ -173,7 +173,7 @@ def test_65536_ranks_never_listed_and_closed_form(monkeypatch):
     p, G, N, chunks = 65536, 8, 8, 64
     topo = parse_topology(f"switch:{p}", "400Gbps", "100ns")
     s = build_schedule(topo, "all-reduce", "nccl_tree", gpus_per_node=G, nics_per_node=N)
-    assert all(st.composed for st in s.steps)  # auto: classes of about 50,000 edges
+    assert all(st.form == "composed" for st in s.steps)  # auto: classes of about 50,000 edges
     c = 2 * N
     H = G - 1 + 13  # 8,192 = 2^13 nodes: the in-order tree is 13 levels high
     assert s.meta["tree_height"] == H and s.n_steps == 2 * H + chunks - 1

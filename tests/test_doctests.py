@@ -11,6 +11,7 @@ import pytest
 MODULES = [
     "fabricsim.collectives.algorithm", "fabricsim.collectives.memory", "fabricsim.collectives.api", "fabricsim.collectives.verify",
     "fabricsim.engine.simulator", "fabricsim.network.analytical", "fabricsim.network.flow", "fabricsim.network.model",
+    "fabricsim.network.analytical_timing",
     "fabricsim.report.tables", "fabricsim.system.npu", "fabricsim.topology.spec", "fabricsim.train", "fabricsim.units", "fabricsim.limits",
     "fabricsim.vocab", "fabricsim.workload.models", "fabricsim.workload.parallelism", "fabricsim.experiments.base",
     "fabricsim.system.resources", "fabricsim.system.policies", "fabricsim.system.ace", "fabricsim.system.endpoint",

@@ -14,9 +14,9 @@ Notation: S bytes, B bytes/s per link and direction, a seconds per link.
 - a network model (`toy-fixed`): one class, `model.register(ModelEntry(...))`;
 - a reproduction (`toy`): one `Experiment`, `experiments.register(EXPERIMENT)`;
 - a flow plan: tests/test_flow_plans.py's toy plan (`register_plan`), not repeated here;
-- a step form: no registry (the open part of issue 41); a form that only states its listed form
-  (`OnceView.explicit`) is verified and priced correctly through it, and gains nothing over a plain
-  `Step` (`test_a_toy_step_form_is_read_through_its_listed_form`).
+- a step form (`toy-swap`): one class answering `StepForm`, `register_form(CLASS)` (the
+  `@register_form` line of ir/NAME.py); it answers the sampled check and the byte counts from its
+  rule, never listed (`test_a_toy_step_form_is_checked_from_its_rule_without_listing`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from fabricsim.collectives import registry
 from fabricsim.collectives._common import require_collective, require_group
 from fabricsim.collectives.algorithm import Algorithm
 from fabricsim.collectives.api import build_schedule
-from fabricsim.ir import Schedule, StatedOnce, make_step
+from fabricsim.ir import FORMS, Schedule, StatedOnce, make_step, register_form
 from fabricsim.collectives.sizing import estimate_blocks
 from fabricsim.collectives.verify import verify
 from fabricsim.errors import ConfigError, ScheduleError, UnsupportedGroupSize
@@ -398,15 +398,19 @@ def test_the_toys_leave_no_trace():
     assert "toy" not in EXPERIMENTS
 
 
-# ---- a step form: no registry yet (issue 41 item 1); what one costs today ---------------------------------
+# ---- a step form: what ir/toy_swap.py would hold, and its `@register_form` line ---------------------
 
 
 @dataclass(frozen=True, eq=False)
 class ToySwapStep(StatedOnce):
-    """Every pair (2k, 2k+1) swaps whole buffers and adds them in: stated by p alone."""
+    """Every pair (2k, 2k+1) of p (even) nodes swaps whole buffers (block 0) and adds them in: stated
+    by p alone. It answers from its rule what the sampled check and the byte counts ask (the
+    `StepForm` protocol); every other question reads its listed form (`explicit`), the definition."""
 
     p: int
     _cache: dict = field(default_factory=dict, init=False, repr=False)
+
+    form: ClassVar[str] = "toy-swap"
 
     def explicit(self):
         if "step" not in self._cache:
@@ -418,14 +422,57 @@ class ToySwapStep(StatedOnce):
     n_moves = property(lambda self: self.p)
     stored_entries = property(lambda self: 1)
 
+    def structure_problem(self, n_nodes):
+        return f"transfer names a node outside 0..{n_nodes - 1}" if self.p > n_nodes else None
+
+    def first_bad_rep(self, nblocks):
+        return 0 if nblocks < 1 else None
+
+    def sampled_moves(self, sample, reps):
+        """Node i sends block 0 to i ^ 1, adding it in: every transfer carries block 0 if sampled."""
+        t = np.arange(self.p) if len(sample) and sample[0] == 0 else np.zeros(0, np.int64)
+        z = np.zeros(len(t), np.int64)
+        return z, t, t ^ 1, np.ones(len(t), bool), z, t
+
+    def add_node_sums(self, block_frac, side, factors, out, reduce_only=False):
+        x = block_frac
+        for f in factors:
+            x = x * f
+        out[: self.p] += x  # one block sent and one received by every node
+        return out
+
+
+@pytest.fixture
+def toy_form():
+    """`@register_form` on ToySwapStep, undone afterwards (FORMS as it was)."""
+    saved = dict(FORMS)
+    register_form(ToySwapStep)
+    try:
+        yield ToySwapStep
+    finally:
+        FORMS.clear()
+        FORMS.update(saved)
+
 
 @pytest.mark.parametrize("model", ["congestion-aware", "congestion-unaware", "flow"])
-def test_a_toy_step_form_is_read_through_its_listed_form(model):
-    """A form that states only `explicit()` (one file, no registration) is verified and priced
-    correctly by every reader, through its listed form: taking it whole (its point) needs a flag on
-    `Step`/`ListedView` and a branch in each function that reads form flags (benchmarks/structure.py)."""
+def test_a_toy_step_form_is_verified_and_priced(toy_form, model):
+    """A form in one file with one registration is verified and priced correctly by every reader:
+    the protocol's answers where it gives them, its listed form elsewhere (a network model's faster
+    lowering is one more module registering itself: `register_step_router`, `flow_quotient.lowers`)."""
+    assert FORMS["toy-swap"] is ToySwapStep
     s = Schedule("all-reduce", "toy-swap", 2, 1, (ToySwapStep(2),))
     assert verify(s).blocks_checked == 1
+    assert s.bytes_sent(S).tolist() == [S, S]  # each node sends its whole buffer once
     topo = parse_topology("ring:2", "50GB/s", "100ns")
     t = time_collective(topo, s.placed([0, 1]), [S], model)[0]
     assert t == pytest.approx(S / B + A, rel=1e-9)  # one hop each way, one whole buffer per link
+
+
+def test_a_toy_step_form_is_checked_from_its_rule_without_listing(toy_form, monkeypatch):
+    """The sampled check and the byte counts ask the form, never its listed form; a wrong rule shows."""
+    monkeypatch.setattr(ToySwapStep, "explicit", lambda self: pytest.fail("the toy form was listed"))
+    assert verify(Schedule("all-reduce", "toy-swap", 2, 1, (ToySwapStep(2),)), sample=1).blocks_checked == 1
+    six = Schedule("all-reduce", "toy-swap", 6, 1, (ToySwapStep(6),))  # not an all-reduce: counted, not verified
+    assert six.bytes_received(S).tolist() == [S] * 6 and six.n_transfers == 6
+    with pytest.raises(ScheduleError, match="node outside 0..1"):
+        verify(Schedule("all-reduce", "toy-swap", 2, 1, (ToySwapStep(4),)), sample=1)

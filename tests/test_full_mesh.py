@@ -1,4 +1,4 @@
-"""Full-mesh steps (`collectives.full_mesh`): the direct algorithms' p(p-1) transfers stated, not listed.
+"""Full-mesh steps (`ir.full_mesh`): the direct algorithms' p(p-1) transfers stated, not listed.
 
 Every native reader (analytical routing, sampled verification, the flow quotient, per-node byte
 sums) gives exactly what the listed form gives; the listed form is the direct builders' old one;
@@ -50,7 +50,7 @@ def test_listed_form_is_the_direct_builders_old_one():
     old["all-reduce"] = old["reduce-scatter"] + old["all-gather"]
     for coll, steps in old.items():
         s = build_schedule(parse_topology(f"ring:{p}"), coll, "direct")
-        assert all(st.full_mesh and st.stored_entries == 1 for st in s.steps)
+        assert all(st.form == "full-mesh" and st.stored_entries == 1 for st in s.steps)
         for mesh, b in zip(s.steps, steps):
             a = mesh.explicit()
             for name in ("src", "dst", "reduce", "ptr", "blocks"):

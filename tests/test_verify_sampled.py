@@ -42,7 +42,7 @@ def _corrupted(s, rng, n=3):
     for kind in range(n + 1):
         i = int(rng.choice(busy))
         st = s.steps[i]
-        st = st.explicit() if st.full_mesh or st.composed or st.line_mesh else st  # a corrupted stated step is listed
+        st = st.explicit() if not st.listed else st  # a corrupted stated step is listed
         t = int(rng.integers(st.n_transfers))
         if kind == 0:
             dst = st.dst.copy()

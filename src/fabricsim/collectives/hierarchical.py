@@ -111,7 +111,7 @@ def _inner_steps(name: str, q: int, part: str, dim: int, collective: str) -> lis
     s = build(coll, q)
     if s.nblocks != q or s.n_extra or (part != "ar" and not np.array_equal(s.owner, np.arange(q))):
         raise RuntimeError(f"hierarchical: inner {name} {coll} on {q} ranks does not use blocks 0..{q - 1} owned by rank i")
-    return [st.explicit() if st.full_mesh else st for st in s.steps]  # a full mesh is lifted listed
+    return [st if st.listed else st.explicit() for st in s.steps]  # a stated step (a full mesh) is lifted listed
 
 
 # ---- lifting a 1-D step onto every line of a dimension ----------------------------------------
@@ -146,9 +146,10 @@ def lift(step: Step, nodes: np.ndarray, base: np.ndarray, offsets: np.ndarray, w
         0..width-1, its runs then `width` times longer) or its repetitions, one step each.
     """
     L = nodes.shape[0]
-    if step.ranges:
+    starts = step.run_starts()  # range form: the first id of each transfer's run
+    if starts is not None:
         if np.array_equal(offsets, np.arange(width)):
-            start = (base[:, None] + step.blocks[None, :] * width).reshape(-1)
+            start = (base[:, None] + starts[None, :] * width).reshape(-1)
             return [make_range_step(nodes[:, step.src].reshape(-1), nodes[:, step.dst].reshape(-1), start,
                                     np.tile(step.blocks_per_transfer * width, L), np.tile(step.reduce, L))]
         step = step.explicit()

@@ -23,7 +23,7 @@ the default rule: every block up to 5M block moves, else a bounded sample.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -110,12 +110,11 @@ def verify_work(schedule: Schedule) -> int:
 def _sample_costs(s: Schedule) -> tuple[float, float, float]:
     """(fixed cost of a step-by-step sample, its cost per block, all-at-once cost per block), s."""
     moves = verify_work(s) / max(1, s.nblocks)  # per block, on average
-    # a full mesh, a line mesh or a composed step is visited listed, transfer by transfer
-    fixed = sum(st.repeat * (_STEP_S + (st.n_transfers if st.ranges or st.full_mesh or st.composed or st.line_mesh
-                                        else len(st.blocks))
-                             * _ENTRY_S) for st in s.steps)
-    rotating = sum(st.repeat for st in s.steps if st.repeat > 1 and (
-        any(p.shift is not None for p in st.parts) if st.composed else st.shift is not None))
+    # a listed step visits its stored entries (a run in range form is one); a stated one is visited
+    # listed, transfer by transfer
+    fixed = sum(st.repeat * (_STEP_S + (st.stored_entries if st.listed else st.n_transfers) * _ENTRY_S)
+                for st in s.steps)
+    rotating = sum(st.repeat for st in s.steps if st.repeat > 1 and st.rotates)
     return fixed, moves * _MOVE_S, (moves + rotating) * _AT_ONCE_S
 
 
@@ -141,7 +140,7 @@ def sample_plan(schedule: Schedule, sample: int | None = None) -> tuple[int, boo
         fit = max((SAMPLE_SECONDS - fixed) / max(per_step, 1e-12), SAMPLE_SECONDS / max(per_once, 1e-12))
         sample = max(MIN_SAMPLE, min(DEFAULT_SAMPLE, int(fit)))
     n = int(min(schedule.nblocks, max(1, sample)))
-    if any(st.full_mesh or st.composed or st.line_mesh for st in schedule.steps):  # step by step would list them
+    if any(not st.listed for st in schedule.steps):  # step by step would list a stated step
         return n, True
     return n, n * per_once < fixed + n * per_step
 
@@ -232,39 +231,23 @@ def _initial(s: Schedule, blocks: np.ndarray, rng_vals: np.ndarray):
     return val, valid
 
 
-def _run_batch(s: Schedule, blocks: np.ndarray, rng: np.random.Generator, entries: list) -> None:
+def _run_batch(s: Schedule, blocks: np.ndarray, rng: np.random.Generator, memos: list) -> None:
+    """Run the steps of `s` on the sorted block ids `blocks` (`memos`: one dict per step, kept across
+    batches) and raise ScheduleError at the first violation, or unless the end state is the collective's."""
     col_of = np.full(s.nblocks, -1, dtype=np.int64)
     col_of[blocks] = np.arange(len(blocks))
     rng_vals = _values(s, blocks, rng)
     val, valid = _initial(s, blocks, rng_vals)
-    n = s.n_nodes
     step_index = 0
-    for st, entry in zip(s.steps, entries):
-        if st.ranges:  # only the entries inside this batch of blocks, never the whole expansion
-            a = st.blocks
-            i0 = np.searchsorted(blocks, a)
-            i1 = np.searchsorted(blocks, a + st.blocks_per_transfer)
-            n_e = i1 - i0
-            e_col = np.repeat(i0 - (np.cumsum(n_e) - n_e), n_e) + np.arange(int(n_e.sum()))
-            entry = (np.repeat(st.src, n_e), np.repeat(st.dst, n_e), np.repeat(st.reduce, n_e), e_col)
-        e_src, e_dst, e_red = entry[:3]
-        if len(st.src) and (st.src.min() < 0 or st.dst.min() < 0 or max(st.src.max(), st.dst.max()) >= n):
-            raise ScheduleError(f"step {step_index}: transfer names a node outside 0..{n - 1}")
-        if np.any(st.src == st.dst):
-            t = int(np.flatnonzero(st.src == st.dst)[0])
-            raise ScheduleError(f"step {step_index}: node {st.src[t]} sends to itself")
+    for st, memo in zip(s.steps, memos):
+        problem = st.structure_problem(s.n_nodes)
+        if problem is not None:
+            raise ScheduleError(f"step {step_index}: {problem}")
         for k in range(st.repeat):
-            if st.ranges:
-                if len(st.blocks) and (st.blocks.min() < 0 or (st.blocks + st.blocks_per_transfer).max() > s.nblocks):
-                    raise ScheduleError(f"step {step_index}: block id outside 0..{s.nblocks - 1}")
-                src, dst, red, col = e_src, e_dst, e_red, entry[3]
-            else:
-                b = st.blocks_at(k)
-                if len(b) and (b.min() < 0 or b.max() >= s.nblocks):
-                    raise ScheduleError(f"step {step_index}: block id outside 0..{s.nblocks - 1}")
-                col = col_of[b]
-                m = col >= 0
-                src, dst, red, col = e_src[m], e_dst[m], e_red[m], col[m]
+            moved = st.batch_moves(k, blocks, col_of, memo)  # only the entries inside this batch of blocks
+            if moved is None:
+                raise ScheduleError(f"step {step_index}: block id outside 0..{s.nblocks - 1}")
+            src, dst, red, col = moved
             if len(col):
                 held = valid[src, col]
                 if not held.all():
@@ -362,10 +345,8 @@ def verify(schedule: Schedule, *, seed: int = 0, sample: int | None = None, bloc
 
         run_sampled(s, blocks, rng)
         return VerifyReport(s.collective, s.algorithm, s.p, s.n_steps, s.n_transfers, len(blocks), s.nblocks)
-    # the batches read a range-form step's runs as listed at repetition 0: a repeated one is listed
-    s = replace(s, steps=tuple(st.explicit() if st.ranges and st.repeat > 1 else st for st in s.steps))
     batch = max(1, _CELL_BUDGET // max(1, s.n_nodes))
-    entries = [None if st.ranges else (st.entry_src(), st.entry_dst(), st.entry_reduce()) for st in s.steps]
+    memos = [{} for _ in s.steps]  # what each step reads in every batch, built once (`StepForm.batch_moves`)
     for i in range(0, len(blocks), batch):
-        _run_batch(s, blocks[i : i + batch], rng, entries)
+        _run_batch(s, blocks[i : i + batch], rng, memos)
     return VerifyReport(s.collective, s.algorithm, s.p, s.n_steps, s.n_transfers, len(blocks), s.nblocks)

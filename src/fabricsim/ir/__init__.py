@@ -2,6 +2,7 @@
 network model.
 
 - `step`: the listed step form (`Step`, `make_step`, `make_range_step`) and how steps run;
+  `step_events`: where a listed step's blocks move, for the sampled verification;
 - `form`: the `StepForm` protocol every form answers, and the registry of forms (`FORMS`);
 - `full_mesh`, `line_mesh`, `composed`: the stated forms (every pair, the lines of a grid,
   repetitions of other steps side by side; `compose_pipeline` builds a pipelined chain from them);

@@ -53,7 +53,6 @@ class ComposedStep(StatedForm):
     _listed: list = field(default_factory=list, init=False, repr=False)  # the listed Step, once built
 
     form: ClassVar[str] = "composed"
-    composed: ClassVar[bool] = True  # TRANSITION
     ranges: ClassVar[bool] = False
     lane: ClassVar[None] = None
 
@@ -100,6 +99,10 @@ class ComposedStep(StatedForm):
             part.add_node_sums(block_frac, side, factors, out, reduce_only)
         return out
 
+    def listed_parts(self) -> tuple[tuple[Step, int], ...]:
+        """Each part with its repetition at this step's repetition 0 (`form.StepForm.listed_parts`)."""
+        return tuple(zip(self.parts, self.first))
+
     def entry_offsets(self) -> np.ndarray:
         """Position of each part's first entry in the listed form.
 
@@ -109,6 +112,54 @@ class ComposedStep(StatedForm):
             Cumulative block moves of the parts, from 0.
         """
         return np.cumsum([0] + [p.n_moves for p in self.parts]).astype(np.int64)
+
+    # ---- verification, by the parts ------------------------------------------------------------
+
+    rotates = property(lambda self: any(p.rotates for p in self.parts), doc="Whether a part's ids rotate.")
+
+    def structure_problem(self, n_nodes: int) -> str | None:
+        """The listed form's problem (`form.StepForm.structure_problem`) from the parts': a node outside
+        in any part first, else the first part's transfer that sends to itself."""
+        found = [p.structure_problem(n_nodes) for p in self.parts]
+        outside = f"transfer names a node outside 0..{n_nodes - 1}"
+        return outside if outside in found else next((f for f in found if f is not None), None)
+
+    def sampled_events(self, t0: int, n_nodes: int, nblocks: int, sample: np.ndarray, memo: dict):
+        """A sampled check's events and first error (`form.StepForm.sampled_events`): each part's moves
+        over all its repetitions are found once (`memo`, shared by the composed steps) and cut to the
+        repetitions this step runs; entry positions count from the part's place in the listed form,
+        so errors rank as in it; the first error is the least (step, message) of the parts'."""
+        events, err = [], None
+        e_off, r = self.entry_offsets(), self.repeat
+        for i, (part, f) in enumerate(zip(self.parts, self.first)):
+            hit = memo.get(id(part))
+            if hit is None or hit[0] is not part:
+                problem = part.structure_problem(n_nodes)
+                bad = None if problem else part.first_bad_rep(nblocks)
+                moves = part.sampled_moves(sample, part.repeat if bad is None else bad) if not problem \
+                    else (np.zeros(0, np.int64),) * 6
+                order = np.argsort(moves[0], kind="stable")
+                hit = memo[id(part)] = (part, problem, bad) + tuple(a[order] for a in moves)
+            _, problem, bad, k, src, dst, red, col, pos = hit
+            if problem is not None:
+                e = (t0, f"step {t0}: {problem}")
+                err = min(err or e, e)
+                continue
+            if bad is not None and bad < f + r:  # a block id leaves the range in the run: this window, exactly
+                w = part.window(f, f + r)
+                kb = w.first_bad_rep(nblocks)
+                if kb is not None:
+                    e = (t0 + kb, f"step {t0 + kb}: block id outside 0..{nblocks - 1}")
+                    err = min(err or e, e)
+                if kb != 0:
+                    wk, wsrc, wdst, wred, wcol, wpos = w.sampled_moves(sample, r if kb is None else kb)
+                    events.append((t0 + wk, wsrc, wdst, wred, wcol, wpos + e_off[i]))
+                continue
+            lo, hi = np.searchsorted(k, f), np.searchsorted(k, f + r)
+            events.append((t0 + k[lo:hi] - f, src[lo:hi], dst[lo:hi], red[lo:hi], col[lo:hi], pos[lo:hi] + e_off[i]))
+        if err is not None:  # the step-by-step run stops at the error: nothing from its step on
+            events = [tuple(a[ev[0] < err[0]] for a in ev) for ev in events]
+        return events, err
 
     # ---- the listed form: what every other reader sees ---------------------------------------
 

@@ -28,7 +28,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .form import StatedOnce, register_form
+from .form import StatedOnce, mesh_checks, mesh_moves, register_form
 from .step import Step, make_step
 
 RULES = ("dst", "src", "pair")
@@ -79,7 +79,6 @@ class FullMeshStep(StatedOnce):
     _listed: list = field(default_factory=list, init=False, repr=False)  # the listed Step, once built
 
     form: ClassVar[str] = "full-mesh"
-    full_mesh: ClassVar[bool] = True  # TRANSITION
 
     def __post_init__(self):
         if self.block not in RULES:
@@ -138,6 +137,31 @@ class FullMeshStep(StatedOnce):
             for v in np.unique(start):  # few distinct running sums: one sequential sum each
                 start[start == v] = np.cumsum(np.concatenate([[v], np.full(self.n - 1, x)]))[-1]
         return out
+
+    def maps_channels(self, sig: np.ndarray) -> bool:
+        """Whether `sig` permutes nodes 0..n-1 (`form.StepForm.maps_channels`): then every pair
+        (i, j) maps onto the pair (sig i, sig j) of the mesh, equal in reduce flag and block count."""
+        return len(sig) >= self.n and bool(np.array_equal(np.sort(sig[: self.n]), np.arange(self.n)))
+
+    def maps_blocks(self, sig: np.ndarray, pi, nblocks: int) -> bool:
+        """Whether `pi` maps the rule's block of (i, j) onto that of (sig i, sig j)
+        (`form.StepForm.maps_blocks`): "pair" i*n + j onto sig(i)*n + sig(j), the all-to-all's map
+        itself (n*n blocks); "dst" j onto sig(j) and "src" i onto sig(i), pi = sig on 0..n-1."""
+        if self.block == "pair":
+            return getattr(pi, "kind", "") == "all-to-all" and self.n * self.n == nblocks
+        return bool(np.array_equal(pi(np.arange(self.n, dtype=np.int64)), sig[: self.n]))
+
+    def structure_problem(self, n_nodes: int) -> str | None:
+        """A node outside 0..n_nodes-1 (`form.StepForm.structure_problem`, `form.mesh_checks`)."""
+        return mesh_checks(self, n_nodes, 0)[0]
+
+    def first_bad_rep(self, nblocks: int) -> int | None:
+        """0 when the rule moves an id outside 0..nblocks-1 (`form.StepForm.first_bad_rep`, `form.mesh_checks`)."""
+        return mesh_checks(self, 0, nblocks)[1]
+
+    def sampled_moves(self, sample: np.ndarray, reps: int) -> tuple[np.ndarray, ...]:
+        """The chosen blocks' moves by the rule (`moves_of`; `form.StepForm.sampled_moves`, `form.mesh_moves`)."""
+        return mesh_moves(self, sample, reps)
 
     def moves_of(self, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Every transfer that moves one of `blocks`: (index into `blocks`, src, dst, entry position),

@@ -27,7 +27,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .form import StatedOnce, register_form
+from .form import StatedOnce, mesh_checks, mesh_moves, register_form
 from .step import Step, make_step
 
 
@@ -49,7 +49,6 @@ class LineMeshStep(StatedOnce):
     _cache: dict = field(default_factory=dict, init=False, repr=False)  # pairs and the listed Step, once built
 
     form: ClassVar[str] = "line-mesh"
-    line_mesh: ClassVar[bool] = True  # TRANSITION
 
     def __post_init__(self):
         dims = tuple(int(d) for d in self.dims)
@@ -193,6 +192,18 @@ class LineMeshStep(StatedOnce):
         j = (src % sk + t * sk)[:, None] + j_high[None, :]
         return (i[:, :, None] * p + j[:, None, :]).reshape(len(src), -1)
 
+    def structure_problem(self, n_nodes: int) -> str | None:
+        """A node outside 0..n_nodes-1 (`form.StepForm.structure_problem`, `form.mesh_checks`)."""
+        return mesh_checks(self, n_nodes, 0)[0]
+
+    def first_bad_rep(self, nblocks: int) -> int | None:
+        """0 when the rule moves an id outside 0..nblocks-1 (`form.StepForm.first_bad_rep`, `form.mesh_checks`)."""
+        return mesh_checks(self, 0, nblocks)[1]
+
+    def sampled_moves(self, sample: np.ndarray, reps: int) -> tuple[np.ndarray, ...]:
+        """The chosen blocks' moves by the rule (`moves_of`; `form.StepForm.sampled_moves`, `form.mesh_moves`)."""
+        return mesh_moves(self, sample, reps)
+
     def moves_of(self, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Every transfer that moves one of `blocks`: (index into `blocks`, src, dst, entry position).
 
@@ -233,6 +244,27 @@ class LineMeshStep(StatedOnce):
         dims = np.asarray(self.dims, dtype=np.int64)
         off = (sig[:, None] // radix % dims - m[:, None] // radix % dims) % dims
         return bool(np.all(off == off[0]))
+
+    def maps_channels(self, sig: np.ndarray) -> bool:
+        """Whether `sig` translates the grid (`is_translation`; `form.StepForm.maps_channels`): it
+        then maps every line of the dimension onto a line, each transfer onto a transfer (all copy
+        p / d_k blocks)."""
+        return self.is_translation(sig)
+
+    def maps_blocks(self, sig: np.ndarray, pi, nblocks: int) -> bool:
+        """Given a translation `sig`, whether `pi` is the all-to-all's map i*p + j -> sig(i)*p + sig(j)
+        over p*p blocks, which maps the rule onto itself (`form.StepForm.maps_blocks`)."""
+        return getattr(pi, "kind", "") == "all-to-all" and self.p * self.p == nblocks
+
+    def block_runs(self, sel: np.ndarray | None = None, reps=(0,)):
+        """The blocks of transfers `sel` by the rule (`blocks_for`; `form.StepForm.block_runs`): a
+        run of one id per block, in listed order, without listing the step (it does not repeat)."""
+        if np.any(np.asarray(reps) != 0):
+            raise ValueError("LineMeshStep.block_runs: the step does not repeat")
+        tr = np.arange(self.n_transfers, dtype=np.int64) if sel is None else np.asarray(sel, dtype=np.int64)
+        b = np.tile(self.blocks_for(tr).ravel(), len(reps))
+        j = np.tile(np.repeat(np.arange(len(tr), dtype=np.int64), self.per_transfer), len(reps))
+        return np.repeat(np.arange(len(reps), dtype=np.int64), len(b) // max(len(reps), 1)), j, b, b + 1
 
     # ---- the listed form: what every other reader sees ---------------------------------------
 

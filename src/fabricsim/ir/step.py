@@ -42,7 +42,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from .form import register_form, transfer_node_sums
+from . import step_events
+from .form import checked_events, register_form, rotate, transfer_node_sums
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -50,26 +51,10 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def rotate(ids, shift, mod, k):
-    """Block ids after k repetitions of their step: each moves by k x shift inside its aligned
-    range of `mod` ids (module doc). The one rotation rule every reader of repeated steps uses.
-
-    Parameters
-    ----------
-    ids, shift, mod : int arrays (or ints)
-        Ids at repetition 0 (range form: the runs' starts), and per id its shift and range size.
-    k : int or int array
-        Repetition(s); broadcast against `ids` (e.g. a column of repetitions for a row of ids).
-
-    Returns
-    -------
-    int64 array
-        The rotated ids. The shift is taken at its smallest magnitude modulo `mod`, so k x shift
-        stays within int64 for the ranges of 2^62 ids that never wrap.
-    """
-    o = ids % mod
-    s = (shift + mod // 2) % mod - mod // 2
-    return ids - o + (o + k * s) % mod
+def span_indices(first: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """first[i], first[i] + 1, ..., first[i] + count[i] - 1 for every i, concatenated."""
+    total = int(count.sum())
+    return np.repeat(first - (np.cumsum(count) - count), count) + np.arange(total)
 
 
 @register_form
@@ -115,9 +100,6 @@ class Step:
     lane: tuple[int, int] | None = None  # (block, lane): see module doc, "lanes"
     form: ClassVar[str] = "listed"  # `form.StepForm`: this form's name in `form.FORMS`
     listed: ClassVar[bool] = True  # its transfers are held in arrays (not stated by a rule)
-    full_mesh: ClassVar[bool] = False  # TRANSITION: form flags, until every reader dispatches on the form
-    composed: ClassVar[bool] = False
-    line_mesh: ClassVar[bool] = False
 
     def __post_init__(self):
         for name in ("src", "dst", "ptr", "blocks", "shift", "mod"):
@@ -247,6 +229,108 @@ class Step:
                       reduce_only: bool = False) -> np.ndarray:
         """Per-node byte sums of the transfers, in place (`form.transfer_node_sums`)."""
         return transfer_node_sums(self, block_frac, side, factors, out, reduce_only)
+
+    # ---- what a verification reads (`form.StepForm`; the work in `step_events`) ---------------
+
+    rotates = property(lambda self: self.shift is not None, doc="Whether its ids change per repetition (`shift`).")
+
+    def run_starts(self) -> np.ndarray | None:
+        """Each transfer's first id in range form, else None (`form.StepForm.run_starts`)."""
+        return self.blocks if self.ranges else None
+
+    def structure_problem(self, n_nodes: int) -> str | None:
+        """A transfer outside 0..n_nodes-1, else the first that sends to itself (`form.StepForm.structure_problem`)."""
+        src, dst = self.src, self.dst
+        if len(src) and (src.min() < 0 or dst.min() < 0 or max(src.max(), dst.max()) >= n_nodes):
+            return f"transfer names a node outside 0..{n_nodes - 1}"
+        if np.any(src == dst):
+            return f"node {src[int(np.flatnonzero(src == dst)[0])]} sends to itself"
+        return None
+
+    def first_bad_rep(self, nblocks: int) -> int | None:
+        """The first repetition with an id outside 0..nblocks-1 (`form.StepForm.first_bad_rep`): closed
+        form per rotating entry; a run's first and last ids rotate as one."""
+        if self.ranges:
+            return step_events.range_bad_rep(self, nblocks)
+        return step_events.first_bad_rep(self.blocks, self.shift, self.mod, self.repeat, nblocks)
+
+    def sampled_moves(self, sample: np.ndarray, reps: int) -> tuple[np.ndarray, ...]:
+        """The moves of the chosen blocks (`form.StepForm.sampled_moves`): a rotating entry looked up per
+        repetition, never the repetitions expanded."""
+        k, tr, pos, col = (step_events.range_events if self.ranges else step_events.listed_events)(self, reps, sample)
+        return k, self.src[tr], self.dst[tr], self.reduce[tr], col, pos
+
+    def sampled_events(self, t0: int, n_nodes: int, nblocks: int, sample: np.ndarray, memo: dict):
+        """A sampled check's events and first error (`form.StepForm.sampled_events`, `form.checked_events`)."""
+        return checked_events(self, t0, n_nodes, nblocks, sample)
+
+    def batch_moves(self, k: int, blocks: np.ndarray, col_of: np.ndarray, memo: dict):
+        """The moves of a batch of blocks at repetition k (`form.StepForm.batch_moves`): range form cut
+        to the batch, or, repeated, read listed (built once per check, in `memo`)."""
+        if not self.ranges:
+            return step_events.listed_batch_moves(self, k, col_of, memo)
+        if self.repeat == 1:
+            return step_events.range_batch_moves(self, blocks, len(col_of))
+        if "listed" not in memo:
+            memo["listed"] = (self.explicit(), {})
+        listed, sub = memo["listed"]
+        return listed.batch_moves(k, blocks, col_of, sub)
+
+    # ---- its entries as it holds them (listed ids, or range-form runs) -----------------------
+
+    def _entries(self, sel: np.ndarray | None = None):
+        """Entries of transfers `sel` (None: all): their positions in `blocks`, `shift` and `mod`
+        (None: all, in order), the index into `sel` of each one's transfer, and the ids each covers
+        (None: one each; range form: its run's length, transfers without blocks left out)."""
+        cnt = self.blocks_per_transfer if sel is None else self.blocks_per_transfer[sel]
+        if self.ranges:
+            j = np.flatnonzero(cnt > 0)
+            return (j if sel is None else sel[j]), j, cnt[j]
+        return (None if sel is None else span_indices(self.ptr[sel], cnt)), np.repeat(np.arange(len(cnt)), cnt), None
+
+    def block_runs(self, sel: np.ndarray | None = None, reps=(0,)):
+        """Block runs of transfers `sel` at repetitions `reps` (`form.StepForm.block_runs`): each
+        listed id, or each range-form run whole, rotated to each repetition."""
+        e, j, w = self._entries(sel)
+        b = self.blocks if e is None else self.blocks[e]
+        ks, n = np.asarray(reps, dtype=np.int64).reshape(-1, 1), len(j)
+        if self.shift is not None and np.any(ks != 0):
+            b = rotate(b, self.shift if e is None else self.shift[e], self.mod if e is None else self.mod[e], ks)
+        lo, n = np.broadcast_to(b, (len(ks), n)).ravel(), len(ks)
+        rep = np.repeat(np.arange(n, dtype=np.int64), len(j))
+        return rep, (j if n == 1 else np.tile(j, n)), lo, lo + (1 if w is None else np.tile(w, n))
+
+    def id_spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(transfer, lo, hi) of every entry: the ids it moves at any repetition, as [lo, hi) (a
+        rotating entry: its whole aligned range)."""
+        e, t, w = self._entries()
+        b = self.blocks if e is None else self.blocks[e]
+        lo, hi = b.copy(), b + (1 if w is None else w)
+        if self.shift is not None and self.repeat > 1:
+            shift, mod = (self.shift, self.mod) if e is None else (self.shift[e], self.mod[e])
+            rot, base = shift % mod != 0, b - b % mod
+            lo, hi = np.where(rot, base, lo), np.where(rot, base + mod, hi)
+        return t, lo, hi
+
+    def select(self, tr: np.ndarray) -> "Step":
+        """The transfers `tr` (indices) alone: a step of the same layout, repetitions, rotation and lane."""
+        cnt = self.blocks_per_transfer[tr]
+        e = tr if self.ranges else span_indices(self.ptr[tr], cnt)
+        sm = (self.shift[e], self.mod[e]) if self.shift is not None else (None, None)
+        return replace(self, src=self.src[tr], dst=self.dst[tr], reduce=self.reduce[tr],
+                       ptr=np.concatenate([[0], np.cumsum(cnt)]), blocks=self.blocks[e], shift=sm[0], mod=sm[1])
+
+    def listed_parts(self) -> tuple[tuple["Step", int], ...]:
+        """Itself at repetition 0 (`form.StepForm.listed_parts`)."""
+        return ((self, 0),)
+
+    def maps_channels(self, sig: np.ndarray) -> None:
+        """Nothing stated: its transfers are listed (`form.StepForm.maps_channels`)."""
+        return None
+
+    def maps_blocks(self, sig: np.ndarray, pi, nblocks: int) -> None:
+        """Nothing stated: its blocks are listed (`form.StepForm.maps_blocks`)."""
+        return None
 
     def window(self, k0: int, k1: int) -> "Step":
         """Repetitions k0..k1-1 of this step as a step of its own.

@@ -1,4 +1,4 @@
-"""A composed step (`collectives.composed`) routed from its parts, for the analytical model.
+"""A composed step (`ir.composed`) routed from its parts, for the analytical model.
 
 A composed schedule names, at every lock-step step, the parts (repeated plain steps) it runs side
 by side. A pipelined tree has a few parts per step; a pipelined chain (a ring broadcast of p pieces
@@ -24,6 +24,10 @@ Here:
 Link loads are added as the listed form adds them (one by one in transfer order) where every part
 moves transfers of one size (`equal_sums`: the same floats); otherwise part by part (the same up
 to rounding).
+
+`route_composed` registers as the analytical model's step router of the `composed` form, with
+`route_all_parts` as its preparation (`analytical_route.register_step_router`), when this module
+is imported.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ import numpy as np
 
 from ..ir import Schedule
 from ..topology.graph import Topology
-from .analytical import RoutedStep, equal_sums, hop_paths
+from .analytical_route import RoutedStep, hop_paths, register_step_router
+from .analytical_straight import equal_sums
 
 
 @dataclass(frozen=True, eq=False)
@@ -171,7 +176,7 @@ def _sum_counts(sums: np.ndarray, one: float) -> np.ndarray | None:
     return k if np.array_equal(equal_sums(one, int(k.max(initial=0)))[k], sums) else None
 
 
-def route_all_parts(topo: Topology, schedule: Schedule, cache: dict) -> None:
+def route_all_parts(topo: Topology, schedule: Schedule, steps: list, cache: dict) -> None:
     """Route every part of the schedule's composed steps at once into `cache` (`route_parts`).
 
     Parameters
@@ -180,10 +185,12 @@ def route_all_parts(topo: Topology, schedule: Schedule, cache: dict) -> None:
         The network.
     schedule : Schedule
         Placed on `topo`.
+    steps : list of ComposedStep
+        Its composed steps, in step order (`route_schedule` passes them: `StepRouter.prepare`).
     cache : dict
         `route_composed`'s cache, filled with each part's route.
     """
-    parts = list({id(q): q for st in schedule.steps if st.composed for q in st.parts}.values())
+    parts = list({id(q): q for st in steps for q in st.parts}.values())
     for q, r in zip(parts, route_parts(topo, schedule, parts)):
         cache[id(q)] = (q, r)
 
@@ -226,6 +233,7 @@ def _shared_links(parts: list[PartRoute], cache: dict, n_links: int) -> int:
     return shared
 
 
+@register_step_router("composed", prepare=route_all_parts)
 def route_composed(topo: Topology, schedule: Schedule, step, cache: dict) -> RoutedStep:
     """A `ComposedStep` routed from its parts, each routed once (kept in `cache`; module doc).
 

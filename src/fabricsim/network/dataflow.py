@@ -5,8 +5,8 @@
   stream reduced up and multicast down its whole switch tree at one rate (`streaming_flows`);
 - any other schedule runs as dataflow (`collective_flows`): a transfer starts when the transfers
   that wrote the blocks it sends into its source have arrived, not in lock-step. The blocks are
-  joined as runs of contiguous ids (`block_deps`), as the Schedule IR keeps them in range form,
-  never as (transfer, block) pairs.
+  joined as runs of contiguous ids, as the Schedule IR keeps them in range form, never as
+  (transfer, block) pairs (`dataflow_deps`: each form states its runs, `block_deps` joins them).
 `merge_flows` puts several independent flow sets into one simulation.
 
 Streams and routed transfers differ for an endpoint injection limit (`flow_model.with_injection`):
@@ -20,9 +20,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..ir import Schedule, Step
+from ..ir import Schedule
+from ..ir.step import span_indices  # noqa: F401 - re-exported
 from ..limits import check_limit
 from ..topology.graph import Topology
+from .dataflow_deps import (block_deps, dep_csr, entry_runs, merge_runs,  # noqa: F401 - re-exported
+                            sorted_unique, step_runs)
 from .flow import Flows
 from .streams import path_latency, reduction_links
 
@@ -144,187 +147,6 @@ def collective_flows(schedule: Schedule, size: float, *, start: float = 0.0, pri
     dep_ptr, dep_idx = dep_csr(n, reader, writer, all_src, all_dst)
     return Flows(nodes[all_src], nodes[all_dst], cat(sizes, float), np.full(n, float(start)),
                  np.full(n, float(cap)), np.full(n, int(priority)), dep_ptr, dep_idx)
-
-
-def dep_csr(n: int, reader: np.ndarray, writer: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dataflow pairs plus FIFO channels as a predecessor CSR, each flow's predecessors ascending.
-
-    Parameters
-    ----------
-    n : int
-        Flows, in step order.
-    reader, writer : int64 arrays
-        Flow `reader[j]` waits for flow `writer[j]` (repeats allowed).
-    src, dst : int64 arrays [n]
-        Each flow's channel ends: a flow also waits for the previous flow on the same channel.
-
-    Returns
-    -------
-    (int64 array, int64 array)
-        (dep_ptr [n + 1], dep_idx).
-    """
-    # a channel (source, destination) is FIFO: a transfer also waits for the previous one on it,
-    # so the pieces of a pipelined chain go in order instead of sharing the first link at once
-    chan = np.lexsort((np.arange(n), dst, src))
-    same = (src[chan[1:]] == src[chan[:-1]]) & (dst[chan[1:]] == dst[chan[:-1]])
-    m = max(n, 1)
-    pairs = sorted_unique(np.concatenate([reader * m + writer, chan[1:][same] * m + chan[:-1][same]]))
-    dep_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(pairs // m, minlength=n), out=dep_ptr[1:])
-    return dep_ptr, (pairs % m).astype(np.int64)
-
-
-def step_runs(st: Step, k: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each transfer's blocks at repetition k as runs of contiguous ids.
-
-    Parameters
-    ----------
-    st : Step
-        Any form; a range-form step is one run per transfer as it stands (never expanded).
-    k : int
-        Repetition, 0-based.
-
-    Returns
-    -------
-    (int64 array, int64 array, int64 array)
-        (transfer, first id, one past the last id) per run, by transfer then id; a transfer
-        without blocks has none.
-    """
-    counts = st.blocks_per_transfer
-    if st.ranges:
-        t = np.flatnonzero(counts > 0)
-        starts = st.starts_at(k)[t]
-        return t, starts, starts + counts[t]
-    return entry_runs(np.repeat(np.arange(st.n_transfers), counts), st.blocks_at(k))
-
-
-def entry_runs(t: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(transfer, block) entries, grouped by transfer, as runs of contiguous block ids.
-
-    Parameters
-    ----------
-    t : int64 array
-        Transfer of each entry, non-decreasing.
-    b : int64 array
-        Block id of each entry (any order inside a transfer; repeats count once).
-
-    Returns
-    -------
-    (int64 array, int64 array, int64 array)
-        (transfer, first id, one past the last id) of each maximal run.
-    """
-    if not len(b):
-        return t[:0], b[:0], b[:0]
-    dt, db = np.diff(t), np.diff(b)
-    if not np.all((dt > 0) | (db > 0)):  # unsorted or repeated ids inside a transfer
-        order = np.lexsort((b, t))
-        t, b = t[order], b[order]
-        keep = np.concatenate([[True], (np.diff(t) != 0) | (np.diff(b) != 0)])
-        t, b = t[keep], b[keep]
-        dt, db = np.diff(t), np.diff(b)
-    first = np.flatnonzero(np.concatenate([[True], (dt != 0) | (db != 1)]))
-    last = np.concatenate([first[1:], [len(b)]]) - 1
-    return t[first], b[first], b[last] + 1
-
-
-def block_deps(reads: tuple, writes: tuple, nblocks: int, *, share_above: int | None = None):
-    """Which reads see which earlier writes: an interval join on block runs.
-
-    Every (read, write) pair at the same node whose block runs overlap, the write in an earlier
-    step. The runs at a node are cut at every run end there (elementary segments, never finer
-    than blocks), so both sides become (segment, step) keys and one sorted search finds, for each
-    read segment, the writes of the same segment before its step.
-
-    Parameters
-    ----------
-    reads, writes : tuples of int64 arrays (id, node, step, lo, hi)
-        One entry per run: who reads (writes), at which node, in which lock-step step, blocks
-        lo .. hi - 1.
-    nblocks : int
-        Block ids are below this.
-
-    share_above : int, optional
-        Join shared writer lists: the reads of one segment in one step all see the same earlier
-        writes, so a group of g such reads of c writes whose g x c pairs exceed this becomes one
-        *join* waiting for the c writes and g reads waiting for the join (g + c pairs; a direct
-        all-reduce's all-gather waits for its whole reduce-scatter: p^2 pairs -> 2p). None: no joins.
-
-    Returns
-    -------
-    (int64 array, int64 array) or (int64 array, int64 array, (int64 array, int64 array))
-        (reader id, writer id) per pair found, with repeats. The elementary segments and the pairs
-        are counted before they are made: beyond the `blocks` limit, a ConfigError (a run of p - 1
-        blocks read at one node where p runs of one were written, p times: p^2 segments). With
-        `share_above`, also the joins as a CSR of their writers (ptr, writer ids); a pair whose
-        writer is join k has writer id -1 - k.
-    """
-    r_id, r_node, r_step, r_lo, r_hi = reads
-    w_id, w_node, w_step, w_lo, w_hi = writes
-    if not len(r_id) or not len(w_id):
-        none = np.zeros(0, np.int64)
-        return (none, none) if share_above is None else (none, none, (np.zeros(1, np.int64), none))
-    span = int(nblocks) + 1
-    bounds = sorted_unique(np.concatenate([r_node * span + r_lo, r_node * span + r_hi,
-                                           w_node * span + w_lo, w_node * span + w_hi]))
-
-    def segments(node, lo, hi):
-        a = np.searchsorted(bounds, node * span + lo)
-        cnt = np.searchsorted(bounds, node * span + hi) - a
-        check_limit("blocks", int(cnt.sum()), "dataflow segments (block runs cut at every run end of their node)",
-                    "schedule", f"{len(r_id)} reads of {len(w_id)} writes")
-        return span_indices(a, cnt), cnt
-
-    n_steps = int(max(r_step.max(), w_step.max())) + 1
-    w_seg, w_cnt = segments(w_node, w_lo, w_hi)
-    w_key = w_seg * n_steps + np.repeat(w_step, w_cnt)
-    order = np.argsort(w_key, kind="stable")
-    w_key, w_who = w_key[order], np.repeat(w_id, w_cnt)[order]
-    del w_seg, order
-    r_seg, r_cnt = segments(r_node, r_lo, r_hi)
-    key = r_seg * n_steps
-    seg_step = key + np.repeat(r_step, r_cnt)
-    lo = np.searchsorted(w_key, key)
-    cnt = np.searchsorted(w_key, seg_step) - lo
-    del key, r_seg
-    who = np.repeat(r_id, r_cnt)
-    joined = np.zeros(len(cnt), bool)
-    if share_above is not None:  # reads of one (segment, step) share their writers: join big groups
-        order = np.argsort(seg_step, kind="stable")
-        first = np.flatnonzero(np.concatenate([[True], seg_step[order][1:] != seg_step[order][:-1]]))
-        g = np.diff(np.concatenate([first, [len(order)]]))
-        c = cnt[order[first]]
-        big = (g >= 2) & (g * c > share_above)
-        group = np.repeat(np.arange(len(first)), g)
-        k_of = np.full(len(first), -1, np.int64)
-        k_of[big] = np.arange(int(big.sum()))
-        jk = np.empty(len(cnt), np.int64)
-        jk[order] = k_of[group]
-        joined = jk >= 0
-        j_lo, j_cnt = lo[order[first[big]]], c[big]
-    check_limit("blocks", int(cnt[~joined].sum()) + int(joined.sum()) + (int(j_cnt.sum()) if joined.any() else 0),
-                "dataflow dependencies (read, earlier write) pairs", "schedule",
-                f"{len(r_id)} reads of {len(w_id)} writes")
-    free = ~joined
-    reader = np.repeat(who[free], cnt[free])
-    writer = w_who[span_indices(lo[free], cnt[free])]
-    if share_above is None:
-        return reader, writer
-    j_ptr = np.concatenate([[0], np.cumsum(j_cnt)]).astype(np.int64) if joined.any() else np.zeros(1, np.int64)
-    j_idx = w_who[span_indices(j_lo, j_cnt)] if joined.any() else np.zeros(0, np.int64)
-    return (np.concatenate([reader, who[joined]]), np.concatenate([writer, -1 - jk[joined]]), (j_ptr, j_idx))
-
-
-def sorted_unique(x: np.ndarray) -> np.ndarray:
-    """The distinct values of an int array, ascending: `np.unique` by sorting (numpy 2.4's hash-based
-    `np.unique` takes minutes on tens of millions of int64 where a sort takes a second)."""
-    x = np.sort(x)
-    return x[np.concatenate([[True], x[1:] != x[:-1]])] if len(x) else x
-
-
-def span_indices(first: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """first[i], first[i] + 1, ..., first[i] + count[i] - 1 for every i, concatenated."""
-    total = int(count.sum())
-    return np.repeat(first - (np.cumsum(count) - count), count) + np.arange(total)
 
 
 def streaming_flows(topo: Topology, schedule: Schedule, size: float, *, start: float = 0.0, priority: int = 0) -> Flows:

@@ -20,7 +20,9 @@ equal simulating every transfer up to rounding (the tests compare them).
 The schedule states its chain (`facts.chain`, the ranks in order, stated by the ring builder); it
 is checked from the steps before it is used, in O(stored entries + parts named): every transfer
 moves one block from order[h] to order[h + 1] with block id = lock-step step - h, each step's
-transfers cover distinct hops, and the transfers number n x P.
+transfers cover distinct hops, and the transfers number n x P. Each step is read as the listed
+steps it runs (`StepForm.listed_parts`: a composed pipeline step its parts, each checked once); a
+step stated by a rule over no listed parts (a full or line mesh) is no chain.
 """
 
 from __future__ import annotations
@@ -52,15 +54,6 @@ class ChainFlows:
     classes: int
 
 
-def _occurrences(step):
-    """(plain step, its repetition at this step's repetition 0) for each part a step runs."""
-    if step.composed:
-        return list(zip(step.parts, step.first))
-    if step.full_mesh or step.line_mesh:
-        return None
-    return [(step, 0)]
-
-
 def chain_hop_order(schedule: Schedule) -> np.ndarray | None:
     """The schedule nodes along the chain the schedule states, if its steps are that chain.
 
@@ -89,21 +82,21 @@ def chain_hop_order(schedule: Schedule) -> np.ndarray | None:
     checked: dict = {}  # part id -> (its constant block + hop, first hop, last hop)
     i = moves = 0
     for st in schedule.steps:
-        occ = _occurrences(st)
+        occ = st.listed_parts()  # a composed step's parts; None for a mesh stated by a rule
         if occ is None or st.lane is not None:
             return None
         spans = []
         for q, f in occ:
             hit = checked.get(id(q))
             if hit is None or hit[0] is not q:
-                if q.ranges or np.any(q.blocks_per_transfer != 1) or np.any(q.reduce != want):
+                if np.any(q.blocks_per_transfer != 1) or np.any(q.reduce != want):
                     return None
                 h = pos[q.src]
                 if len(h) == 0 or np.any(h < 0) or np.any(pos[q.dst] != h + 1):
                     return None
                 if np.any(np.diff(h) != 1):  # contiguous ascending hops: distinct, and a span
                     return None
-                c = q.blocks + h  # block + hop: one constant for the whole part
+                c = q.blocks + h  # block + hop, one constant for the part (one block each: listed or runs alike)
                 if np.any(c != c[0]):
                     return None
                 if q.repeat > 1 and (q.shift is None or np.any(q.shift != 1) or np.any(q.mod != P)):

@@ -18,7 +18,7 @@ starts and finishes at the same time. One flow per orbit is then enough:
   link orbit at weight |H| x hops on it, and the path's latency given), so water-filling the
   quotient gives every orbit the rate each of its flows has in the full simulation;
 - an orbit waits for the orbits of the transfers its representative waits for (block runs read at
-  F joined with those written into F, `dataflow.block_deps`; FIFO channels among representatives),
+  F joined with those written into F, `dataflow_deps.block_deps`; FIFO channels among representatives),
   which is exact because every flow of an orbit arrives at the same time. Where many orbit flows wait
   for the same many orbit flows (a direct all-reduce's all-gather for its whole reduce-scatter: (p-1)^2
   pairs), one zero-byte join flow on no link stands between them (`JOIN_ABOVE`): the same start times.
@@ -28,6 +28,14 @@ derived from what blocks mean, then verified) are `flow_symmetry`'s. Where nothi
 rooted or XOR-paired schedules, helper nodes, switches, meshes, partial groups, a channel used
 twice in a step) `quotient_flows` returns None and the caller simulates every transfer.
 
+Forms: a step is read through the `StepForm` protocol -- its transfers' arrays and the blocks of the
+few at the domain (`StepForm.block_runs`: a line mesh states them by its rule) -- unless its form
+registers a lowering of its own in `ORBIT_LOWERINGS` (`@lowers`, by form name, as the analytical
+model's step routers): the full mesh, whose n(n-1) pairs no array holds, names its domain's pairs by
+its rule (`_mesh_step`). A registry here, not a method on the form: the lowering reads the
+quotient's domain, which is this model's, while what it asks of the form (its pairs, their order,
+their blocks) stays in the form's module.
+
 Only for a collective ALONE (`FlowModel.collective`): flows merged with other traffic break the
 symmetry. Exactness: the same answer as simulating every transfer, up to floating-point rounding
 (tests/test_flow_quotient.py: relative difference below 1e-9 in completion and per-flow times).
@@ -36,13 +44,13 @@ symmetry. Exactness: the same answer as simulating every transfer, up to floatin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
-from ..ir import ordered_pairs
-from ..ir import Schedule, Step, rotate
+from ..ir import FORMS, Schedule, ordered_pairs
 from ..topology.graph import Topology
-from .dataflow import block_deps, dep_csr, entry_runs, sorted_unique, span_indices
+from .dataflow_deps import block_deps, dep_csr, merge_runs, sorted_unique
 from .flow import Flows
 from .flow_symmetry import TranslationGrid, StepShape, symmetry_period
 
@@ -64,7 +72,7 @@ class Quotient:
         Flows per orbit of transfers (= links per orbit of links, |H|).
     joins : int
         Flows after the orbit flows that only join dependencies (zero bytes, no link): where many
-        orbit flows wait for the same many writes (`dataflow.block_deps`, `share_above`).
+        orbit flows wait for the same many writes (`dataflow_deps.block_deps`, `share_above`).
     """
 
     topo: Topology
@@ -122,16 +130,52 @@ class _Domain:
         return rep
 
 
-def _mesh_step(dom: _Domain, schedule: Schedule, st):
-    """A full mesh's orbit flows without listing it: the transfers whose source is in the domain (in
-    the listed order), what each reads, and the writes into the domain named by their orbit.
+ORBIT_LOWERINGS: dict[str, Callable] = {}
+"""Form name (`StepForm.form`) -> the quotient's lowering of a step of that form, where reading its
+transfers' arrays would list what the form states by rule (module doc, "forms"): fn(dom, schedule,
+st) -> (rep sources, rep destinations (schedule nodes), rep sizes per byte of collective size,
+reads, writes), reads and writes as (id, node, repetition, lo, hi) with ids counted from the step's
+first orbit flow (repetition k's rep i is k x reps + i). A form without one is read by `_step_orbits`."""
 
-    Returns
-    -------
-    tuple
-        (rep sources, rep destinations (schedule nodes), rep sizes per byte of collective size,
-        reads (rep index, source node, block), writes (rep index of the orbit, destination node, block)).
-    """
+
+def lowers(form: str) -> Callable:
+    """Decorator: register the function as the quotient's lowering of the steps of form `form` (a
+    name in `ir.FORMS`); ValueError for an unknown form or one another function lowers."""
+    if form not in FORMS:
+        raise ValueError(f"lowers: no step form {form!r} (registered: {', '.join(sorted(FORMS))})")
+
+    def put(fn: Callable) -> Callable:
+        had = ORBIT_LOWERINGS.get(form)
+        if had is not None and had.__qualname__ != fn.__qualname__:
+            raise ValueError(f"lowers: form {form!r} is lowered by {had.__qualname__}")
+        ORBIT_LOWERINGS[form] = fn
+        return fn
+    return put
+
+
+def _step_orbits(dom: _Domain, schedule: Schedule, st):
+    """A step's orbit flows from its transfers' arrays and `StepForm.block_runs` (`ORBIT_LOWERINGS`
+    for what it returns): the transfers whose source is in the domain (the reps), what they read,
+    and the writes into the domain named by their orbit."""
+    sh = StepShape(st, schedule.n_nodes, schedule.nblocks)
+    reps = np.flatnonzero(dom.inside(dom.nodes[st.src]))
+    n_r = len(reps)
+    rep_pos = np.full(st.n_transfers, -1, np.int64)
+    rep_pos[reps] = np.arange(n_r)
+    k, j, lo, hi = _sel_runs(st, reps)
+    read = (k * n_r + j, st.src[reps[j]], k, lo, hi)
+    wr = np.flatnonzero(dom.inside(dom.nodes[st.dst]))  # writes into the domain, named by their orbit
+    w_orbit = rep_pos[dom.orbit_rep(sh, wr)]
+    k, j, lo, hi = _sel_runs(st, wr)
+    write = (k * n_r + w_orbit[j], st.dst[wr[j]], k, lo, hi)
+    return st.src[reps], st.dst[reps], schedule.transfer_fraction(st)[reps], read, write
+
+
+@lowers("full-mesh")
+def _mesh_step(dom: _Domain, schedule: Schedule, st):
+    """A full mesh's orbit flows without listing it (`ORBIT_LOWERINGS`; `st` a `ir.full_mesh` step):
+    the pairs whose source is in the domain, by its rule (`ordered_pairs`, `index_of`, `blocks_of`),
+    in the listed order."""
     inside = np.flatnonzero(dom.inside(dom.nodes[: st.n]))  # ranks whose node is in the domain
     c, a = ordered_pairs(st.n, inside)  # (c in the domain, every other rank a)
     order = np.argsort(st.index_of(c, a), kind="stable")  # reps: c sends to a, in the listed order
@@ -143,30 +187,92 @@ def _mesh_step(dom: _Domain, schedule: Schedule, st):
     a2, c2 = dom.pos[dom.grid.shift(dom.nodes[a], off)], dom.pos[dom.grid.shift(dom.nodes[c], off)]
     w_rep = np.searchsorted(rep_key, st.index_of(a2, c2))
     size = np.full(len(i), 1 * schedule.block_frac)  # one block per transfer
-    return i, j, size, (np.arange(len(i)), i, st.blocks_of(i, j)), (w_rep, c, st.blocks_of(a, c))
+    rb, wb = st.blocks_of(i, j), st.blocks_of(a, c)  # repetition 0: the step does not repeat
+    read = (np.arange(len(i)), i, np.zeros(len(i), np.int64), rb, rb + 1)
+    return i, j, size, read, (w_rep, c, np.zeros(len(a), np.int64), wb, wb + 1)
 
 
-def _sel_runs(st: Step, sel: np.ndarray):
-    """Block runs of the transfers `sel` of a step at every repetition: (rep, index in sel, lo, hi)."""
-    cnt = st.blocks_per_transfer[sel]
-    if st.line_mesh:  # its blocks by rule, for these transfers only (it does not repeat)
-        j = np.repeat(np.arange(len(sel)), cnt)
-        t, lo, hi = entry_runs(j, st.blocks_for(sel).ravel())
-        return np.zeros(len(t), np.int64), t, lo, hi
-    # the ids (range form: the runs' starts, one run per transfer) at every repetition, one row each
-    e = sel[cnt > 0] if st.ranges else span_indices(st.ptr[sel], cnt)
-    ks = np.arange(st.repeat, dtype=np.int64)[:, None]
-    b = st.blocks[e]
-    if st.repeat > 1 and st.shift is not None:  # Step.blocks_at for every repetition at once
-        b = rotate(b, st.shift[e], st.mod[e], ks)
-    else:
-        b = np.broadcast_to(b, (st.repeat, len(b)))
-    if st.ranges:
-        j = np.tile(np.flatnonzero(cnt > 0), st.repeat)
-        return np.repeat(ks.ravel(), len(e)), j, b.ravel(), b.ravel() + cnt[j]
-    j = np.repeat(np.arange(len(sel)), cnt)
-    t, lo, hi = entry_runs((ks * max(len(sel), 1) + j).ravel(), b.ravel())
-    return t // max(len(sel), 1), t % max(len(sel), 1), lo, hi
+def _sel_runs(st, sel: np.ndarray):
+    """Block runs of the transfers `sel` of a step at every repetition: (rep, index in sel, lo, hi),
+    each transfer's runs maximal (`StepForm.block_runs`, `dataflow_deps.merge_runs`)."""
+    k, j, lo, hi = st.block_runs(sel, np.arange(st.repeat, dtype=np.int64))
+    n = max(len(sel), 1)
+    t, lo, hi = merge_runs(k * n + j, lo, hi)
+    return t // n, t % n, lo, hi
+
+
+def _orbit_routes(topo: Topology, dom: _Domain, orbits: tuple, ts: np.ndarray, td: np.ndarray, merged: bool,
+                  rate: float | None):
+    """The quotient routes of orbit flows from topology nodes `ts` to `td`: (latency per flow, entries
+    per flow, link orbit of each entry, its weight), on link orbits `orbits` = (canonical links, each
+    link's orbit); merged: one entry per (flow, link orbit), else one per hop in path order; an
+    injection `rate` puts the source's endpoint first."""
+    orb, orbit_of = orbits
+    n_r, H = len(ts), dom.orbit
+    ptr, links = topo.route(ts, td)  # the same paths at every repetition
+    hops = np.diff(ptr)
+    fid = np.repeat(np.arange(n_r), hops)
+    lat = np.bincount(fid, weights=topo.link_lat[links], minlength=n_r)
+    if merged:  # one entry per (flow, link orbit): weight |H| x hops on it
+        key = np.sort(fid * len(orb) + orbit_of[links])
+        first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+        cnt = np.diff(np.concatenate([first, [len(key)]]))
+        fid, ent, w = key[first] // len(orb), key[first] % len(orb), H * cnt.astype(float)
+    else:  # one entry per hop, in path order
+        ent, w = orbit_of[links], np.full(len(links), float(H))
+    if rate is not None:  # the source's endpoint first, as with_injection puts it
+        out = np.flatnonzero(hops > 0)
+        fid = np.concatenate([out, fid])
+        ent = np.concatenate([len(orb) + dom.index(ts[out]), ent])
+        w = np.concatenate([np.full(len(out), H / rate), w])
+        order = np.argsort(fid, kind="stable")
+        fid, ent, w = fid[order], ent[order], w[order]
+    return lat, np.bincount(fid, minlength=n_r), ent, w
+
+
+def _orbit_flows(topo: Topology, schedule: Schedule, dom: _Domain, orbits: tuple, merged: bool,
+                 rate: float | None) -> tuple[dict, list, list]:
+    """Every step's orbit flows, repetition by repetition: their columns (src, dst, fsrc, fdst, size,
+    lat, n_ent, ent, w: lists of arrays to concatenate), and the reads and writes of their block runs
+    as (flow, node, lock-step step, lo, hi)."""
+    cols = {k: [] for k in ("src", "dst", "fsrc", "fdst", "size", "lat", "n_ent", "ent", "w")}
+    reads, writes = [], []
+    base = step0 = 0
+    for st in schedule.steps:
+        R = st.repeat
+        r_src, r_dst, r_size, read, write = ORBIT_LOWERINGS.get(st.form, _step_orbits)(dom, schedule, st)
+        n_r = len(r_src)
+        reads.append((base + read[0], read[1], step0 + read[2], read[3], read[4]))
+        writes.append((base + write[0], write[1], step0 + write[2], write[3], write[4]))
+        ts, td = dom.nodes[r_src], dom.nodes[r_dst]
+        lat, n_ent, ent, w = _orbit_routes(topo, dom, orbits, ts, td, merged, rate)
+        for name, v in (("src", r_src), ("dst", r_dst), ("fsrc", dom.index(ts)),
+                        ("fdst", dom.index(td)), ("size", r_size),
+                        ("lat", lat), ("n_ent", n_ent), ("ent", ent), ("w", w)):
+            cols[name].append(np.tile(v, R))
+        base += R * n_r
+        step0 += R
+    return cols, reads, writes
+
+
+def _joined_deps(cat: dict, n: int, reads: list, writes: list, nblocks: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The orbit flows' dependencies (`dataflow_deps.block_deps`, FIFO channels), with a join flow after
+    them wherever many wait for the same many (`JOIN_ABOVE`): those are appended to `cat` (nothing
+    to send, no link, a channel of their own each). Returns (dep_ptr, dep_idx, joins)."""
+    cat_t = lambda i: np.concatenate([x[i] for x in reads] + [np.zeros(0, np.int64)])  # noqa: E731
+    cat_w = lambda i: np.concatenate([x[i] for x in writes] + [np.zeros(0, np.int64)])  # noqa: E731
+    reader, writer, (j_ptr, j_idx) = block_deps(tuple(cat_t(i) for i in range(5)), tuple(cat_w(i) for i in range(5)),
+                                                nblocks, share_above=JOIN_ABOVE)
+    n_j = len(j_ptr) - 1
+    if n_j:
+        writer = np.where(writer < 0, n - 1 - writer, writer)
+        reader = np.concatenate([reader, n + np.repeat(np.arange(n_j), np.diff(j_ptr))])
+        writer = np.concatenate([writer, j_idx])
+        ch = -1 - np.arange(n_j)
+        for name, v in (("src", ch), ("dst", ch), ("fsrc", 0), ("fdst", 0), ("size", 0.0), ("lat", 0.0), ("n_ent", 0)):
+            cat[name] = np.concatenate([cat[name], np.broadcast_to(v, (n_j,))])
+    dep_ptr, dep_idx = dep_csr(n + n_j, reader, writer, cat["src"], cat["dst"])
+    return dep_ptr, dep_idx, n_j
 
 
 def quotient_flows(topo: Topology, schedule: Schedule, *, mode: str = "pipelined", chunk: float = 0.0,
@@ -210,82 +316,20 @@ def quotient_flows(topo: Topology, schedule: Schedule, *, mode: str = "pipelined
     if period is None:
         return None
     dom = _Domain(topo, schedule, period)
-    H, grid = dom.orbit, dom.grid
     rate = float(injection) if injection is not None and np.isfinite(injection) else None
     # link orbits: each link's canonical member (its source brought into the domain)
-    canon = grid.shift_links(np.arange(topo.n_links), -dom.offset(topo.link_src))
+    canon = dom.grid.shift_links(np.arange(topo.n_links), -dom.offset(topo.link_src))
     orb = sorted_unique(canon)
-    orbit_of = np.searchsorted(orb, canon)
     merged = mode == "pipelined" and chunk == 0
-    cols = {k: [] for k in ("src", "dst", "fsrc", "fdst", "size", "lat", "n_ent", "ent", "w")}
-    reads, writes = [], []
-    base = step0 = 0
-    for st in schedule.steps:
-        R = st.repeat
-        if st.full_mesh:
-            r_src, r_dst, r_size, read, write = _mesh_step(dom, schedule, st)
-            n_r = len(r_src)
-            reads.append((base + read[0], read[1], np.full(n_r, step0), read[2], read[2] + 1))
-            writes.append((base + write[0], write[1], np.full(len(write[0]), step0), write[2], write[2] + 1))
-        else:
-            sh = StepShape(st, schedule.n_nodes, schedule.nblocks)
-            reps = np.flatnonzero(dom.inside(dom.nodes[st.src]))
-            n_r = len(reps)
-            rep_pos = np.full(st.n_transfers, -1, np.int64)
-            rep_pos[reps] = np.arange(n_r)
-            k, j, lo, hi = _sel_runs(st, reps)
-            reads.append((base + k * n_r + j, st.src[reps[j]], step0 + k, lo, hi))
-            wr = np.flatnonzero(dom.inside(dom.nodes[st.dst]))  # writes into the domain, named by their orbit
-            w_orbit = rep_pos[dom.orbit_rep(sh, wr)]
-            k, j, lo, hi = _sel_runs(st, wr)
-            writes.append((base + k * n_r + w_orbit[j], st.dst[wr[j]], step0 + k, lo, hi))
-            r_src, r_dst, r_size = st.src[reps], st.dst[reps], schedule.transfer_fraction(st)[reps]
-        ts, td = dom.nodes[r_src], dom.nodes[r_dst]
-        ptr, links = topo.route(ts, td)  # the same paths at every repetition
-        hops = np.diff(ptr)
-        fid = np.repeat(np.arange(n_r), hops)
-        lat = np.bincount(fid, weights=topo.link_lat[links], minlength=n_r)
-        if merged:  # one entry per (flow, link orbit): weight |H| x hops on it
-            key = np.sort(fid * len(orb) + orbit_of[links])
-            first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
-            cnt = np.diff(np.concatenate([first, [len(key)]]))
-            fid, ent, w = key[first] // len(orb), key[first] % len(orb), H * cnt.astype(float)
-        else:  # one entry per hop, in path order
-            ent, w = orbit_of[links], np.full(len(links), float(H))
-        if rate is not None:  # the source's endpoint first, as with_injection puts it
-            out = np.flatnonzero(hops > 0)
-            fid = np.concatenate([out, fid])
-            ent = np.concatenate([len(orb) + dom.index(ts[out]), ent])
-            w = np.concatenate([np.full(len(out), H / rate), w])
-            order = np.argsort(fid, kind="stable")
-            fid, ent, w = fid[order], ent[order], w[order]
-        n_ent = np.bincount(fid, minlength=n_r)
-        for name, v in (("src", r_src), ("dst", r_dst), ("fsrc", dom.index(ts)),
-                        ("fdst", dom.index(td)), ("size", r_size),
-                        ("lat", lat), ("n_ent", n_ent), ("ent", ent), ("w", w)):
-            cols[name].append(np.tile(v, R))
-        base += R * n_r
-        step0 += R
+    cols, reads, writes = _orbit_flows(topo, schedule, dom, (orb, np.searchsorted(orb, canon)), merged, rate)
     cat = {k: np.concatenate(v) for k, v in cols.items()}
-    n = base
-    cat_t = lambda i: np.concatenate([x[i] for x in reads] + [np.zeros(0, np.int64)])  # noqa: E731
-    cat_w = lambda i: np.concatenate([x[i] for x in writes] + [np.zeros(0, np.int64)])  # noqa: E731
-    reader, writer, (j_ptr, j_idx) = block_deps(tuple(cat_t(i) for i in range(5)), tuple(cat_w(i) for i in range(5)),
-                                                schedule.nblocks, share_above=JOIN_ABOVE)
-    n_j = len(j_ptr) - 1
-    if n_j:  # join flows after the orbits: nothing to send, no link, their own channel each
-        writer = np.where(writer < 0, n - 1 - writer, writer)
-        reader = np.concatenate([reader, n + np.repeat(np.arange(n_j), np.diff(j_ptr))])
-        writer = np.concatenate([writer, j_idx])
-        ch = -1 - np.arange(n_j)
-        for name, v in (("src", ch), ("dst", ch), ("fsrc", 0), ("fdst", 0), ("size", 0.0), ("lat", 0.0), ("n_ent", 0)):
-            cat[name] = np.concatenate([cat[name], np.broadcast_to(v, (n_j,))])
-    dep_ptr, dep_idx = dep_csr(n + n_j, reader, writer, cat["src"], cat["dst"])
+    n = len(cat["src"])
+    dep_ptr, dep_idx, n_j = _joined_deps(cat, n, reads, writes, schedule.nblocks)
     route_ptr = np.concatenate([[0], np.cumsum(cat["n_ent"])]).astype(np.int64)
     flows = Flows(cat["fsrc"], cat["fdst"], cat["size"], dep_ptr=dep_ptr, dep_idx=dep_idx, route_ptr=route_ptr,
                   route_links=cat["ent"].astype(np.int64), latency=cat["lat"] if merged else None,
                   route_weight=cat["w"])
-    return Quotient(_quotient_topology(topo, dom, orb, rate is not None), flows, period, H, n_j)
+    return Quotient(_quotient_topology(topo, dom, orb, rate is not None), flows, period, dom.orbit, n_j)
 
 
 def _quotient_topology(topo: Topology, dom: _Domain, orb: np.ndarray, endpoints: bool) -> Topology:

@@ -23,9 +23,11 @@ along its own cycle. So:
 
 `ring_parts` returns the disjoint union of the parts' quotients, or None when the schedule has a
 part that is not such a ring, or a part whose ring the quotient does not serve, or an endpoint
-injection limit (every part's nodes share their endpoints), or stated steps (full mesh, line mesh,
-composed): the caller then simulates every transfer. Decided in `flow_model.FlowCollective`, after
-the torus's own translations (`flow_quotient`) and only for a collective alone.
+injection limit (every part's nodes share their endpoints), or steps not listed (`StepForm.listed`
+False: a full or line mesh, a composed step): the caller then simulates every transfer. Decided in
+`flow_model.FlowCollective`, after the torus's own translations (`flow_quotient`) and only for a
+collective alone. A listed step's layout (ids listed, or runs in range form) is its own to read:
+`Step.id_spans` (every id an entry moves) and `Step.select` (a part's transfers as a step).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from scipy.sparse.csgraph import connected_components
 from ..ir import Schedule, Step
 from ..topology.builders.stack import stack
 from ..topology.graph import Topology
-from .dataflow import merge_flows, span_indices
+from .dataflow import merge_flows
 from .flow import Flows
 from .flow_quotient import Quotient, _NoRouter, quotient_flows
 
@@ -61,24 +63,6 @@ class RingParts:
     topo: Topology
     flows: Flows
     parts: tuple[Quotient, ...]
-
-
-def _entry_spans(st: Step) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(transfer, lo, hi) of every entry: the ids it moves at any repetition, as [lo, hi)."""
-    cnt = st.blocks_per_transfer
-    if st.ranges:
-        t = np.flatnonzero(cnt > 0)
-        b, w = st.blocks[t], cnt[t]
-        shift, mod = (st.shift[t], st.mod[t]) if st.shift is not None else (None, None)
-    else:
-        t = np.repeat(np.arange(st.n_transfers), cnt)
-        b, w, shift, mod = st.blocks, np.ones(len(st.blocks), np.int64), st.shift, st.mod
-    lo, hi = b.copy(), b + w
-    if shift is not None and st.repeat > 1:  # a rotating entry visits its whole aligned range
-        rot = shift % mod != 0
-        base = b - b % mod
-        lo, hi = np.where(rot, base, lo), np.where(rot, base + mod, hi)
-    return t, lo, hi
 
 
 def _parts(topo: Topology, schedule: Schedule):
@@ -106,7 +90,7 @@ def _parts(topo: Topology, schedule: Schedule):
     ptr, links = topo.route(u, v)
     if np.any(np.diff(ptr) != 1):
         return None  # a channel over more or fewer than one link: no part is a ring
-    spans = [_entry_spans(st) for st in steps]
+    spans = [st.id_spans() for st in steps]  # every id each entry moves at any repetition
     t = np.concatenate([s[0] + f for s, f in zip(spans, first)])
     lo, hi = np.concatenate([s[1] for s in spans]), np.concatenate([s[2] for s in spans])
     # block classes: overlapping [lo, hi) joined by a sweep in order of lo
@@ -127,13 +111,8 @@ def _parts(topo: Topology, schedule: Schedule):
 
 def _part_step(st: Step, sel: np.ndarray, name: np.ndarray, lo: int) -> Step:
     """The transfers `sel` of a step, nodes renamed by `name`, block ids moved down by `lo`."""
-    cnt = st.blocks_per_transfer[sel]
-    e = sel if st.ranges else span_indices(st.ptr[sel], cnt)
-    shift = mod = None
-    if st.shift is not None:
-        shift, mod = st.shift[e], st.mod[e]
-    return Step(name[st.src[sel]], name[st.dst[sel]], st.reduce[sel], np.concatenate([[0], np.cumsum(cnt)]),
-                st.blocks[e] - lo, repeat=st.repeat, shift=shift, mod=mod, ranges=st.ranges, lane=st.lane)
+    part = st.select(sel)
+    return replace(part, src=name[part.src], dst=name[part.dst], blocks=part.blocks - lo)
 
 
 def _ring_schedule(topo: Topology, schedule: Schedule, sel: list[np.ndarray], chans: np.ndarray,
@@ -208,7 +187,7 @@ def ring_parts(topo: Topology, schedule: Schedule, *, mode: str = "pipelined", c
         return None
     if schedule.streaming or schedule.n_extra or not schedule.steps:
         return None
-    if any(st.full_mesh or st.line_mesh or st.composed for st in schedule.steps):
+    if not all(st.listed for st in schedule.steps):  # stated steps (meshes, composed): not listed here
         return None
     found = _parts(topo, schedule)
     if found is None:

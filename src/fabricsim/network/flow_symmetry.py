@@ -1,21 +1,23 @@
 """Translations that map a placed schedule onto itself on a torus or ring (`flow_quotient`'s group).
 
-On a torus or ring (`DimensionOrderRouter` over ring, uniring and fully connected dimensions: the
-route from u to v depends only on v - u, a half-way tie always going +), translating every node by
-g maps links onto links of the same bandwidth and latency, and routes onto routes. A translation
-is a symmetry of a schedule when it maps every step's transfers onto that step's transfers, with
-one permutation pi_g of the block ids for the whole schedule; the symmetries form a group, and per
-dimension d the translations along d in it are the multiples of the smallest a_d dividing the
-size that is one (`symmetry_period`).
+On a torus or ring (a topology whose `structure.translations` holds: dimension-order routing over
+ring, uniring and fully connected dimensions; the route from u to v depends only on v - u, a half-
+way tie always going +), translating every node by g maps links onto links of the same bandwidth and
+latency, and routes onto routes. A translation is a symmetry of a schedule when it maps every step's
+transfers onto that step's transfers, with one permutation pi_g of the block ids for the whole
+schedule; the symmetries form a group, and per dimension d the translations along d in it are the
+multiples of the smallest a_d dividing the size that is one (`symmetry_period`).
 
 Invariance is checked per step shape (a repeated `Step` with its shift/mod), never on expanded
 transfers: the translated channels must be channels of the step (each channel at most once per
 step), with the same reduce flag and block count, and pi_g must map each transfer's blocks onto its
 image's -- as a set (range form: by range minimum and maximum of pi_g) with the same rotation --
 and commute with every rotation on the aligned id range it moves in, so that every repetition
-holds (pi(R^k b) = R^k pi(b) by induction). A stated step is invariant by its rule: a full mesh under
-every node permutation, a line mesh (`LineMeshStep`) under translations of its grid, both with the
-all-to-all's pi where they carry its blocks. pi_g is derived from what the blocks mean and then
+holds (pi(R^k b) = R^k pi(b) by induction). A stated step is invariant by its rule, and the rule's
+symmetry is knowledge the form states, in its own module (`StepForm.maps_channels`, `maps_blocks`):
+a full mesh under every node permutation, a line mesh under translations of its grid, both with
+the all-to-all's pi where they carry its blocks; such a step is never listed here. A listed step
+is matched transfer by transfer, its runs (`StepForm.run_starts`: range form) whole. pi_g is derived from what the blocks mean and then
 verified: the owner of each block (`Schedule.owner`: the k-th block of rank r goes to the k-th
 block of rank r + g), the all-to-all's i*p + j, rank-indexed layouts q*p + r and r*m + q, or the
 identity (whole-vector blocks).
@@ -25,11 +27,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Schedule, Step, rotate
-from ..topology.graph import DimensionOrderRouter, Topology
-from .dataflow import sorted_unique
+from ..ir import Schedule, StepForm, rotate
+from ..topology.graph import Topology
+from .dataflow_deps import sorted_unique
 
-_KINDS = ("ring", "uniring", "fc")
 
 
 class TranslationGrid:
@@ -81,8 +82,7 @@ class TranslationGrid:
 
 def _eligible(topo: Topology, schedule: Schedule) -> bool:
     """A network where translations are automorphisms, and a schedule over all its NPUs."""
-    r = topo.router
-    if not isinstance(r, DimensionOrderRouter) or any(k not in _KINDS for k in r.kinds):
+    if not topo.structure.translations:  # dimension order over ring, uniring and fc dimensions
         return False
     if topo.n_switches or len(topo.io_nodes) or topo.has_reduction_units:
         return False
@@ -151,31 +151,38 @@ def _candidates(schedule: Schedule, sig: np.ndarray) -> list[_Perm]:
 
 class StepShape:
     """One step's channels, looked up by (source, destination), and its entries keyed by
-    (transfer, block), computed once for every translation tried.
+    (transfer, block), computed once (on first use) for every translation tried.
 
     Parameters
     ----------
-    st : Step
-        A step of the schedule (any form; repeated steps are checked once with their rotation).
+    st : StepForm
+        A step of the schedule (any form; repeated steps are checked once with their rotation; a
+        form whose rule states its symmetry is never listed here: `StepForm.maps_channels`).
     n_nodes : int
         Schedule nodes (channel keys are src * n_nodes + dst).
     nblocks : int
         The schedule's block count (entry keys are transfer * nblocks + block).
     """
 
-    def __init__(self, st: Step, n_nodes: int, nblocks: int):
-        self.st, self.n, self.nb = st, n_nodes, nblocks
-        if st.full_mesh:  # every node permutation maps the mesh's channels onto themselves: nothing to key
-            self.unique, self._entries = True, None
-            return
-        if st.ranges and st.repeat > 1:  # a repeated run's rotation is checked id by id
+    def __init__(self, st: StepForm, n_nodes: int, nblocks: int):
+        if st.listed and st.repeat > 1:  # a repeated run (range form) is checked id by id: its ids listed
             st = st.explicit()
         self.st, self.n, self.nb = st, n_nodes, nblocks
-        key = st.src * n_nodes + st.dst
-        self.order = np.argsort(key, kind="stable")
-        self.key = key[self.order]
-        self.unique = bool(np.all(self.key[1:] != self.key[:-1]))
-        self._entries = None
+        self._keys = self._entries = None
+
+    def _keyed(self) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(the transfers in channel-key order, their sorted keys, whether every channel is used once)."""
+        if self._keys is None:
+            key = self.st.src * self.n + self.st.dst
+            order = np.argsort(key, kind="stable")
+            key = key[order]
+            self._keys = (order, key, bool(np.all(key[1:] != key[:-1])))
+        return self._keys
+
+    @property
+    def unique(self) -> bool:
+        """Whether the step uses each channel at most once."""
+        return self._keyed()[2]
 
     def entries(self):
         """(transfer of each entry, shift and mod (0 where it does not rotate), the entries' order by
@@ -206,25 +213,21 @@ class StepShape:
 
     def find(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
         """The transfer on each channel (src, dst); None when one is missing."""
-        if self.st.full_mesh:
-            n = self.st.n
-            if len(src) and (np.any(src == dst) or min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
-                return None
-            return self.st.index_of(src, dst)
+        order, keys, _ = self._keyed()
         key = src * self.n + dst
-        i = np.minimum(np.searchsorted(self.key, key), max(len(self.key) - 1, 0))
-        if not len(self.key) or np.any(self.key[i] != key):
+        i = np.minimum(np.searchsorted(keys, key), max(len(keys) - 1, 0))
+        if not len(keys) or np.any(keys[i] != key):
             return None if len(key) else np.zeros(0, np.int64)
-        return self.order[i]
+        return order[i]
 
 
 def _channels_match(sh: StepShape, sig: np.ndarray) -> np.ndarray | None:
-    """The image of every transfer under the node map `sig`, if it is a transfer of the same kind."""
+    """The image of every transfer under the node map `sig`, if it is a transfer of the same kind;
+    for a form whose rule states it (`StepForm.maps_channels`), `sig` itself (its transfers map by it)."""
     st = sh.st
-    if st.full_mesh:  # channel (i, j) goes to (sig i, sig j), a channel of the mesh: the match is sig itself
-        return sig if len(sig) >= st.n and np.array_equal(np.sort(sig[: st.n]), np.arange(st.n)) else None
-    if st.line_mesh and not st.is_translation(sig):  # a grid translation maps its lines and its rule onto themselves
-        return None
+    stated = st.maps_channels(sig)
+    if stated is not None:
+        return sig if stated else None
     match = sh.find(sig[st.src], sig[st.dst]) if sh.unique else None
     if match is None:
         return None
@@ -235,20 +238,19 @@ def _channels_match(sh: StepShape, sig: np.ndarray) -> np.ndarray | None:
 
 
 def _blocks_match(shape: StepShape, match: np.ndarray, pi: _Perm) -> bool:
-    """Whether pi maps every transfer's blocks onto its image's, at every repetition."""
+    """Whether pi maps every transfer's blocks onto its image's, at every repetition (`match`: the
+    node map itself for a form whose rule states it, `_channels_match`)."""
     st = shape.st
-    if st.full_mesh:  # (i, j) moves B(i, j); its image moves B(sig i, sig j): pi must agree on the rule's ids
-        if st.block == "pair":  # i*n + j -> sig(i)*n + sig(j) is the all-to-all candidate itself
-            return pi.kind == "all-to-all" and st.n * st.n == shape.nb
-        return bool(np.array_equal(pi(np.arange(st.n, dtype=np.int64)), match[: st.n]))
-    if st.line_mesh:  # sig is a grid translation (`_channels_match`): the all-to-all's pi maps the rule onto itself
-        return pi.kind == "all-to-all" and st.p * st.p == shape.nb
-    cnt = st.blocks_per_transfer
-    if st.ranges:
+    stated = st.maps_blocks(match, pi, shape.nb)
+    if stated is not None:
+        return stated
+    starts = st.run_starts()
+    if starts is not None:  # runs (range form, not repeated: `StepShape`): pi maps each onto its image's
+        cnt = st.blocks_per_transfer
         nz = np.flatnonzero(cnt > 0)
-        lo, hi = st.blocks[nz], st.blocks[nz] + cnt[nz]
+        lo, hi = starts[nz], starts[nz] + cnt[nz]
         mn, mx = pi.range_min_max(lo, hi)
-        to = st.blocks[match[nz]]
+        to = starts[match[nz]]
         return bool(np.all(mn >= to) & np.all(mx < to + cnt[nz]))  # same count: a bijection onto it
     t, sh, md, order, key, ranges = shape.entries()
     img = match[t] * shape.nb + pi(st.blocks)  # each entry's image, keyed as (transfer, block)

@@ -1,8 +1,8 @@
 """A full mesh (or a line mesh) routed on a torus, ring or mesh without listing its transfers (the analytical model).
 
 A `FullMeshStep` over every NPU sends one equal message between every ordered pair of NPUs. On a
-network whose paths are straight per dimension (`analytical.straight_dims`: dimension-order
-routing over ring, one-way ring and line dimensions, one latency and bandwidth per dimension)
+network whose paths are straight per dimension (`analytical_straight.straight_dims`: the topology
+states straight routes, one latency and bandwidth per dimension)
 the load of a link follows from one dimension at a time. A message travels dimension d after
 dimensions 0..d-1 (its coordinates below d are its destination's, those above its source's), so
 the link leaving position x along dimension d carries, for every pair (a, b) of positions on that
@@ -13,11 +13,15 @@ only on the hop count per dimension, and every combination of per-dimension hop 
 zeros occurs, so those combinations are the rows the models need: the largest latency (the
 congestion-aware model) and the distinct (latency, bytes / bandwidth) pairs (the unaware model).
 
-Exactly the numbers of listing the n(n-1) transfers (`analytical._route_straight`): link loads
-are the same sequential sums of one message size (tabulated once), latencies the same
-sequential sums of link latencies (`analytical._path_lat_bw`). tests/test_full_mesh.py compares
-the two on small networks. A line mesh (`LineMeshStep`, a hierarchical all-to-all phase) is the
-same count along its one dimension, every line on its own (`route_line_mesh`; tests/test_line_mesh.py).
+Exactly the numbers of listing the n(n-1) transfers (`analytical_straight.route_straight`): link
+loads are the same sequential sums of one message size (tabulated once), latencies the same
+sequential sums of link latencies (`analytical_straight.path_lat_bw`). tests/test_full_mesh.py
+compares the two on small networks. A line mesh (`LineMeshStep`, a hierarchical all-to-all phase) is
+the same count along its one dimension, every line on its own (`route_line_mesh`; tests/test_line_mesh.py).
+
+Both register as the analytical model's step routers of their forms (`full-mesh`, `line-mesh`:
+`analytical_route.register_step_router`) when this module is imported; where they return None,
+`route_step` routes the listed transfers.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ import numpy as np
 
 from ..ir import Schedule
 from ..topology.graph import Topology
-from .analytical import RoutedStep, _path_lat_bw, equal_sums, straight_dims
+from .analytical_route import RoutedStep, register_step_router
+from .analytical_straight import equal_sums, path_lat_bw, straight_dims
 
 
 def line_counts(kind: str, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -64,7 +69,8 @@ def _hop_rows(kinds, dims, only: int | None = None) -> np.ndarray:
     return rows[rows.any(axis=1)]
 
 
-def route_line_mesh(topo: Topology, schedule: Schedule, step) -> RoutedStep | None:
+@register_step_router("line-mesh")
+def route_line_mesh(topo: Topology, schedule: Schedule, step, cache: dict | None = None) -> RoutedStep | None:
     """Route a line-mesh step (a hierarchical all-to-all phase, `LineMeshStep`) from per-dimension
     counts, or None.
 
@@ -82,6 +88,8 @@ def route_line_mesh(topo: Topology, schedule: Schedule, step) -> RoutedStep | No
         The schedule the step belongs to, placed.
     step : LineMeshStep
         The phase.
+    cache : dict, optional
+        Not used (the `StepRouter` signature).
 
     Returns
     -------
@@ -98,16 +106,17 @@ def route_line_mesh(topo: Topology, schedule: Schedule, step) -> RoutedStep | No
     if per_dim is None:
         return None
     lat_d, bw_d = per_dim
-    router, k = topo.router, step.dim
+    kinds, step_link, k = topo.structure.kinds, topo.router.step_link, step.dim
     one = float(step.per_transfer * schedule.block_frac)  # every message p / d_k blocks
     coords = topo.coords(np.arange(n))
     count = np.zeros(topo.n_links)
-    _add_line_counts(count, router, coords, k, dims[k], 1)
-    return _counted(topo, count.astype(np.int64), one, dims[k] - 1, _hop_rows(router.kinds, dims, only=k),
+    _add_line_counts(count, kinds[k], step_link[:, k], coords[:, k], dims[k], 1)
+    return _counted(topo, count.astype(np.int64), one, dims[k] - 1, _hop_rows(kinds, dims, only=k),
                     lat_d, bw_d, n, step.repeat, "LineMeshStep")
 
 
-def route_full_mesh(topo: Topology, schedule: Schedule, step) -> RoutedStep | None:
+@register_step_router("full-mesh")
+def route_full_mesh(topo: Topology, schedule: Schedule, step, cache: dict | None = None) -> RoutedStep | None:
     """Route a full-mesh step of every NPU from per-dimension counts (module doc), or None.
 
     Parameters
@@ -118,6 +127,8 @@ def route_full_mesh(topo: Topology, schedule: Schedule, step) -> RoutedStep | No
         The schedule the step belongs to, placed.
     step : FullMeshStep
         Its full mesh.
+    cache : dict, optional
+        Not used (the `StepRouter` signature).
 
     Returns
     -------
@@ -138,23 +149,25 @@ def route_full_mesh(topo: Topology, schedule: Schedule, step) -> RoutedStep | No
     if per_dim is None:
         return None
     lat_d, bw_d = per_dim
-    router, dims = topo.router, tuple(int(d) for d in topo.dims)
+    kinds, step_link, dims = topo.structure.kinds, topo.router.step_link, tuple(int(d) for d in topo.dims)
     one = float(schedule.block_frac)  # one block per transfer: every message the same size
     coords = topo.coords(np.arange(n))
     count = np.zeros(topo.n_links)  # messages crossing each link (exact integers in float64)
     for d in range(len(dims)):
         if dims[d] >= 2:
-            _add_line_counts(count, router, coords, d, dims[d], n // dims[d])
-    return _counted(topo, count.astype(np.int64), one, n - 1, _hop_rows(router.kinds, dims), lat_d, bw_d, n,
+            _add_line_counts(count, kinds[d], step_link[:, d], coords[:, d], dims[d], n // dims[d])
+    return _counted(topo, count.astype(np.int64), one, n - 1, _hop_rows(kinds, dims), lat_d, bw_d, n,
                     step.repeat, "FullMeshStep")
 
 
-def _add_line_counts(count: np.ndarray, router, coords: np.ndarray, d: int, size: int, factor: int) -> None:
-    """Add to `count` (per link) the messages of every line along dimension d whose pairs cross it:
-    c_d(x) x `factor` at each node's + and - link (`line_counts`)."""
-    for direction, c in enumerate(line_counts(router.kinds[d], size)):
-        per_node = c[coords[:, d]] * factor
-        links = router.step_link[:, d, direction]
+def _add_line_counts(count: np.ndarray, kind: str, step_link: np.ndarray, coord: np.ndarray, size: int,
+                     factor: int) -> None:
+    """Add to `count` (per link) the messages of every line along one dimension (of `kind`, `size`
+    positions; `step_link` [n_npus, 2] its + and - link of each NPU, `coord` each NPU's coordinate)
+    whose pairs cross it: c(x) x `factor` at each node's + and - link (`line_counts`)."""
+    for direction, c in enumerate(line_counts(kind, size)):
+        per_node = c[coord] * factor
+        links = step_link[:, direction]
         hit = per_node > 0
         if (links[hit] < 0).any():
             raise ValueError("routing used a link that does not exist")
@@ -167,7 +180,7 @@ def _counted(topo: Topology, k: np.ndarray, one: float, per_npu: int, rows: np.n
     `per_npu` sent by every NPU, one row per path shape (hop counts per dimension)."""
     table = equal_sums(one, max(int(k.max(initial=0)), per_npu))  # k messages added one by one, as listed
     link_frac = table[k]
-    lat, bw = _path_lat_bw(rows, lat_d, bw_d)
+    lat, bw = path_lat_bw(rows, lat_d, bw_d)
     sent = np.full(n, table[per_npu])
 
     def listed_incidence():

@@ -1,15 +1,21 @@
-"""The Topology dataclass: NPUs, switches and directed links as numpy arrays, and the Router protocol.
+"""The Topology dataclass: NPUs, switches and directed links as numpy arrays, the Router protocol,
+and the `Structure` a topology states about its grid and routes.
 
 NPUs are nodes `0..n_npus-1`; switches follow. Links are directed, each with a bandwidth
 (bytes/s) and a latency (s). A router (`Router`; the routers themselves are in `routers`) turns
 arrays of (src, dst) pairs into paths (CSR: `ptr`, `links`), vectorized over all pairs. Kept apart
 from the routers so that they can name `Topology` without an import cycle; both are re-exported by
 `topology.graph`.
+
+A router built by a builder states its routing rule and the kind of each dimension (`routing`,
+`kinds`); `Topology.structure` gathers them with the grid, and the network models ask it (straight
+routes, translations) instead of testing router classes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
@@ -17,8 +23,67 @@ import numpy as np
 from ..units import format_bandwidth
 
 
+DIMENSION_ORDER = "dimension-order"
+"""`Structure.routing` of `DimensionOrderRouter`: dimensions corrected in order 0, 1, ..., each by its
+kind, through the per-dimension link tables `step_link`, `fc_link`, `up_link`, `down_link`."""
+WAFER_XY = "wafer-xy"
+"""`Structure.routing` of the wafer's `IORouter`: X then Y on a 2-D mesh, an I/O controller's traffic
+entering and leaving the mesh perpendicular to its edge."""
+STRAIGHT_KINDS = ("ring", "uniring", "line")
+"""Dimension kinds whose routes are one straight segment (an interval of the ring or line)."""
+TRANSLATION_KINDS = ("ring", "uniring", "fc")
+"""Dimension kinds whose route between two coordinates depends only on their offset (mod the size)."""
+
+
+@dataclass(frozen=True)
+class Structure:
+    """What a topology states about its grid and routes (`Topology.structure`), as its builder set
+    its router: read instead of testing the router's class.
+
+    Parameters
+    ----------
+    routing : str
+        The router's stated rule (`Router.routing`): `DIMENSION_ORDER`, `WAFER_XY`, or "" (none
+        stated: routes are known only by routing them).
+    kinds : tuple of str
+        The building block of each dimension the rule routes over (ring, uniring, line, fc,
+        switch), dimension 0 first; empty when no rule is stated.
+    grid : tuple of int
+        The NPU grid (`Topology.dims`), NPUs per dimension, dimension 0 fastest.
+
+    Examples
+    --------
+    >>> from fabricsim.topology import mesh, switch, torus
+    >>> torus((4, 4), 50e9, 1e-7).structure.straight_routes, mesh((4, 4), 50e9, 1e-7).structure.translations
+    (True, False)
+    >>> switch(8, 50e9, 1e-7).structure.straight_routes
+    False
+    """
+
+    routing: str = ""
+    kinds: tuple[str, ...] = ()
+    grid: tuple[int, ...] = ()
+
+    @property
+    def straight_routes(self) -> bool:
+        """Every NPU-to-NPU route is a straight segment per dimension: dimension order over ring,
+        one-way ring and line dimensions only (each dimension's step links in the router's `step_link`)."""
+        return self.routing == DIMENSION_ORDER and all(k in STRAIGHT_KINDS for k in self.kinds)
+
+    @property
+    def translations(self) -> bool:
+        """Translating both ends of a route by a coordinate offset translates the route (the route
+        depends only on the offset): dimension order over ring, one-way ring and fc dimensions only."""
+        return self.routing == DIMENSION_ORDER and all(k in TRANSLATION_KINDS for k in self.kinds)
+
+
 class Router(Protocol):
-    """What a topology's router does: route arrays of (src, dst) pairs at once."""
+    """What a topology's router does: route arrays of (src, dst) pairs at once.
+
+    A router may also state its rule (`Structure`): a `routing` name (`DIMENSION_ORDER`,
+    `WAFER_XY`) and the `kinds` of the dimensions it routes over; one that states nothing has
+    `Structure.routing` "".
+    """
 
     def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Paths of every (src, dst), all at once.
@@ -170,6 +235,14 @@ class Topology:
     def n_links(self) -> int:
         """Directed links."""
         return len(self.link_src)
+
+    @cached_property
+    def structure(self) -> Structure:
+        """What the topology states about its grid and routes: its router's rule and dimension
+        kinds (`Router.routing`, `kinds`; "" and () when the router states none) on `dims`."""
+        routing = getattr(self.router, "routing", "")
+        kinds = tuple(getattr(self.router, "kinds", ())) if routing else ()
+        return Structure(routing, kinds, tuple(self.dims))
 
     @property
     def has_reduction_units(self) -> bool:

@@ -8,10 +8,11 @@ Each router routes arrays of (src, dst) pairs at once into CSR paths (`ptr`, `li
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from .core import Topology
+from .core import DIMENSION_ORDER, Topology
 
 
 def csr_from_hops(n_transfers: int, hop_t: list[np.ndarray], hop_l: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -74,6 +75,7 @@ class DimensionOrderRouter:
     fc_link: tuple  # per dim: int64[n_npus, dims[d]] or None
     up_link: np.ndarray  # int64[n_npus, D]
     down_link: np.ndarray  # int64[n_npus, D]  (down link *to* this npu from its switch)
+    routing: ClassVar[str] = DIMENSION_ORDER  # the rule it states (`core.Structure`), with `kinds`
 
     def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):
         """Paths of NPU -> NPU transfers (dimension order, class doc), NPU -> its own switch and

@@ -15,6 +15,7 @@ switch fabric is `fred.py`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
@@ -32,6 +33,7 @@ from ..family import (
     parse_flags,
     parse_shape,
 )
+from ..core import WAFER_XY
 from ..graph import Topology, csr_from_hops
 from .stack import stack
 
@@ -61,6 +63,12 @@ class IORouter:
     io_vertical: np.ndarray  # True for controllers on the top or bottom edge
     io_up: np.ndarray  # link controller -> NPU
     io_down: np.ndarray  # link NPU -> controller
+    routing: ClassVar[str] = WAFER_XY  # the rule it states (`core.Structure`), with `kinds`
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The mesh's dimension kinds: ("line", "line")."""
+        return tuple(self.inner.router.kinds)
 
     def _walk(self, s: np.ndarray, d: np.ndarray, y_first: np.ndarray):
         """Paths s -> d inside the mesh, correcting dimension 0 first, or 1 first where `y_first`."""
@@ -191,9 +199,10 @@ def io_throttle(topo: Topology) -> float:
     Returns
     -------
     float
-        In (0, 1]; 1 without controllers. On a wafer (`IORouter`) the trees' link loads come
-        from prefix sums over the mesh (`_wafer_tree_loads`, linear in the links); elsewhere
-        from routing every controller to every NPU (`io_tree_loads`).
+        In (0, 1]; 1 without controllers. On a wafer (`Structure.routing` `WAFER_XY`, as
+        `IORouter` states) the trees' link loads come from prefix sums over the mesh
+        (`_wafer_tree_loads`, linear in the links); elsewhere from routing every controller to
+        every NPU (`io_tree_loads`).
 
     Examples
     --------
@@ -204,7 +213,7 @@ def io_throttle(topo: Topology) -> float:
         return 1.0
     n = topo.n_npus
     inner = (topo.link_src < n) & (topo.link_dst < n)
-    wafer = isinstance(topo.router, IORouter) and len(topo.dims) == 2
+    wafer = topo.structure.routing == WAFER_XY and len(topo.dims) == 2
     share = 1.0
     for broadcast in (True, False):
         load = _wafer_tree_loads(topo, broadcast) if wafer else io_tree_loads(topo, broadcast)
