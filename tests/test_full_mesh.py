@@ -1,4 +1,4 @@
-"""Full-mesh steps (`ir.full_mesh`): the direct algorithms' p(p-1) transfers stated, not listed.
+"""Full-mesh steps (`ir.mesh`, one line over every node): the direct algorithms' p(p-1) transfers stated, not listed.
 
 Every native reader (analytical routing, sampled verification, the flow quotient, per-node byte
 sums) gives exactly what the listed form gives; the listed form is the direct builders' old one;
@@ -12,7 +12,7 @@ from dataclasses import fields, replace
 import numpy as np
 import pytest
 
-from fabricsim.ir import full_mesh
+from fabricsim.ir import mesh as mesh_form
 from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.memory import engine_memory_traffic, npu_memory_traffic
 from fabricsim.ir import Schedule, make_step
@@ -37,7 +37,7 @@ def never_listed(monkeypatch):
     """Fail if anything lists a full mesh."""
     def refuse(self):
         raise AssertionError(f"a full mesh of {self.n} was listed")
-    monkeypatch.setattr(full_mesh.FullMeshStep, "explicit", refuse)
+    monkeypatch.setattr(mesh_form.MeshStep, "explicit", refuse)
 
 
 def test_listed_form_is_the_direct_builders_old_one():
@@ -50,7 +50,7 @@ def test_listed_form_is_the_direct_builders_old_one():
     old["all-reduce"] = old["reduce-scatter"] + old["all-gather"]
     for coll, steps in old.items():
         s = build_schedule(parse_topology(f"ring:{p}"), coll, "direct")
-        assert all(st.form == "full-mesh" and st.stored_entries == 1 for st in s.steps)
+        assert all(st.form == "mesh" and st.full and st.stored_entries == 1 for st in s.steps)
         for mesh, b in zip(s.steps, steps):
             a = mesh.explicit()
             for name in ("src", "dst", "reduce", "ptr", "blocks"):
@@ -129,10 +129,10 @@ def test_sampled_verify_reads_the_mesh_and_catches_a_wrong_rule(never_listed):
         rep = verify(build_schedule(topo, coll, "direct"), sample=32)
         assert rep.blocks_checked == 32
     p = 4096
-    bad = Schedule("all-gather", "wrong", p, p, (full_mesh.FullMeshStep(p, "dst", False),), owner=np.arange(p))
+    bad = Schedule("all-gather", "wrong", p, p, (mesh_form.FullMeshStep(p, "dst", False),), owner=np.arange(p))
     with pytest.raises(ScheduleError, match="before it holds it"):
         verify(bad, sample=8)
-    bad = Schedule("reduce-scatter", "wrong", p, p, (full_mesh.FullMeshStep(p, "src", True),), owner=np.arange(p))
+    bad = Schedule("reduce-scatter", "wrong", p, p, (mesh_form.FullMeshStep(p, "src", True),), owner=np.arange(p))
     with pytest.raises(ScheduleError, match="at the end node"):
         verify(bad, sample=8)
 

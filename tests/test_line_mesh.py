@@ -1,4 +1,4 @@
-"""Line-mesh steps (`ir.line_mesh`): the hierarchical all-to-all's phases, blocks stated by rule.
+"""Line-mesh steps (`ir.mesh`, the lines of a grid): the hierarchical all-to-all's phases, blocks stated by rule.
 
 The listed form is the definition written out here node by node; every native reader (transfer
 arrays, entry positions, where a block moves, sampled verification, the flow quotient and its
@@ -14,7 +14,7 @@ from dataclasses import fields, replace
 import numpy as np
 import pytest
 
-from fabricsim.ir import line_mesh
+from fabricsim.ir import mesh as mesh_form
 from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.hierarchical_all_to_all import hierarchical_all_to_all
 from fabricsim.collectives.verify import verify
@@ -33,7 +33,7 @@ def never_listed(monkeypatch):
     """Fail if anything lists a line mesh's blocks."""
     def refuse(self):
         raise AssertionError(f"phase {self.dim} of {self.dims} was listed")
-    monkeypatch.setattr(line_mesh.LineMeshStep, "explicit", refuse)
+    monkeypatch.setattr(mesh_form.MeshStep, "explicit", refuse)
 
 
 def definition(dims, k):
@@ -70,7 +70,7 @@ def test_listed_form_and_native_readers_are_the_definition(dims):
     active = [k for k, d in enumerate(dims) if d > 1]
     assert len(s.steps) == len(active)
     for st, k in zip(s.steps, active):
-        assert st.form == "line-mesh" and st.stored_entries == st.n_transfers == p * (dims[k] - 1)
+        assert st.form == "mesh" and not st.full and st.stored_entries == st.n_transfers == p * (dims[k] - 1)
         src, dst, blocks = definition(dims, k)
         a = st.explicit()
         assert np.array_equal(a.src, src) and np.array_equal(a.dst, dst)
@@ -91,7 +91,7 @@ def test_listed_form_and_native_readers_are_the_definition(dims):
 def test_a_dimension_of_the_whole_group_is_a_full_mesh():
     for dims in ((6,), (1, 6), (6, 1)):
         s = hierarchical_all_to_all(6, dims)
-        assert len(s.steps) == 1 and s.steps[0].form == "full-mesh" and s.steps[0].by_dst
+        assert len(s.steps) == 1 and s.steps[0].form == "mesh" and s.steps[0].full and s.steps[0].by_dst
 
 
 @pytest.mark.parametrize("dims", DIMS)
@@ -125,7 +125,7 @@ def test_a_full_check_at_scale_is_refused_with_one_line():
 def test_flow_quotient_native_equals_listed(spec):
     topo = parse_topology(spec, "100GB/s", "500ns")
     s = build_schedule(topo, "all-to-all", "hierarchical")
-    assert any(st.form == "line-mesh" for st in s.steps)
+    assert any(st.form == "mesh" and not st.full for st in s.steps)
     for kw in ({}, {"injection": 3e10}, {"mode": "store-and-forward"}):
         a, b = quotient_flows(topo, s, **kw), quotient_flows(topo, listed(s), **kw)
         assert a.period == b.period == (1,) * len(topo.dims) and a.orbit == b.orbit == topo.n_npus
@@ -178,7 +178,7 @@ def test_analytical_native_equals_listed(spec):
     topo = parse_topology(spec, "100GB/s", "500ns")
     sizes = np.array([1.0, 1e3, 1e6, 3.3e7])
     s = build_schedule(topo, "all-to-all", "hierarchical")
-    assert any(st.form == "line-mesh" for st in s.steps)
+    assert any(st.form == "mesh" and not st.full for st in s.steps)
     for model in ("congestion-aware", "congestion-unaware"):
         for inj in (None, 3e10):
             a = AnalyticalCollective(topo, s, model, injection=inj)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fabricsim.ir import (FORMS, ComposedStep, FullMeshStep, LineMeshStep, Schedule, Step, StepForm, make_range_step,
-                          make_step)
+from fabricsim.ir import (FORMS, ComposedStep, FullMeshStep, LineMeshStep, MeshStep, Schedule, Step, StepForm,
+                          make_range_step, make_step)
 
 
 def _ring_step(p: int, repeat: int) -> Step:
@@ -38,9 +38,11 @@ def _composed() -> ComposedStep:
 EXAMPLES = {
     "listed": [lambda: _ring_step(5, 4), _range_step,
                lambda: make_step([0, 1, 2], [2, 0, 1], [[0], [1, 2], []], [True, False, True])],
-    "full-mesh": [lambda: FullMeshStep(5, "dst", True), lambda: FullMeshStep(4, "src", False),
-                  lambda: FullMeshStep(3, "pair", False, by_dst=True)],
-    "line-mesh": [lambda: LineMeshStep((3, 4), 0), lambda: LineMeshStep((3, 4), 1), lambda: LineMeshStep((2, 3, 2), 1)],
+    # the full mesh (one line over every node) and the lines of a grid: one form
+    "mesh": [lambda: FullMeshStep(5, "dst", True), lambda: FullMeshStep(4, "src", False),
+             lambda: FullMeshStep(3, "pair", False, by_dst=True), lambda: FullMeshStep(4, "pair", True),
+             lambda: LineMeshStep((3, 4), 0), lambda: LineMeshStep((3, 4), 1), lambda: LineMeshStep((2, 3, 2), 1),
+             lambda: MeshStep((1, 4, 1), 1, "pair", False, by_dst=True)],
     "composed": [_composed],
 }
 CASES = [(name, i) for name, makers in EXAMPLES.items() for i in range(len(makers))]
@@ -103,7 +105,7 @@ def test_a_schedule_counts_each_form_as_its_listed_form(name, i):
     st = EXAMPLES[name][i]()
     n = _nodes(st)
     nblocks = int(max(st.explicit().blocks_at(k).max(initial=0) for k in range(st.repeat))) + 2
-    stated = Schedule("all-to-all" if name == "line-mesh" or getattr(st, "block", "") == "pair" else "all-reduce",
+    stated = Schedule("all-to-all" if getattr(st, "block", "") == "pair" else "all-reduce",
                       "oracle", n, max(nblocks, n * n), (st,))
     listed = Schedule(stated.collective, "oracle", n, stated.nblocks, (st.explicit(),))
     assert stated.n_transfers == listed.n_transfers and stated.n_steps == listed.n_steps
@@ -177,16 +179,39 @@ def test_a_stated_symmetry_holds_on_the_listed_transfers(name, i):
         stated = st.maps_channels(sig)
         if stated:
             assert {(int(sig[a]), int(sig[b])) for a, b in pairs} == pairs, sig
-        if name == "full-mesh" or (name == "line-mesh" and (j == 0 or j >= 3)):
+        if name == "mesh" and (st.full or j == 0 or j >= 3):
             assert stated, sig  # what the rule promises
 
 
 def test_only_the_listed_form_runs_in_range_form_and_a_composed_step_names_its_parts():
     assert _range_step().run_starts() is not None and _ring_step(4, 2).run_starts() is None
-    assert all(EXAMPLES[name][0]().run_starts() is None for name in ("full-mesh", "line-mesh", "composed"))
+    assert all(EXAMPLES[name][0]().run_starts() is None for name in ("mesh", "composed"))
     c = _composed()
     assert [(q, f) for q, f in c.listed_parts()] == list(zip(c.parts, c.first))
     assert FullMeshStep(4, "dst", True).listed_parts() is None
     st = _ring_step(4, 2)
     assert st.listed_parts() == ((st, 0),)
     assert c.rotates and st.rotates and not FullMeshStep(4, "dst", True).rotates
+
+
+def test_the_full_mesh_is_the_one_line_case_of_the_mesh_form():
+    # a grid whose dimension is the whole group is the full mesh: held as dims (p,), the same
+    # transfers, blocks and order as FullMeshStep's "pair" rule destination-major
+    whole, full = MeshStep((1, 4, 1), 1, "pair", False, by_dst=True), FullMeshStep(4, "pair", False, by_dst=True)
+    assert type(whole) is type(full) is type(LineMeshStep((2, 2), 0)) is MeshStep
+    assert (whole.dims, whole.dim, whole.full, full.full, LineMeshStep((2, 2), 0).full) == ((4,), 0, True, True, False)
+    for a, b in ((whole.explicit(), full.explicit()), (FullMeshStep(2, "pair", False, by_dst=True).explicit(),
+                                                        MeshStep((2,), 0, "pair", False, True).explicit())):
+        assert all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("src", "dst", "reduce", "ptr", "blocks"))
+    # the grid's pair rule at d_k = p is the full mesh's: index_of and moves_of agree
+    g = LineMeshStep((3, 4), 1)
+    assert np.array_equal(g.index_of(g.src, g.dst), np.arange(g.n_transfers))
+    assert (whole.shown_as, g.shown_as) == ("FullMeshStep", "LineMeshStep")
+    for bad in (dict(block="dst"), dict(reduce_all=True), dict(by_dst=False)):
+        kw = dict(block="pair", reduce_all=False, by_dst=True) | bad
+        with pytest.raises(ValueError, match="a grid's lines move the pair rule's blocks"):
+            MeshStep((3, 4), 1, **kw)
+    with pytest.raises(ValueError, match="dimension 2 of"):
+        MeshStep((3, 4), 2)
+    with pytest.raises(ValueError, match="block must be one of"):
+        MeshStep((4,), 0, "row")

@@ -43,7 +43,7 @@ def toy_router():
 
 def test_the_stated_forms_register_their_routers():
     assert {f: r.route.__name__ for f, r in STEP_ROUTERS.items() if f != "toy-routed"} == {
-        "full-mesh": "route_full_mesh", "line-mesh": "route_line_mesh", "composed": "route_composed"}
+        "mesh": "route_mesh", "composed": "route_composed"}
     assert STEP_ROUTERS["composed"].prepare.__name__ == "route_all_parts"
 
 
@@ -61,8 +61,8 @@ def test_route_step_dispatches_on_the_form_and_falls_back_to_the_listed_route(to
 
 
 def test_a_taken_form_is_refused():
-    with pytest.raises(ValueError, match="full-mesh"):
-        register_step_router("full-mesh")(lambda topo, schedule, step, cache: None)
+    with pytest.raises(ValueError, match="'mesh'"):
+        register_step_router("mesh")(lambda topo, schedule, step, cache: None)
 
 
 @pytest.mark.parametrize("spec, routing, straight, translations", [

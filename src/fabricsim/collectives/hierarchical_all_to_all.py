@@ -41,7 +41,7 @@ def hierarchical_all_to_all(p: int, dims=None) -> Schedule:
     dims = tuple(int(d) for d in (dims or (p,)))
     if math.prod(dims) != p:
         raise ConfigError("dims", "x".join(map(str, dims)), f"accepted: sizes whose product is the group size {p}")
-    # each phase a line mesh, its blocks stated by rule (line_mesh.py); a dimension that is the whole
+    # each phase the lines of a grid, its blocks stated by rule (ir/mesh.py); a dimension that is the whole
     # group, a full mesh (the same transfers in the same order, destination-major)
     steps = tuple(FullMeshStep(p, "pair", False, by_dst=True) if dk == p else LineMeshStep(dims, k)
                   for k, dk in enumerate(dims) if dk > 1)

@@ -1,9 +1,9 @@
 """Step forms: the ways a step is held, and the one protocol every reader of a step uses.
 
 A step is held in one of a few forms. The listed form (`ir.step.Step`) keeps its transfers in
-arrays (optionally with runs of ids in range form); a stated form keeps a rule instead: a full mesh
-(`ir.full_mesh`), a mesh along the lines of a grid (`ir.line_mesh`), or repetitions of other steps
-side by side (`ir.composed`). Every form answers the `StepForm` protocol; a stated form inherits
+arrays (optionally with runs of ids in range form); a stated form keeps a rule instead: a mesh
+along the lines of a grid, the full mesh its one-line case (`ir.mesh`), or repetitions of other
+steps side by side (`ir.composed`). Every form answers the `StepForm` protocol; a stated form inherits
 `StatedForm`'s defaults, which read its listed form (`explicit()`, built once), and overrides what it
 can answer from its rule alone (its counts, where a block moves, its symmetry). A reader never
 tests which form it holds: it asks the protocol, or a network model looks the form's name
@@ -104,24 +104,6 @@ def rotate(ids, shift, mod, k):
     o = ids % mod
     s = (shift + mod // 2) % mod - mod // 2
     return ids - o + (o + k * s) % mod
-
-
-def mesh_checks(step, n_nodes: int, nblocks: int) -> tuple[str | None, int | None]:
-    """`StepForm.structure_problem` and `first_bad_rep` of a stated step that does not repeat, from
-    its rule's `node_bound` and `id_bound` (one past the largest node and block id it names; no
-    transfer sends to itself): (a node outside 0..n_nodes-1 or None, 0 for an id outside
-    0..nblocks-1 or None)."""
-    return (f"transfer names a node outside 0..{n_nodes - 1}" if step.node_bound > n_nodes else None,
-            0 if step.id_bound > nblocks else None)
-
-
-def mesh_moves(step, sample: np.ndarray, reps: int) -> tuple[np.ndarray, ...]:
-    """`StepForm.sampled_moves` of a stated step that does not repeat, by its rule (`moves_of`: index
-    into `sample`, src, dst, entry position) and `reduce_all`, never its listed form."""
-    col, src, dst, pos = step.moves_of(sample)
-    if reps < 1:
-        col, src, dst, pos = col[:0], src[:0], dst[:0], pos[:0]
-    return np.zeros(len(col), np.int64), src, dst, np.full(len(col), step.reduce_all), col, pos
 
 
 def checked_events(step, t0: int, n_nodes: int, nblocks: int, sample: np.ndarray) -> tuple[list, tuple | None]:
@@ -233,7 +215,7 @@ class StepForm(Protocol):
     def listed_parts(self) -> tuple[tuple["Step", int], ...] | None:
         """The listed steps this step runs side by side, each with its repetition at this step's
         repetition 0: a listed step itself at 0, a composed step its parts; None for a step stated
-        by a rule over no listed parts (a full or line mesh)."""
+        by a rule over no listed parts (a mesh)."""
         ...
 
     def maps_channels(self, sig: np.ndarray) -> bool | None:
@@ -259,6 +241,8 @@ class StatedForm:
 
     form: ClassVar[str] = ""
     listed: ClassVar[bool] = False
+
+    shown_as = property(lambda self: type(self).__name__, doc="What a message calls the step (its class).")
 
     def explicit(self) -> "Step":  # pragma: no cover - defined by each stated step
         """The same step with every transfer listed."""
@@ -287,7 +271,7 @@ class StatedForm:
 
     def starts_at(self, k: int) -> np.ndarray:
         """Not in range form (as `Step.starts_at`)."""
-        raise ValueError(f"{type(self).__name__}.starts_at: the step is not in range form (use blocks_at)")
+        raise ValueError(f"{self.shown_as}.starts_at: the step is not in range form (use blocks_at)")
 
     def storage(self) -> list[tuple[int | None, int]]:
         """What the step holds in memory: (key of a part shared with other steps or None, entries)."""
@@ -346,7 +330,7 @@ class StatedForm:
 
 
 class StatedOnce(StatedForm):
-    """A stated step that does not repeat (`FullMeshStep`, `LineMeshStep`): repetition 0 is the step."""
+    """A stated step that does not repeat (`MeshStep`): repetition 0 is the step."""
 
     repeat: ClassVar[int] = 1
     shift: ClassVar[None] = None
@@ -361,7 +345,7 @@ class StatedOnce(StatedForm):
     def single(self, k: int):
         """Repetition k alone: the step itself (k = 0)."""
         if k != 0:
-            raise ValueError(f"{type(self).__name__}.single: the step does not repeat")
+            raise ValueError(f"{self.shown_as}.single: the step does not repeat")
         return self
 
     def window(self, k0: int, k1: int):

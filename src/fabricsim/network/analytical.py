@@ -12,8 +12,8 @@ schedule runs as serial flows. The model is split by role, and this module impor
   the hop-list route (`hop_paths`);
 - `analytical_straight`: the straight-path route of rings, tori and meshes (`straight_dims`,
   `route_straight`, `equal_sums`, `path_lat_bw`), bit-identical to the hop list;
-- `full_mesh_route`, `composed_route`: the step routers of the stated forms (full and line meshes
-  from per-dimension counts; composed steps from their parts), registered on import;
+- `mesh_route`, `composed_route`: the step routers of the stated forms (meshes, full or
+  along a grid's lines, from per-dimension counts; composed steps from their parts), registered on import;
 - `analytical_timing`: pricing (`step_times`, `phases_of`, `AnalyticalCollective`,
   `CollectiveTiming`, `time_schedule`, `normalize_model`);
 - `analytical_model`: `AnalyticalModel`, the models behind the network-model interface
@@ -27,8 +27,8 @@ Examples
 >>> from fabricsim.collectives.api import build_schedule
 >>> topo = parse_topology("torus:4x4", "100GB/s", "0ns")
 >>> s = build_schedule(topo, "all-to-all", "direct")   # one full mesh, stated: routed by its counts
->>> [st.form for st in s.steps], STEP_ROUTERS["full-mesh"].route.__name__
-(['full-mesh'], 'route_full_mesh')
+>>> [st.form for st in s.steps], STEP_ROUTERS["mesh"].route.__name__
+(['mesh'], 'route_mesh')
 >>> t = time_schedule(topo, s, 2**20)
 >>> math.isclose(t.times[0], t.link_bytes(2**20).max() / 100e9)   # the busiest link's bytes over its bandwidth
 True
@@ -36,7 +36,7 @@ True
 
 from __future__ import annotations
 
-from . import composed_route, full_mesh_route  # noqa: F401 - importing them registers their step routers
+from . import composed_route, mesh_route  # noqa: F401 - importing them registers their step routers
 from .analytical_deficiency import Deficiency, deficiencies
 from .analytical_model import AnalyticalModel
 from .analytical_route import (

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ir import Schedule, lane_total
 from ..topology.graph import Topology
-from . import composed_route, full_mesh_route  # noqa: F401 - importing them registers their step routers
+from . import composed_route, mesh_route  # noqa: F401 - importing them registers their step routers
 from .analytical_route import RoutedStep, route_schedule
 
 

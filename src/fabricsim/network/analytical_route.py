@@ -3,8 +3,8 @@
 A step's transfers are routed onto links; a sparse links x transfers incidence matrix turns
 transfer sizes into link loads with one matrix-vector product. `route_step` looks the step's form
 (`StepForm.form`) up in a registry of step routers (`register_step_router`): a stated form routes
-by its rule where its router can (`full_mesh_route`: full and line meshes from per-dimension
-counts; `composed_route`: a composed step from its parts), and every step without a router, or
+by its rule where its router can (`mesh_route`: meshes, full or along a grid's lines, from
+per-dimension counts; `composed_route`: a composed step from its parts), and every step without a router, or
 whose router declines it, is routed as listed transfers, by straight segments where the network
 states straight routes (`analytical_straight`) or hop by hop (`hop_paths`). The routers register
 themselves when their modules are imported; this module imports none of them
@@ -53,7 +53,7 @@ class RoutedStep:
         32 steps of a 65,536-NPU torus would otherwise hold 64 MB of them).
     sent : float array [NPUs] or callable, optional
         Bytes each topology NPU sends per byte of collective size, when the rows are not one per
-        transfer (a full mesh's rows are its distinct paths: `full_mesh_route`; a composed step's
+        transfer (a full mesh's rows are its distinct paths: `mesh_route`; a composed step's
         the distinct rows of its parts), or a function of no arguments that gives it (called on
         first use); default: summed from `src_npu` and `frac`.
     parts : tuple of composed_route.PartRoute, optional
@@ -165,7 +165,7 @@ class StepRouter:
     Parameters
     ----------
     form : str
-        The form's name (`StepForm.form`: full-mesh, line-mesh, composed, ...).
+        The form's name (`StepForm.form`: mesh, composed, ...).
     route : callable
         `route(topo, schedule, step, cache) -> RoutedStep or None`: the step routed by its rule
         (link loads per byte of collective size, path latencies in s, bandwidths in bytes/s), or None

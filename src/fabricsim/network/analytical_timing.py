@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..ir import Schedule, lane_total
 from ..topology.graph import Topology
-from . import full_mesh_route  # noqa: F401 - importing it registers the full- and line-mesh step routers
+from . import mesh_route  # noqa: F401 - importing it registers the mesh step router
 from .analytical_route import RoutedStep, route_schedule
 from .composed_route import total_link_frac  # importing it registers the composed step router
 

@@ -29,10 +29,11 @@ rooted or XOR-paired schedules, helper nodes, switches, meshes, partial groups, 
 twice in a step) `quotient_flows` returns None and the caller simulates every transfer.
 
 Forms: a step is read through the `StepForm` protocol -- its transfers' arrays and the blocks of the
-few at the domain (`StepForm.block_runs`: a line mesh states them by its rule) -- unless its form
-registers a lowering of its own in `ORBIT_LOWERINGS` (`@lowers`, by form name, as the analytical
-model's step routers): the full mesh, whose n(n-1) pairs no array holds, names its domain's pairs by
-its rule (`_mesh_step`). A registry here, not a method on the form: the lowering reads the
+few at the domain (`StepForm.block_runs`: a grid's lines state them by their rule) -- unless its
+form registers a lowering of its own in `ORBIT_LOWERINGS` (`@lowers`, by form name, as the analytical
+model's step routers): the mesh form (`_mesh_step`), whose full mesh, n(n-1) pairs no array holds,
+names its domain's pairs by its rule (`_full_mesh_step`), and whose grid's lines are read through
+the protocol. A registry here, not a method on the form: the lowering reads the
 quotient's domain, which is this model's, while what it asks of the form (its pairs, their order,
 their blocks) stays in the form's module.
 
@@ -171,9 +172,15 @@ def _step_orbits(dom: _Domain, schedule: Schedule, st):
     return st.src[reps], st.dst[reps], schedule.transfer_fraction(st)[reps], read, write
 
 
-@lowers("full-mesh")
+@lowers("mesh")
 def _mesh_step(dom: _Domain, schedule: Schedule, st):
-    """A full mesh's orbit flows without listing it (`ORBIT_LOWERINGS`; `st` a `ir.full_mesh` step):
+    """A mesh step's orbit flows (`ORBIT_LOWERINGS`; `st` an `ir.mesh.MeshStep`): the full mesh's by
+    its rule (`_full_mesh_step`), a grid's lines' from their arrays and rule (`_step_orbits`)."""
+    return (_full_mesh_step if st.full else _step_orbits)(dom, schedule, st)
+
+
+def _full_mesh_step(dom: _Domain, schedule: Schedule, st):
+    """A full mesh's orbit flows without listing it (`st` an `ir.mesh.MeshStep`, `full`):
     the pairs whose source is in the domain, by its rule (`ordered_pairs`, `index_of`, `blocks_of`),
     in the listed order."""
     inside = np.flatnonzero(dom.inside(dom.nodes[: st.n]))  # ranks whose node is in the domain

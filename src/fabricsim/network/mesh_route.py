@@ -1,9 +1,9 @@
-"""A full mesh (or a line mesh) routed on a torus, ring or mesh without listing its transfers (the analytical model).
+"""A mesh step routed on a torus, ring or mesh without listing its transfers (the analytical model).
 
-A `FullMeshStep` over every NPU sends one equal message between every ordered pair of NPUs. On a
-network whose paths are straight per dimension (`analytical_straight.straight_dims`: the topology
-states straight routes, one latency and bandwidth per dimension)
-the load of a link follows from one dimension at a time. A message travels dimension d after
+A full mesh (`ir.mesh.MeshStep` of one line, `FullMeshStep`) over every NPU sends one equal message
+between every ordered pair of NPUs. On a network whose paths are straight per dimension
+(`analytical_straight.straight_dims`: the topology states straight routes, one latency and
+bandwidth per dimension) the load of a link follows from one dimension at a time. A message travels dimension d after
 dimensions 0..d-1 (its coordinates below d are its destination's, those above its source's), so
 the link leaving position x along dimension d carries, for every pair (a, b) of positions on that
 ring or line whose one-dimensional path crosses it, one message per choice of the source's
@@ -16,12 +16,13 @@ congestion-aware model) and the distinct (latency, bytes / bandwidth) pairs (the
 Exactly the numbers of listing the n(n-1) transfers (`analytical_straight.route_straight`): link
 loads are the same sequential sums of one message size (tabulated once), latencies the same
 sequential sums of link latencies (`analytical_straight.path_lat_bw`). tests/test_full_mesh.py
-compares the two on small networks. A line mesh (`LineMeshStep`, a hierarchical all-to-all phase) is
-the same count along its one dimension, every line on its own (`route_line_mesh`; tests/test_line_mesh.py).
+compares the two on small networks. The lines of a grid (`LineMeshStep`, a hierarchical all-to-all
+phase) are the same count along their one dimension, every line on its own (`route_line_mesh`;
+tests/test_line_mesh.py).
 
-Both register as the analytical model's step routers of their forms (`full-mesh`, `line-mesh`:
-`analytical_route.register_step_router`) when this module is imported; where they return None,
-`route_step` routes the listed transfers.
+`route_mesh` registers as the analytical model's step router of the mesh form (`mesh`:
+`analytical_route.register_step_router`) when this module is imported, and routes each case by
+its own function; where it returns None, `route_step` routes the listed transfers.
 """
 
 from __future__ import annotations
@@ -69,9 +70,15 @@ def _hop_rows(kinds, dims, only: int | None = None) -> np.ndarray:
     return rows[rows.any(axis=1)]
 
 
-@register_step_router("line-mesh")
+@register_step_router("mesh")
+def route_mesh(topo: Topology, schedule: Schedule, step, cache: dict | None = None) -> RoutedStep | None:
+    """Route a mesh step (`ir.mesh.MeshStep`) from per-dimension counts, or None: the full mesh by
+    `route_full_mesh`, the lines of a grid by `route_line_mesh` (the `StepRouter` signature)."""
+    return (route_full_mesh if step.full else route_line_mesh)(topo, schedule, step, cache)
+
+
 def route_line_mesh(topo: Topology, schedule: Schedule, step, cache: dict | None = None) -> RoutedStep | None:
-    """Route a line-mesh step (a hierarchical all-to-all phase, `LineMeshStep`) from per-dimension
+    """Route the lines of a grid (a hierarchical all-to-all phase, `LineMeshStep`) from per-dimension
     counts, or None.
 
     Where the step's grid is the network's (every NPU, in rank order, the same dims) and paths are
@@ -86,8 +93,8 @@ def route_line_mesh(topo: Topology, schedule: Schedule, step, cache: dict | None
         The network.
     schedule : Schedule
         The schedule the step belongs to, placed.
-    step : LineMeshStep
-        The phase.
+    step : MeshStep
+        The phase (not `full`).
     cache : dict, optional
         Not used (the `StepRouter` signature).
 
@@ -112,10 +119,9 @@ def route_line_mesh(topo: Topology, schedule: Schedule, step, cache: dict | None
     count = np.zeros(topo.n_links)
     _add_line_counts(count, kinds[k], step_link[:, k], coords[:, k], dims[k], 1)
     return _counted(topo, count.astype(np.int64), one, dims[k] - 1, _hop_rows(kinds, dims, only=k),
-                    lat_d, bw_d, n, step.repeat, "LineMeshStep")
+                    lat_d, bw_d, n, step.repeat, step.shown_as)
 
 
-@register_step_router("full-mesh")
 def route_full_mesh(topo: Topology, schedule: Schedule, step, cache: dict | None = None) -> RoutedStep | None:
     """Route a full-mesh step of every NPU from per-dimension counts (module doc), or None.
 
@@ -125,8 +131,8 @@ def route_full_mesh(topo: Topology, schedule: Schedule, step, cache: dict | None
         The network.
     schedule : Schedule
         The schedule the step belongs to, placed.
-    step : FullMeshStep
-        Its full mesh.
+    step : MeshStep
+        Its full mesh (`full`).
     cache : dict, optional
         Not used (the `StepRouter` signature).
 
@@ -157,7 +163,7 @@ def route_full_mesh(topo: Topology, schedule: Schedule, step, cache: dict | None
         if dims[d] >= 2:
             _add_line_counts(count, kinds[d], step_link[:, d], coords[:, d], dims[d], n // dims[d])
     return _counted(topo, count.astype(np.int64), one, n - 1, _hop_rows(kinds, dims), lat_d, bw_d, n,
-                    step.repeat, "FullMeshStep")
+                    step.repeat, step.shown_as)
 
 
 def _add_line_counts(count: np.ndarray, kind: str, step_link: np.ndarray, coord: np.ndarray, size: int,
