@@ -23,7 +23,7 @@ MODULES = [
     "fabricsim.system.compute", "fabricsim.system.gpus", "fabricsim.workload.memory", "fabricsim.topology.builders.dgx",
     "fabricsim.workload.memory_model",
     "fabricsim.collectives.nvls", "fabricsim.collectives.nccl_ring", "fabricsim.collectives.nccl_tree",
-    "fabricsim.network.flow_quotient", "fabricsim.ir.facts", "fabricsim.network.flow_plans",
+    "fabricsim.network.flow_quotient", "fabricsim.ir.facts", "fabricsim.ir.schedule", "fabricsim.ir.step", "fabricsim.network.flow_plans",
 ]
 
 

@@ -110,10 +110,9 @@ def verify_work(schedule: Schedule) -> int:
 def _sample_costs(s: Schedule) -> tuple[float, float, float]:
     """(fixed cost of a step-by-step sample, its cost per block, all-at-once cost per block), s."""
     moves = verify_work(s) / max(1, s.nblocks)  # per block, on average
-    # a listed step visits its stored entries (a run in range form is one); a stated one is visited
-    # listed, transfer by transfer
-    fixed = sum(st.repeat * (_STEP_S + (st.stored_entries if st.listed else st.n_transfers) * _ENTRY_S)
-                for st in s.steps)
+    # what step by step reads per repetition (`checked_entries`): a listed step its stored entries (a
+    # run in range form is one; a repeated run is read listed), a stated one transfer by transfer
+    fixed = sum(st.repeat * (_STEP_S + st.checked_entries * _ENTRY_S) for st in s.steps)
     rotating = sum(st.repeat for st in s.steps if st.repeat > 1 and st.rotates)
     return fixed, moves * _MOVE_S, (moves + rotating) * _AT_ONCE_S
 

@@ -163,6 +163,12 @@ class StepForm(Protocol):
         one): a cost hint (a sampled check looks a rotating step up per repetition)."""
         ...
 
+    @property
+    def checked_entries(self) -> int:
+        """Entries a step-by-step check (`batch_moves`) reads per repetition: a cost hint for the
+        sample planner (`collectives.verify.sample_plan`). Count of (transfer, block) entries."""
+        ...
+
     def run_starts(self) -> np.ndarray | None:
         """The first block id of each transfer's run of contiguous ids at repetition 0 (int64 [T];
         the runs' lengths are `blocks_per_transfer`) when the step holds its ids as runs (range
@@ -287,6 +293,12 @@ class StatedForm:
     def rotates(self) -> bool:
         """Whether its ids change per repetition (`StepForm.rotates`): its listed form's."""
         return self.explicit().rotates
+
+    @property
+    def checked_entries(self) -> int:
+        """Entries a step-by-step check reads per repetition (`StepForm.checked_entries`): one per
+        transfer (a stated step is visited transfer by transfer)."""
+        return self.n_transfers
 
     def run_starts(self) -> None:
         """None (`StepForm.run_starts`): a stated step's listed form lists every id."""

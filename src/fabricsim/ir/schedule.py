@@ -61,6 +61,7 @@ class Schedule:
     then sends its own finished half back; `verify` runs it on data.
 
     >>> from fabricsim.collectives.verify import verify
+    >>> from fabricsim.ir import make_step
     >>> rs = make_step([0, 1], [1, 0], [1, 0], True)
     >>> ag = make_step([0, 1], [1, 0], [0, 1], False)
     >>> s = Schedule("all-reduce", "by-hand", 2, 2, (rs, ag))

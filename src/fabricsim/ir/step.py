@@ -234,6 +234,12 @@ class Step:
 
     rotates = property(lambda self: self.shift is not None, doc="Whether its ids change per repetition (`shift`).")
 
+    @property
+    def checked_entries(self) -> int:
+        """Entries a step-by-step check reads per repetition (`StepForm.checked_entries`): the stored
+        ones, but a repeated range-form step is read listed (`batch_moves`), every id of every run."""
+        return self.n_moves if self.ranges and self.repeat > 1 else self.stored_entries
+
     def run_starts(self) -> np.ndarray | None:
         """Each transfer's first id in range form, else None (`form.StepForm.run_starts`)."""
         return self.blocks if self.ranges else None
