@@ -46,7 +46,7 @@ CHILD = r"""
 import json, sys, time
 import numpy as np
 from fabricsim.collectives.api import build_schedule
-from fabricsim.network.dataflow import collective_flows, merge_flows
+from fabricsim.network.lowering.dataflow import collective_flows, merge_flows
 from fabricsim.network.flow import Flows, simulate_flows
 from fabricsim.topology import torus
 

@@ -1,7 +1,7 @@
 """The analytical model's straight-path route (difference arrays along rings) against the hop list.
 
 `route_step` prices steps on rings, tori and meshes without listing every hop
-(`analytical_straight.route_straight`); the general route (`analytical_route._route_hops`, every hop in a
+(`analytical.straight.route_straight`); the general route (`analytical.route._route_hops`, every hop in a
 sparse incidence matrix) is the oracle: link loads, used links, path latencies and path
 bandwidths must agree bit for bit, and so must whole-collective times.
 """
@@ -16,10 +16,11 @@ import pytest
 
 from fabricsim.collectives.api import build_schedule
 from fabricsim.errors import UnsupportedGroupSize
-from fabricsim.network import analytical, analytical_route
+from fabricsim.network import analytical
+from fabricsim.network.analytical import route as analytical_route
 from fabricsim.network.analytical import AnalyticalCollective, RoutedStep, route_step
-from fabricsim.network.analytical_route import _route_hops
-from fabricsim.network.analytical_straight import route_straight as _route_straight
+from fabricsim.network.analytical.route import _route_hops
+from fabricsim.network.analytical.straight import route_straight as _route_straight
 from fabricsim.topology import mesh, ring, stack, switch, torus
 
 B = 50e9  # bytes/s per link and direction

@@ -1,5 +1,5 @@
 """Pipelined chains (ring broadcast and reduce): the composed form, the analytical model reading
-its parts, the flow model's few-flow makespan (`network.flow_chain`), and 1,024 ranks (4,096 and
+its parts, the flow model's few-flow makespan (`network.lowering.chain`), and 1,024 ranks (4,096 and
 16,384 under -m slow).
 
 The references: the listed form written out here from the definition (piece c crosses hop d at
@@ -21,9 +21,9 @@ from fabricsim.ir import Facts
 from fabricsim.ir import Schedule, make_step
 from fabricsim.collectives.verify import verify
 from fabricsim.collectives.verify_sampled import run_sampled
-from fabricsim.network import flow_chain
+from fabricsim.network.lowering import chain as flow_chain
 from fabricsim.network.analytical import AnalyticalCollective
-from fabricsim.network.flow_chain import chain_flows, chain_hop_order
+from fabricsim.network.lowering.chain import chain_flows, chain_hop_order
 from fabricsim.network.flow_model import FlowModel
 from fabricsim.topology import parse_topology
 from stated_steps import listed, outcome, with_part

@@ -20,7 +20,7 @@ from fabricsim.network.flow import Flows, simulate_flows
 from fabricsim.topology import parse_topology
 
 ROOT = Path(__file__).resolve().parents[1]
-FLOW_KERNELS = ("fabricsim.network.flow_kernel", "fabricsim.network.maxmin_kernel", "fabricsim.network.flow_solo")
+FLOW_KERNELS = ("fabricsim.network.flow.kernel", "fabricsim.network.flow.maxmin_kernel", "fabricsim.network.flow.solo")
 
 
 def _build(monkeypatch, which: str) -> None:
@@ -113,13 +113,13 @@ def test_a_cold_cache_gives_small_runs_the_python_build_and_big_ones_the_compile
     monkeypatch.setattr(kernels, "is_cached", lambda *a: False)
     said = []
     monkeypatch.setattr("fabricsim.progress.notice", said.append)
-    small = kernels.load("fabricsim.network.maxmin_kernel", ("update",), kernels.PYTHON_LIMIT - 1, "x")
-    assert small.__name__ == "fabricsim.network.maxmin_kernel[python]"
+    small = kernels.load("fabricsim.network.flow.maxmin_kernel", ("update",), kernels.PYTHON_LIMIT - 1, "x")
+    assert small.__name__ == "fabricsim.network.flow.maxmin_kernel[python]"
     assert isinstance(small.update, types.FunctionType)  # a plain function: nothing to compile
     assert isinstance(small._set_key, types.FunctionType)  # its sibling's helper from the same build
     assert said == []
-    big = kernels.load("fabricsim.network.maxmin_kernel", ("update",), kernels.PYTHON_LIMIT, "the kernels")
-    assert big is sys.modules["fabricsim.network.maxmin_kernel"]
+    big = kernels.load("fabricsim.network.flow.maxmin_kernel", ("update",), kernels.PYTHON_LIMIT, "the kernels")
+    assert big is sys.modules["fabricsim.network.flow.maxmin_kernel"]
     assert not isinstance(big.update, types.FunctionType)  # numba's dispatcher
     assert said == ["compiling the kernels (numba, once per install; about 10 s)"]
 
@@ -128,9 +128,9 @@ def test_a_warm_cache_always_gives_the_compiled_build(monkeypatch):
     monkeypatch.setattr(kernels, "_cached", {})
     looked = []
     monkeypatch.setattr(kernels, "is_cached", lambda *a: looked.append(a[1]) or True)
-    got = kernels.load("fabricsim.network.flow_kernel", ("release",), 1, "x")
-    assert got is sys.modules["fabricsim.network.flow_kernel"]
-    again = kernels.load("fabricsim.network.flow_kernel", ("release",), 1, "x")
+    got = kernels.load("fabricsim.network.flow.kernel", ("release",), 1, "x")
+    assert got is sys.modules["fabricsim.network.flow.kernel"]
+    again = kernels.load("fabricsim.network.flow.kernel", ("release",), 1, "x")
     assert again is got and looked == [("release",)]  # the cache index is read once per process
 
 

@@ -11,7 +11,7 @@ import pytest
 MODULES = [
     "fabricsim.collectives.algorithm", "fabricsim.collectives.memory", "fabricsim.collectives.api", "fabricsim.collectives.verify",
     "fabricsim.engine.simulator", "fabricsim.network.analytical", "fabricsim.network.flow", "fabricsim.network.model",
-    "fabricsim.network.analytical_timing",
+    "fabricsim.network.analytical.timing",
     "fabricsim.report.tables", "fabricsim.system.npu", "fabricsim.topology.spec", "fabricsim.train", "fabricsim.units", "fabricsim.limits",
     "fabricsim.vocab", "fabricsim.workload.models", "fabricsim.workload.parallelism", "fabricsim.experiments.base",
     "fabricsim.system.resources", "fabricsim.system.policies", "fabricsim.system.ace", "fabricsim.system.endpoint",
@@ -23,7 +23,8 @@ MODULES = [
     "fabricsim.system.compute", "fabricsim.system.gpus", "fabricsim.workload.memory", "fabricsim.topology.builders.dgx",
     "fabricsim.workload.memory_model",
     "fabricsim.collectives.nvls", "fabricsim.collectives.nccl_ring", "fabricsim.collectives.nccl_tree",
-    "fabricsim.network.flow_quotient", "fabricsim.ir.facts", "fabricsim.ir.schedule", "fabricsim.ir.step", "fabricsim.network.flow_plans",
+    "fabricsim.network.lowering.quotient", "fabricsim.ir.facts", "fabricsim.ir.schedule", "fabricsim.ir.step",
+    "fabricsim.network.lowering.plans",
 ]
 
 

@@ -458,7 +458,7 @@ def toy_form():
 def test_a_toy_step_form_is_verified_and_priced(toy_form, model):
     """A form in one file with one registration is verified and priced correctly by every reader:
     the protocol's answers where it gives them, its listed form elsewhere (a network model's faster
-    lowering is one more module registering itself: `register_step_router`, `flow_quotient.lowers`)."""
+    lowering is one more module registering itself: `register_step_router`, `lowering.quotient.lowers`)."""
     assert FORMS["toy-swap"] is ToySwapStep
     s = Schedule("all-reduce", "toy-swap", 2, 1, (ToySwapStep(2),))
     assert verify(s).blocks_checked == 1

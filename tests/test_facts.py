@@ -17,7 +17,7 @@ from fabricsim.collectives.nccl_ring import nccl_ring
 from fabricsim.collectives.nccl_tree import nccl_tree
 from fabricsim.collectives.nvls import nvls
 from fabricsim.collectives.ring import ring
-from fabricsim.network.flow_chain import chain_hop_order
+from fabricsim.network.lowering.chain import chain_hop_order
 from fabricsim.network.nccl import nccl_shape
 from fabricsim.topology import parse_topology
 

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from fabricsim.collectives.api import build_schedule
 from fabricsim.ir import Schedule, make_step
 from fabricsim.network import time_schedule
-from fabricsim.network.dataflow import collective_flows, merge_flows
+from fabricsim.network.lowering.dataflow import collective_flows, merge_flows
 from fabricsim.network.flow import Flows, simulate_flows
-from fabricsim.network.maxmin import water_fill
+from fabricsim.network.flow.maxmin import water_fill
 from fabricsim.network.flow_model import time_collective_flow
 from fabricsim.topology import from_edges, ring, switch, torus
 
@@ -197,7 +197,7 @@ def test_random_topologies_never_above_capacity(case):
             assert r.start[i] >= r.finish[d] - 1e-15
 
 
-# ---- incremental max-min (network.maxmin) against the whole re-solve at every event ----------
+# ---- incremental max-min (network.flow.maxmin) against the whole re-solve at every event ----------
 
 
 def _random_case(seed: int):
@@ -235,7 +235,7 @@ def test_incremental_max_min_ring_beside_all_to_all():
     """The case the repair is for: a ring all-reduce's flows come and go beside an all-to-all."""
     topo = torus((4, 4), 400e9 / 8, 100e-9)
     from fabricsim.collectives.api import build_schedule
-    from fabricsim.network.dataflow import collective_flows, merge_flows
+    from fabricsim.network.lowering.dataflow import collective_flows, merge_flows
     ar = collective_flows(build_schedule(topo, "all-reduce", "ring"), 16e6)
     a2a = collective_flows(build_schedule(topo, "all-to-all", "direct"), 16e6)
     both = merge_flows(ar, a2a)
@@ -273,7 +273,7 @@ def test_route_keys_group_equal_link_sequences_exactly():
 def test_fair_share_repair_equals_water_fill_after_every_change(seed):
     """Classes start and stop in random batches; after each repair every rate equals a whole
     water-fill of the sending classes (priorities, caps, weights)."""
-    from fabricsim.network.maxmin import FairShare, _gather
+    from fabricsim.network.flow.maxmin import FairShare, _gather
     rng = np.random.default_rng(seed)
     topo = torus((4, 4), 10.0, 0.0)
     n = 120
@@ -295,7 +295,7 @@ def test_fair_share_repair_equals_water_fill_after_every_change(seed):
         assert np.all(fs.rate[fs.mult == 0] == 0)
 
 
-# ---- units that never meet (network.flow_solo) against the event loop --------------------------
+# ---- units that never meet (network.flow.solo) against the event loop --------------------------
 
 
 def _serialized_case(seed: int, weighted: bool):
@@ -329,7 +329,7 @@ def _serialized_case(seed: int, weighted: bool):
 @pytest.mark.parametrize("weighted", [False, True])
 def test_units_that_never_meet_skip_the_loop_with_its_answer(seed, mode, weighted):
     from fabricsim.network.flow import _units, successors
-    from fabricsim.network.flow_solo import solo_run
+    from fabricsim.network.flow.solo import solo_run
 
     topo, flows = _serialized_case(seed, weighted)
     U = _units(topo, flows, mode, 0.0)
@@ -348,7 +348,7 @@ def test_units_that_meet_go_to_the_loop():
     """Two 1 GB flows on one 100 GB/s link at once share it (0.02 s each); a third that starts
     on it while the first still sends (not at its end) also sends the loop there."""
     from fabricsim.network.flow import _units, successors
-    from fabricsim.network.flow_solo import solo_run
+    from fabricsim.network.flow.solo import solo_run
     from fabricsim.topology import parse_topology
 
     topo = parse_topology("ring:4", "100GB/s", "0ns")
@@ -376,7 +376,7 @@ def test_ring_reduce_scatter_on_a_torus_rows_pass_without_the_loop():
     previous one, so the row-wrap rank's chain of 2-hop transfers is the longest: (p - 1) x
     (size/p at the link rate + 2 link latencies), as in the ring beside the all-to-all above."""
     from fabricsim.collectives.api import build_schedule
-    from fabricsim.network.dataflow import collective_flows
+    from fabricsim.network.lowering.dataflow import collective_flows
 
     topo = torus((8, 8), 400e9 / 8, 100e-9)
     fl = collective_flows(build_schedule(topo, "reduce-scatter", "ring"), 64e6)

@@ -12,7 +12,7 @@ import pytest
 
 from fabricsim.engine.flow_engine import _FlowGraph
 from fabricsim.engine.pricing import CommPricer, io_flows
-from fabricsim.network.dataflow import schedule_flows
+from fabricsim.network.lowering.dataflow import schedule_flows
 from fabricsim.network.flow import Flows, Holds
 from fabricsim.network.flow_model import endpoint_topology, with_injection
 from fabricsim.system import ACE, NPU, Ideal, NpuDriven, OffloadEngine, Scheduling, System

@@ -1,4 +1,4 @@
-"""The flow model's plans (`network.flow_plans`): one oracle over the registry (every built-in plan
+"""The flow model's plans (`network.lowering.plans`): one oracle over the registry (every built-in plan
 gives the times of every transfer, the plan `lower` picks named per case), closed forms that anchor
 the reference, and a toy plan registered here that shows what adding one costs: one function and one
 `register_plan` line, and its name in `fabricsim collective --json`."""
@@ -14,10 +14,10 @@ import pytest
 from fabricsim.cli import main
 from fabricsim.collective_job import run_collective
 from fabricsim.collectives.api import build_schedule
-from fabricsim.network import flow_plans
+from fabricsim.network.lowering import plans as flow_plans
 from fabricsim.network.flow import Flows
 from fabricsim.network.flow_model import FlowModel
-from fabricsim.network.flow_plans import FLOW_PLANS, FlowPlan, PlanResult, lower, register_plan
+from fabricsim.network.lowering.plans import FLOW_PLANS, FlowPlan, PlanResult, lower, register_plan
 from fabricsim.topology import parse_topology
 
 SIZES = [1e3, 1e6, 1e8]

@@ -1,5 +1,5 @@
 """Dataflow dependencies on block ranges (`collective_flows`) and the symmetry quotient of a
-collective alone (`flow_quotient`): the same flows as the per-(transfer, block) construction they
+collective alone (`lowering.quotient`): the same flows as the per-(transfer, block) construction they
 replace, and the same times as simulating every transfer."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import pytest
 
 from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.registry import ALGORITHMS
-from fabricsim.network.dataflow import collective_flows, schedule_flows
+from fabricsim.network.lowering.dataflow import collective_flows, schedule_flows
 from fabricsim.network.flow import Flows, simulate_flows
 from fabricsim.network.flow_model import FlowModel, endpoint_topology, time_collective_flow, with_injection
-from fabricsim.network.flow_quotient import orbit_index, quotient_flows
-from fabricsim.network.flow_symmetry import symmetry_period
+from fabricsim.network.lowering.quotient import orbit_index, quotient_flows
+from fabricsim.network.lowering.symmetry import symmetry_period
 from fabricsim.topology import parse_topology
 
 TOL = 1e-9  # relative: the quotient equals the full simulation up to floating-point rounding

@@ -1,4 +1,4 @@
-"""Independent rings simulated one ring at a time (`flow_rings`): the same times as simulating every
+"""Independent rings simulated one ring at a time (`lowering.rings`): the same times as simulating every
 transfer, the closed form of Hamiltonian rings at 1,024 ranks (16,384 under -m slow), and no split
 where parts interact."""
 
@@ -11,7 +11,7 @@ from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.ring import ring_phase
 from fabricsim.ir import Schedule
 from fabricsim.network.flow_model import FlowModel
-from fabricsim.network.flow_rings import _parts, ring_parts
+from fabricsim.network.lowering.rings import _parts, ring_parts
 from fabricsim.topology import parse_topology
 from test_flow_quotient import TOL, _full_model_times
 

@@ -11,7 +11,7 @@ from fabricsim.collectives.api import build_schedule
 from fabricsim.collectives.registry import get_algorithm
 from fabricsim.collectives.verify import verify
 from fabricsim.errors import ConfigError
-from fabricsim.network.dataflow import collective_flows, merge_flows, streaming_flows
+from fabricsim.network.lowering.dataflow import collective_flows, merge_flows, streaming_flows
 from fabricsim.network.flow import simulate_flows
 from fabricsim.topology import parse_topology
 from fabricsim.topology.builders.wafer import hamiltonian_cycle, perimeter_edges

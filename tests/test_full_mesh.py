@@ -20,11 +20,11 @@ from fabricsim.collectives.verify import verify
 from fabricsim.errors import ConfigError, ScheduleError
 from fabricsim.limits import raised_limits
 from fabricsim.network.analytical import AnalyticalCollective
-from fabricsim.network import flow_quotient
-from fabricsim.network.dataflow import block_deps
+from fabricsim.network.lowering import quotient as flow_quotient
+from fabricsim.network.lowering.dataflow import block_deps
 from fabricsim.network.flow import simulate_flows
 from fabricsim.network.flow_model import FlowModel
-from fabricsim.network.flow_quotient import quotient_flows
+from fabricsim.network.lowering.quotient import quotient_flows
 from fabricsim.topology import parse_topology
 from stated_steps import listed
 

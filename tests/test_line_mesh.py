@@ -21,7 +21,7 @@ from fabricsim.collectives.verify import verify
 from fabricsim.errors import ConfigError, ScheduleError
 from fabricsim.network.analytical import AnalyticalCollective
 from fabricsim.network.flow_model import FlowModel
-from fabricsim.network.flow_quotient import quotient_flows
+from fabricsim.network.lowering.quotient import quotient_flows
 from fabricsim.topology import parse_topology
 from stated_steps import listed
 

@@ -1,4 +1,4 @@
-"""The analytical model's registry of step routers (`analytical_route.register_step_router`) and the
+"""The analytical model's registry of step routers (`analytical.route.register_step_router`) and the
 structure topologies state (`Topology.structure`), which the models ask instead of testing router
 classes."""
 

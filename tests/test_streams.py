@@ -1,4 +1,4 @@
-"""Serial streams kept by path (`network.streams`): what the models read equals what the listed link
+"""Serial streams kept by path (`network.lowering.streams`): what the models read equals what the listed link
 sets give, a collective alone gets the times of its full link sets, and 1,024 ranks (16,384 under
 -m slow) the closed form."""
 
@@ -12,9 +12,9 @@ import pytest
 from fabricsim.collectives.api import build_schedule
 from fabricsim.errors import ConfigError
 from fabricsim.network.analytical import AnalyticalModel
-from fabricsim.network.dataflow import streaming_flows
+from fabricsim.network.lowering.dataflow import streaming_flows
 from fabricsim.network.flow_model import FlowModel
-from fabricsim.network.streams import serial_streams
+from fabricsim.network.lowering.streams import serial_streams
 from fabricsim.topology import parse_topology
 from fabricsim.network.flow_model import endpoint_topology, with_injection
 from test_flow_quotient import TOL

@@ -68,7 +68,7 @@ def run_collective(topology: str, bandwidth: str, latency: str, collective: str,
     None is rank 0 of the group (broadcast and reduce). `check`: a verification mode (`verify_mode`:
     auto, full, sample, off; True = auto, False = off); header["verified"] says what ran. On a
     flow model each row names the flow plan its schedule was lowered with (`flow_plan`:
-    `network.flow_plans`); NCCL's choices add `algorithm`, `protocol` and `channels`."""
+    `network.lowering.plans`); NCCL's choices add `algorithm`, `protocol` and `channels`."""
     from .collectives.api import normalize_collective, parse_group
     from .collectives.registry import choose_algorithm
     from .collectives.verify import default_sample, sample_size, verify

@@ -1,6 +1,6 @@
 """Compiled kernels without a cold-compile tax: numba's code cached on disk, or the same Python.
 
-The flow model's event loop (`network.flow_kernel`, `network.maxmin_kernel`, `network.flow_solo`)
+The flow model's event loop (`network.flow.kernel`, `network.flow.maxmin_kernel`, `network.flow.solo`)
 is numba-compiled. numba caches what it compiles on disk (`cache=True`, beside the source), but
 the first run of a fresh install pays the compile itself: about 10 s on two cores for the flow
 model, where a 64-rank collective then simulates in milliseconds. So a kernel module is written
@@ -133,7 +133,7 @@ def load(name: str, entries: tuple[str, ...], work: float, label: str) -> Module
     Parameters
     ----------
     name : str
-        The kernel module (`fabricsim.network.flow_kernel`).
+        The kernel module (`fabricsim.network.flow.kernel`).
     entries : tuple of str
         The functions the caller calls from Python (numba compiles what they call with them).
     work : float

@@ -93,7 +93,7 @@ def ring(collective: str, p: int, *, root: int = 0, bidirectional: bool = False,
         else:
             order = (root + 1 + np.arange(p)) % p  # root last
             steps = chain_steps(order, chunks, reduce=True)
-        # the chain, stated for readers that use it (`network.flow_chain`)
+        # the chain, stated for readers that use it (`network.lowering.chain`)
         return Schedule(collective, "ring", p, chunks, tuple(steps), root=root, meta={"chunks": chunks},
                         facts=Facts(chain=tuple(order.tolist())))
 

@@ -9,8 +9,8 @@ running out of memory. Each algorithm states its own estimate next to its descri
 (`Algorithm.estimate`), an upper bound within a small factor of what its builder makes
 (tests/test_robust_cli.py compares them); an algorithm that states none gets the quadratic
 `p * p * pieces` bound. (An in-network reduce-scatter or all-gather that streams is priced
-from its p up and p down paths, `network.streams`; its p x p stream link entries are listed, and
-sized, only for flows that share the network, in `dataflow.streaming_flows`.)
+from its p up and p down paths, `network.lowering.streams`; its p x p stream link entries are listed, and
+sized, only for flows that share the network, in `lowering.dataflow.streaming_flows`.)
 """
 
 from __future__ import annotations

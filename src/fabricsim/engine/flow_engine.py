@@ -1,7 +1,7 @@
 """The training engine on a flow-level network model: the whole graph as one flow simulation.
 
 With a model whose traffic shares links (`NetworkModel.shares_links`), communication is not
-priced alone: every collective's flows (`network.dataflow.schedule_flows`: its schedule as
+priced alone: every collective's flows (`network.lowering.dataflow.schedule_flows`: its schedule as
 dataflow, or a stream through its switch tree) and every p2p transfer become flows that share
 the links max-min fairly with everything else in flight, and categories are strict priorities
 (`scheduling.priorities`: MP before PP before DP ... by default), so a high-priority collective
@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..network.dataflow import runs_as_streams, schedule_flows
+from ..network.lowering.dataflow import runs_as_streams, schedule_flows
 from ..network.flow import Flows, Holds
 from ..network.flow_model import endpoint_topology, with_injection
 from ..system.model import System

@@ -10,9 +10,9 @@ part advances by one repetition. The parts are stored once and shared by every s
 (2 x 16 x 65,535 entries for that tree).
 
 The readers that matter at scale read the parts: the analytical model routes every part once
-and keeps it sparse (`network.composed_route`: a step's busiest link is its busiest part's where
+and keeps it sparse (`network.analytical.composed_route`: a step's busiest link is its busiest part's where
 its parts share no link), the flow model prices a pipelined chain from its hops
-(`network.flow_chain`), the sampled
+(`network.lowering.chain`), the sampled
 verification finds a chosen block's moves in each part once, and per-node sums (`Schedule.node_sum`)
 add the parts in order. Every other reader sees the usual `Step` attributes (`src`, `dst`,
 `blocks`, `shift`, ...): the listed form (`explicit`, the parts' repetitions concatenated), built

@@ -2,7 +2,7 @@
 
 A `Schedule`'s `facts` are typed and checked; its `meta` dict is for reports only. A network
 model reads a fact instead of guessing it from the steps, and checks it where it is cheap to
-(`network.flow_chain` checks a stated chain against the steps before it uses it).
+(`network.lowering.chain` checks a stated chain against the steps before it uses it).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class Facts:
     ----------
     chain : tuple of int, optional
         The schedule nodes a pipelined chain passes, in order (first sender to last receiver):
-        stated by the ring builder for broadcast and reduce, read by `network.flow_chain`. None:
+        stated by the ring builder for broadcast and reduce, read by `network.lowering.chain`. None:
         the schedule states no chain. Entries are schedule node ids (ints >= 0).
     channels : int
         Parallel rings or trees of an NCCL-style schedule, each on 1/channels of the buffer

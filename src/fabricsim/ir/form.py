@@ -8,7 +8,7 @@ steps side by side (`ir.composed`). Every form answers the `StepForm` protocol; 
 can answer from its rule alone (its counts, where a block moves, its symmetry). A reader never
 tests which form it holds: it asks the protocol, or a network model looks the form's name
 (`step.form`) up in a registry of its own lowerings, in which a lowering module registers itself
-(`network.analytical_route.register_step_router`, `network.flow_quotient.lowers`); a form without a
+(`network.analytical.route.register_step_router`, `network.lowering.quotient.lowers`); a form without a
 lowering is read through the protocol, which at worst lists it (`explicit()`). Adding a form is one
 module here with its `@register_form` line; a faster lowering is one module and one registration
 per model that wants one.
@@ -215,7 +215,7 @@ class StepForm(Protocol):
         contiguous ids in the order the step holds them: (index into `reps`, index into `sel`, first
         id, one past the last id) per run, by repetition, then transfer. A listed entry is a run of one
         id, a range-form transfer one run (`step` doc); transfers without blocks have none; runs are
-        not merged (`network.dataflow.merge_runs` does). Units: indices and block ids (int64)."""
+        not merged (`network.lowering.dataflow.merge_runs` does). Units: indices and block ids (int64)."""
         ...
 
     def listed_parts(self) -> tuple[tuple["Step", int], ...] | None:

@@ -22,8 +22,8 @@ statement:
   group is the full mesh ("pair", `by_dst`): the same transfers in the same order.
 
 Readers at scale read the rule: the analytical model (per-dimension counts,
-`network.mesh_route`), the sampled verification (`moves_of`), the flow model's quotient
-(`network.flow_quotient`: the full mesh's pairs by rule, a grid's transfers and `block_runs`) and
+`network.analytical.mesh_route`), the sampled verification (`moves_of`), the flow model's quotient
+(`network.lowering.quotient`: the full mesh's pairs by rule, a grid's transfers and `block_runs`) and
 its symmetry check (`maps_channels`, `maps_blocks`), the per-node sums. Any other reader sees the
 listed form (`explicit`), built on first use within the `blocks` limit: the definition, and what
 tests/test_step_forms.py compares every native reader with.

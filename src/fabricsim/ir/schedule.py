@@ -82,7 +82,7 @@ class Schedule:
     meta: dict = field(default_factory=dict)  # algorithm options, for reports only
     # True: the transfers stream through switches (reduced on the way up, multicast on the way
     # down, pipelined), so every network model prices the schedule as one stream per flow
-    # (`network.dataflow.schedule_flows`), not step by step; the steps still say what moves (verify)
+    # (`network.lowering.dataflow.schedule_flows`), not step by step; the steps still say what moves (verify)
     streaming: bool = False
     facts: Facts = field(default_factory=Facts)  # what the algorithm states, for network models
 

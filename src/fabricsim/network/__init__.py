@@ -19,7 +19,7 @@ from .analytical import (
     route_step,
     time_schedule,
 )
-from .dataflow import collective_flows, merge_flows, schedule_flows, streaming_flows
+from .lowering.dataflow import collective_flows, merge_flows, schedule_flows, streaming_flows
 from .flow import FlowResult, Flows, simulate_flows
 from .flow_model import FlowModel, time_collective_flow
 from .model import NETWORK_MODELS, NetworkModel, canonical_model_name, get_network_model, register, time_collective

@@ -1,13 +1,13 @@
 """The flow-level model behind the network-model interface (`network.model`).
 
-A collective alone is its flows (`network.dataflow.schedule_flows`: dataflow, or streams
+A collective alone is its flows (`network.lowering.dataflow.schedule_flows`: dataflow, or streams
 through a switch tree) simulated max-min fair (`network.flow.simulate_flows`); the flows and
 their dependencies do not depend on the size, so they are built once and scaled per size. Which
-flows time a collective alone is the first of the flow plans that answers (`network.flow_plans`:
+flows time a collective alone is the first of the flow plans that answers (`network.lowering.plans`:
 a pipelined chain, one flow per orbit of translations, independent rings, serial streams, every
 transfer; all exact). A collective has one phase here (the model overlaps its steps by itself). An
 endpoint injection limit is a private link per NPU that the NPU's outgoing traffic crosses
-(`network.flow_injection.with_injection`, re-exported here).
+(`network.lowering.injection.with_injection`, re-exported here).
 """
 
 from __future__ import annotations
@@ -19,22 +19,22 @@ import numpy as np
 from ..ir import Schedule
 from ..topology.graph import Topology
 from .flow import MODES, FlowResult, Flows, simulate_flows
-from .flow_injection import endpoint_topology, limit_injection, with_injection  # noqa: F401 (their old home)
-from .flow_plans import lower
+from .lowering.injection import endpoint_topology, limit_injection, with_injection  # noqa: F401 (their old home)
+from .lowering.plans import lower
 
 
 class FlowCollective:
     """A placed schedule prepared for the flow model: its flows built once, simulated per size.
 
-    How a collective alone becomes flows is decided in one place, `flow_plans.lower`: the first of
-    the plans (`flow_plans.FLOW_PLANS`: a pipelined chain, one flow per orbit of translations,
+    How a collective alone becomes flows is decided in one place, `lowering.plans.lower`: the first of
+    the plans (`lowering.plans.FLOW_PLANS`: a pipelined chain, one flow per orbit of translations,
     independent rings, serial streams, every transfer) that answers; each gives the times of
     simulating every transfer. `plan` names the winner. Never for flows merged with other traffic.
 
     Parameters
     ----------
     model, topo, schedule, injection
-        What `flow_plans.lower` takes (`flow_plans.PlanInput`): this model, the network, the
+        What `lowering.plans.lower` takes (`lowering.plans.PlanInput`): this model, the network, the
         schedule placed on it, each NPU's endpoint injection limit (bytes/s; None: no limit).
 
     Attributes

@@ -21,7 +21,7 @@ item (`t.yaml: collectives[2].group`), the value and what is accepted, in one li
 coerced (`src: '3'`, `group: [1.5]` are refused), bandwidths and times need their units, a flow
 goes between two different nodes, and the flows of all `count`s together are bounded by the
 `flows` limit (`fabricsim.limits`). A collective becomes flows as everywhere else
-(`dataflow.schedule_flows`: dataflow, or streams for in-network algorithms).
+(`lowering.dataflow.schedule_flows`: dataflow, or streams for in-network algorithms).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from ..progress import Progress, report
 from ..topology.spec import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
 from ..units import parse_bandwidth, parse_size, parse_time
 from ..vocab import normalize_collective
-from .dataflow import merge_flows, schedule_flows
+from .lowering.dataflow import merge_flows, schedule_flows
 from .flow import MODES, Flows
 from .model import canonical_model_name, get_network_model
 
@@ -113,7 +113,7 @@ class FlowItem(BaseModel):
 
 
 class CollectiveItem(BaseModel):
-    """One entry of `collectives:`: a collective run as flows (`dataflow.schedule_flows`).
+    """One entry of `collectives:`: a collective run as flows (`lowering.dataflow.schedule_flows`).
 
     Parameters
     ----------

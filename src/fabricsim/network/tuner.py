@@ -80,7 +80,7 @@ class Candidate:
 
     @property
     def flow_plan(self) -> str | None:
-        """The flow plan that lowered the schedule on a flow model (`network.flow_plans`), or None
+        """The flow plan that lowered the schedule on a flow model (`network.lowering.plans`), or None
         on a model that lowers nothing to flows (the analytical ones)."""
         base = self.cost.base if isinstance(self.cost, ProtocolCost) else self.cost
         return base.plan if isinstance(base, FlowCollective) else None

@@ -135,7 +135,7 @@ def micro_point(cfg: FredConfig, system: str, dim: str) -> MicroPoint:
 def evaluate_micro(pt: MicroPoint) -> MicroRow:
     """Run one microbenchmark on the flow model (pure).
 
-    Every group's schedule becomes flows through `network.dataflow.schedule_flows` (streams
+    Every group's schedule becomes flows through `network.lowering.dataflow.schedule_flows` (streams
     through the switch tree for in-network algorithms, dataflow otherwise), all groups merged
     and run at once by `get_network_model("flow").flows`.
 
@@ -149,7 +149,7 @@ def evaluate_micro(pt: MicroPoint) -> MicroRow:
         Time per byte and what each NPU injects per second.
     """
     from ...collectives.api import build_schedule
-    from ...network.dataflow import merge_flows, schedule_flows
+    from ...network.lowering.dataflow import merge_flows, schedule_flows
     from ...network.flow import Flows
     from ...network.model import get_network_model
     from ...topology.spec import parse_topology

@@ -3,7 +3,7 @@
 A streaming reduce-scatter is p serial streams of size/p each: stream j reduces every rank's piece j
 on the way up to the top switch and sends it down to rank j (every up path, rank j's down path, and
 the reduction units its up paths enter); an all-gather's stream j goes up from rank j and down to
-every other rank (`dataflow.streaming_flows`). Listed as link sets that is p x p link entries (536 M
+every other rank (`lowering.dataflow.streaming_flows`). Listed as link sets that is p x p link entries (536 M
 at 16,384 ranks). But each stream's set is a union of paths of three shapes -- every rank's, rank
 j's, every rank's but j's -- so what the models need comes from the p up and p down paths:
 
@@ -28,16 +28,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import Schedule
-from ..topology.graph import Topology
-from .flow import Flows
+from ...ir import Schedule
+from ...topology.graph import Topology
+from ..flow import Flows
 
 SERIAL = ("reduce-scatter", "all-gather")
 
 
 def path_latency(topo: Topology, ptr: np.ndarray, links: np.ndarray) -> np.ndarray:
     """Each path's latency: its links' latencies summed path by path, as one numpy sum each, so
-    that a stream's latency is the same float listed (`dataflow.streaming_flows`) or by path.
+    that a stream's latency is the same float listed (`lowering.dataflow.streaming_flows`) or by path.
 
     Parameters
     ----------

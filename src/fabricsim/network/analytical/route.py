@@ -3,10 +3,10 @@
 A step's transfers are routed onto links; a sparse links x transfers incidence matrix turns
 transfer sizes into link loads with one matrix-vector product. `route_step` looks the step's form
 (`StepForm.form`) up in a registry of step routers (`register_step_router`): a stated form routes
-by its rule where its router can (`mesh_route`: meshes, full or along a grid's lines, from
-per-dimension counts; `composed_route`: a composed step from its parts), and every step without a router, or
+by its rule where its router can (`analytical.mesh_route`: meshes, full or along a grid's lines, from
+per-dimension counts; `analytical.composed_route`: a composed step from its parts), and every step without a router, or
 whose router declines it, is routed as listed transfers, by straight segments where the network
-states straight routes (`analytical_straight`) or hop by hop (`hop_paths`). The routers register
+states straight routes (`analytical.straight`) or hop by hop (`hop_paths`). The routers register
 themselves when their modules are imported; this module imports none of them
 (`network.analytical` does).
 """
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from ..ir import Schedule, Step
-from ..topology.graph import Topology
-from .analytical_straight import route_straight
+from ...ir import Schedule, Step
+from ...topology.graph import Topology
+from .straight import route_straight
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -53,11 +53,11 @@ class RoutedStep:
         32 steps of a 65,536-NPU torus would otherwise hold 64 MB of them).
     sent : float array [NPUs] or callable, optional
         Bytes each topology NPU sends per byte of collective size, when the rows are not one per
-        transfer (a full mesh's rows are its distinct paths: `mesh_route`; a composed step's
+        transfer (a full mesh's rows are its distinct paths: `analytical.mesh_route`; a composed step's
         the distinct rows of its parts), or a function of no arguments that gives it (called on
         first use); default: summed from `src_npu` and `frac`.
     parts : tuple of composed_route.PartRoute, optional
-        A composed step's parts (`network.composed_route`): then `link_frac` and `sent` are
+        A composed step's parts (`network.analytical.composed_route`): then `link_frac` and `sent` are
         functions called on every access, never kept (a chain's 32,766 steps would hold 16 GB).
     link_time : float, optional
         The busiest link's seconds per byte of collective size, when known without `link_frac`.
@@ -224,7 +224,7 @@ def route_step(topo: Topology, schedule: Schedule, step: Step, cache: dict | Non
     Otherwise the step's listed transfers are routed: on rings, tori and meshes (the topology
     states straight routes, with one latency and bandwidth per dimension) every path is a straight
     segment per dimension, and link loads, path latencies and path bandwidths come from difference
-    arrays along each ring (`analytical_straight.route_straight`, O(transfers + links)) instead of
+    arrays along each ring (`analytical.straight.route_straight`, O(transfers + links)) instead of
     a list of every hop (p^1.5 hops for Swing on a 2-D torus); the results are bit-identical to the
     hop list's, and `incidence` is then built only if asked for. Other topologies list the hops.
 

@@ -1,4 +1,4 @@
-"""Compiled core of `network.maxmin.FairShare.update`: the repair of max-min fairness (see that
+"""Compiled core of `network.flow.maxmin.FairShare.update`: the repair of max-min fairness (see that
 module's doc for the method and why it is exact).
 
 One call handles every priority level for a batch of changed classes. The work per event is a
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import kernel, sibling
+from ...kernels import kernel, sibling
 
 # the heap helper of the event loop's kernels, from the same build (compiled or Python) as this module
-_set_key = sibling(__name__, "fabricsim.network.flow_kernel")._set_key
+_set_key = sibling(__name__, "fabricsim.network.flow.kernel")._set_key
 
 TOL = 1e-9  # relative tolerance of the bottleneck checks
 TIE = 1e-12  # shares this close (relative) saturate together in a pass
@@ -185,7 +185,7 @@ def _fill(S, ns, k, c_ptr, c_links, c_w, l_ptr, l_cls, l_w, lvl, link_cap, cap, 
 def _pass(S, ns, c_ptr, c_links, c_w, cap, mult, room, nfree, nfc, share, lmin, best, free, new, lbuf, nl, link_cap,
           hpos, heap):
     """One pass of filling: every link that is a local bottleneck (its share no larger than what
-    its free classes get anywhere else) saturates, as `maxmin.water_fill` does; returns how many
+    its free classes get anywhere else) saturates, as `flow.maxmin.water_fill` does; returns how many
     classes froze."""
     for j in range(nl):
         lk = lbuf[j]

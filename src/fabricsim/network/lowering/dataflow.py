@@ -6,7 +6,7 @@
 - any other schedule runs as dataflow (`collective_flows`): a transfer starts when the transfers
   that wrote the blocks it sends into its source have arrived, not in lock-step. The blocks are
   joined as runs of contiguous ids, as the Schedule IR keeps them in range form, never as
-  (transfer, block) pairs (`dataflow_deps`: each form states its runs, `block_deps` joins them).
+  (transfer, block) pairs (`lowering.dataflow_deps`: each form states its runs, `block_deps` joins them).
 `merge_flows` puts several independent flow sets into one simulation.
 
 Streams and routed transfers differ for an endpoint injection limit (`flow_model.with_injection`):
@@ -20,13 +20,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..ir import Schedule
-from ..ir.step import span_indices  # noqa: F401 - re-exported
-from ..limits import check_limit
-from ..topology.graph import Topology
-from .dataflow_deps import (block_deps, dep_csr, entry_runs, merge_runs,  # noqa: F401 - re-exported
-                            sorted_unique, step_runs)
-from .flow import Flows
+from ...ir import Schedule
+from ...ir.step import span_indices  # noqa: F401 - re-exported
+from ...limits import check_limit
+from ...topology.graph import Topology
+from .dataflow_deps import (  # noqa: F401 - re-exported
+    block_deps, dep_csr, entry_runs, merge_runs, sorted_unique, step_runs,
+)
+from ..flow import Flows
 from .streams import path_latency, reduction_links
 
 

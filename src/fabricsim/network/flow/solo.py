@@ -5,7 +5,7 @@ nothing to share: every unit sends at its solo rate, min(cap, bandwidth / weight
 links), from when its last predecessor arrives, and the simulation is a longest-path pass over the
 dependency graph. `solo_run` makes that pass (topological order), then proves its premise by a
 sweep in start order that keeps, per link, when its last unit stops sending: a unit that starts
-before then (beyond the event loop's own merge tolerance, `flow_loop.SAME_TIME`) means two units
+before then (beyond the event loop's own merge tolerance, `flow.loop.SAME_TIME`) means two units
 meet, and the caller runs the event loop instead. So the answer is the event loop's, exactly as
 far as the loop itself is exact (it merges events within SAME_TIME), at O(units + route entries)
 plus one sort: a rank-order ring on a 2-D torus, whose every transfer finishes at its own time
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import kernel, load
-from .flow_loop import SAME_TIME
+from ...kernels import kernel, load
+from .loop import SAME_TIME
 
 
 @kernel
@@ -126,7 +126,7 @@ def solo_run(topo, U, succ_ptr: np.ndarray, succ: np.ndarray):
     if n == 0:
         return None
     weight = np.ones(len(U.links)) if U.weight is None else np.ascontiguousarray(U.weight, dtype=float)
-    solo = load("fabricsim.network.flow_solo", ("_solo",), n + len(U.links), "the flow model's kernels")._solo
+    solo = load("fabricsim.network.flow.solo", ("_solo",), n + len(U.links), "the flow model's kernels")._solo
     ok, t_start, t_sent, t_done, busy, events = solo(
         np.ascontiguousarray(U.ptr, dtype=np.int64), np.ascontiguousarray(U.links, dtype=np.int64), weight,
         np.ascontiguousarray(topo.link_bw, dtype=float), np.ascontiguousarray(U.size, dtype=float),

@@ -7,18 +7,18 @@ backend: every transfer alone on its path). Steps run one after another (lock-st
 schedule runs as serial flows. The model is split by role, and this module imports every part
 (importing it registers the step routers) and re-exports their public names:
 
-- `analytical_route`: the core: `RoutedStep`, `route_step` (dispatching on the step's form
+- `analytical.route`: the core: `RoutedStep`, `route_step` (dispatching on the step's form
   through the registry of step routers: `register_step_router`, `STEP_ROUTERS`), `route_schedule`,
   the hop-list route (`hop_paths`);
-- `analytical_straight`: the straight-path route of rings, tori and meshes (`straight_dims`,
+- `analytical.straight`: the straight-path route of rings, tori and meshes (`straight_dims`,
   `route_straight`, `equal_sums`, `path_lat_bw`), bit-identical to the hop list;
-- `mesh_route`, `composed_route`: the step routers of the stated forms (meshes, full or
+- `analytical.mesh_route`, `analytical.composed_route`: the step routers of the stated forms (meshes, full or
   along a grid's lines, from per-dimension counts; composed steps from their parts), registered on import;
-- `analytical_timing`: pricing (`step_times`, `phases_of`, `AnalyticalCollective`,
+- `analytical.timing`: pricing (`step_times`, `phases_of`, `AnalyticalCollective`,
   `CollectiveTiming`, `time_schedule`, `normalize_model`);
-- `analytical_model`: `AnalyticalModel`, the models behind the network-model interface
+- `analytical.model`: `AnalyticalModel`, the models behind the network-model interface
   (`network.model`);
-- `analytical_deficiency`: the Swing paper's deficiencies (`deficiencies`, `Deficiency`).
+- `analytical.deficiency`: the Swing paper's deficiencies (`deficiencies`, `Deficiency`).
 
 Examples
 --------
@@ -37,26 +37,12 @@ True
 from __future__ import annotations
 
 from . import composed_route, mesh_route  # noqa: F401 - importing them registers their step routers
-from .analytical_deficiency import Deficiency, deficiencies
-from .analytical_model import AnalyticalModel
-from .analytical_route import (
-    STEP_ROUTERS,
-    RoutedStep,
-    StepRouter,
-    hop_paths,
-    register_step_router,
-    route_schedule,
-    route_step,
-)
-from .analytical_straight import equal_sums, path_lat_bw, route_straight, straight_dims
-from .analytical_timing import (
-    MODEL_ALIASES,
-    MODELS,
-    AnalyticalCollective,
-    CollectiveTiming,
-    normalize_model,
-    phases_of,
-    step_times,
+from .deficiency import Deficiency, deficiencies
+from .model import AnalyticalModel
+from .route import STEP_ROUTERS, RoutedStep, StepRouter, hop_paths, register_step_router, route_schedule, route_step
+from .straight import equal_sums, path_lat_bw, route_straight, straight_dims
+from .timing import (
+    MODEL_ALIASES, MODELS, AnalyticalCollective, CollectiveTiming, normalize_model, phases_of, step_times,
     time_schedule,
 )
 

@@ -5,17 +5,17 @@ and for the previous transfer on its channel (FIFO: `dep_csr`). The blocks are j
 contiguous ids, never as (transfer, block) pairs: each step form states its runs
 (`StepForm.block_runs`: listed ids, range-form runs whole, a stated rule's blocks), `merge_runs`
 joins a transfer's touching runs, and `block_deps` joins reads with earlier writes at each node by
-an interval join on those runs. `network.dataflow` builds the flows on them (and re-exports these
-names); the flow model's quotient (`flow_quotient`) joins the runs of its orbit flows the same way.
+an interval join on those runs. `network.lowering.dataflow` builds the flows on them (and re-exports these
+names); the flow model's quotient (`lowering.quotient`) joins the runs of its orbit flows the same way.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..ir import StepForm
-from ..ir.step import span_indices
-from ..limits import check_limit
+from ...ir import StepForm
+from ...ir.step import span_indices
+from ...limits import check_limit
 
 
 def dep_csr(n: int, reader: np.ndarray, writer: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -8,14 +8,14 @@ of `FLOW_PLANS` in order and the first that answers wins; `FlowCollective` keeps
 (`flow_plan`). Every plan gives the times of simulating every transfer (tests/test_flow_plans.py):
 
 - **chain**: a pipelined chain (ring broadcast, reduce) whose hops share no link, as one piece
-  through every hop and P - 1 pieces on one hop per route class (`flow_chain.chain_flows`);
+  through every hop and P - 1 pieces on one hop per route class (`lowering.chain.chain_flows`);
 - **orbits**: one flow per orbit of the translations that map the schedule onto itself
-  (`flow_quotient.quotient_flows`); where an orbit is smaller than the group and independent rings
+  (`lowering.quotient.quotient_flows`); where an orbit is smaller than the group and independent rings
   give fewer flows, those (then the plan is named **rings**);
-- **rings**: independent rings, each on a one-way ring of its own (`flow_rings.ring_parts`);
+- **rings**: independent rings, each on a one-way ring of its own (`lowering.rings.ring_parts`);
 - **serial-streams**: a streaming reduce-scatter or all-gather (fluid, no injection limit) as its
-  p serial streams, each on its slowest link (`streams.SerialStreams.alone_flows`);
-- **every-transfer**: every transfer a flow (`dataflow.schedule_flows`), sized against the `flows`
+  p serial streams, each on its slowest link (`lowering.streams.SerialStreams.alone_flows`);
+- **every-transfer**: every transfer a flow (`lowering.dataflow.schedule_flows`), sized against the `flows`
   limit first; always answers.
 
 Adding a plan is one function `PlanInput -> PlanResult | None` and one `FlowPlan` entry in
@@ -40,12 +40,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import Schedule
-from ..limits import check_limit
-from ..topology.graph import Topology
+from ...ir import Schedule
+from ...limits import check_limit
+from ...topology.graph import Topology
 from .dataflow import runs_as_streams, schedule_flows
-from .flow import Flows
-from .flow_injection import limit_injection
+from ..flow import Flows
+from .injection import limit_injection
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ class FlowPlan:
 
 
 def _chain(given: PlanInput) -> PlanResult | None:
-    from .flow_chain import chain_flows
+    from .chain import chain_flows
 
     chain = chain_flows(given.topo, given.schedule)
     if chain is None:
@@ -128,8 +128,8 @@ def _kw(given: PlanInput) -> dict:
 
 
 def _orbits(given: PlanInput) -> PlanResult | None:
-    from .flow_quotient import quotient_flows
-    from .flow_rings import ring_parts
+    from .quotient import quotient_flows
+    from .rings import ring_parts
 
     q = quotient_flows(given.topo, given.schedule, **_kw(given))
     if q is None:  # no translation: the rings plan asks for independent rings
@@ -142,7 +142,7 @@ def _orbits(given: PlanInput) -> PlanResult | None:
 
 
 def _rings(given: PlanInput) -> PlanResult | None:
-    from .flow_rings import ring_parts
+    from .rings import ring_parts
 
     r = ring_parts(given.topo, given.schedule, **_kw(given))
     return None if r is None else PlanResult(r.topo, r.flows)

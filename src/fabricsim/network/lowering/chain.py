@@ -1,7 +1,7 @@
 """A pipelined chain alone on the flow model: its makespan from n + (P - 1) x classes flows.
 
 A chain (a ring broadcast or reduce, `collectives.ring`) sends P pieces over n hops, order[h] ->
-order[h+1]: piece t crosses hop h at lock-step step t + h. As dataflow (`dataflow.collective_flows`)
+order[h+1]: piece t crosses hop h at lock-step step t + h. As dataflow (`lowering.dataflow.collective_flows`)
 the transfer (t, h) waits for (t, h - 1), which brought the piece to its source, and for (t - 1, h),
 the previous transfer on its channel (FIFO), so it arrives at
 
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import Schedule
-from ..topology.graph import Topology
-from .flow import Flows
+from ...ir import Schedule
+from ...topology.graph import Topology
+from ..flow import Flows
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The analytical models behind the network-model interface (`network.model`): `AnalyticalModel`.
 
-A collective is priced by `analytical_timing.AnalyticalCollective`; a single transfer by its path;
+A collective is priced by `analytical.timing.AnalyticalCollective`; a single transfer by its path;
 a set of flows in lock-step levels of their dependencies (`AnalyticalModel.flows`).
 """
 
@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..ir import Schedule
-from ..topology.graph import Topology
-from .analytical_timing import AnalyticalCollective
-from .flow import FlowResult, Flows, successors
+from ...errors import ConfigError
+from ...ir import Schedule
+from ...topology.graph import Topology
+from .timing import AnalyticalCollective
+from ..flow import FlowResult, Flows, successors
 
 
 @dataclass(frozen=True)

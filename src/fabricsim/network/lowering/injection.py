@@ -1,6 +1,6 @@
 """An endpoint injection limit as flows: a private link per NPU that the NPU's outgoing traffic
 crosses (`with_injection`, `limit_injection`), appended to the topology (`endpoint_topology`). The
-flow model's plans (`network.flow_plans`), its pricing of a collective alone and the flow engine
+flow model's plans (`network.lowering.plans`), its pricing of a collective alone and the flow engine
 charge injection through these.
 """
 
@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..topology.graph import Topology
-from .flow import Flows
+from ...topology.graph import Topology
+from ..flow import Flows
 
 
 def endpoint_topology(topo: Topology, extra_links: int, capacity) -> Topology:
@@ -50,7 +50,7 @@ def with_injection(topo: Topology, flows: Flows, rate: np.ndarray, link_base: in
     together moves at most `rate` bytes/s. A transfer is charged at its source only (NPUs it
     crosses on a direct network forward it in their routers, not through their endpoints), also
     when it carries an explicit route (through a reduction unit, `Topology.route_reducing`); a
-    stream through switches (`dataflow.runs_as_streams`) at every NPU whose links it leaves (every
+    stream through switches (`lowering.dataflow.runs_as_streams`) at every NPU whose links it leaves (every
     member feeds it).
 
     Parameters

@@ -3,7 +3,7 @@
 Some schedules are unions of parts that touch nothing in common. Hamiltonian rings on a 2-D torus
 run four ring all-reduces side by side, each on its own directed links (two edge-disjoint
 Hamiltonian cycles, both directions) and on its own quarter of the blocks. No translation of the
-torus maps them onto themselves (`flow_symmetry`), yet each ring alone is invariant under rotation
+torus maps them onto themselves (`lowering.symmetry`), yet each ring alone is invariant under rotation
 along its own cycle. So:
 
 - **parts**: transfers joined when they share a channel (FIFO order), a link of their route
@@ -17,7 +17,7 @@ along its own cycle. So:
   ring of m nodes (`uniring`), link for link: the same flows share the same links at the same
   capacities, with the same dependencies (block ids moved down by the part's first id, a multiple
   of every rotation's range so the rotations stay aligned). Its flow times are the part's.
-- that ring is translation-invariant: `flow_quotient.quotient_flows` simulates one flow per orbit
+- that ring is translation-invariant: `lowering.quotient.quotient_flows` simulates one flow per orbit
   when its schedule is invariant too (a ring phase is, under rotation: 2(m - 1) orbit flows for an
   all-reduce instead of 2m(m - 1) transfers).
 
@@ -25,7 +25,7 @@ along its own cycle. So:
 part that is not such a ring, or a part whose ring the quotient does not serve, or an endpoint
 injection limit (every part's nodes share their endpoints), or steps not listed (`StepForm.listed`
 False: a full or line mesh, a composed step): the caller then simulates every transfer. Decided in
-`flow_model.FlowCollective`, after the torus's own translations (`flow_quotient`) and only for a
+`flow_model.FlowCollective`, after the torus's own translations (`lowering.quotient`) and only for a
 collective alone. A listed step's layout (ids listed, or runs in range form) is its own to read:
 `Step.id_spans` (every id an entry moves) and `Step.select` (a part's transfers as a step).
 """
@@ -38,12 +38,12 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ..ir import Schedule, Step
-from ..topology.builders.stack import stack
-from ..topology.graph import Topology
+from ...ir import Schedule, Step
+from ...topology.builders.stack import stack
+from ...topology.graph import Topology
 from .dataflow import merge_flows
-from .flow import Flows
-from .flow_quotient import Quotient, _NoRouter, quotient_flows
+from ..flow import Flows
+from .quotient import Quotient, _NoRouter, quotient_flows
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,7 +160,7 @@ def ring_parts(topo: Topology, schedule: Schedule, *, mode: str = "pipelined", c
     schedule : Schedule
         Placed on `topo`, run as dataflow, alone.
     mode : {"pipelined", "store-and-forward"}
-        The flow model's mode (`flow_quotient.quotient_flows`).
+        The flow model's mode (`lowering.quotient.quotient_flows`).
     chunk : float
         Pipeline fill packet, bytes.
     injection : float, optional

@@ -9,15 +9,15 @@ count per dimension (`path_lat_bw`). Every float is the one the hop list gives (
 adds a link's transfers one by one in transfer order): sums of one size are tabulated sequentially
 (`equal_sums`), dyadic sizes are exact in any order (`_exact_link_sums`).
 
-Used by the listed route of `analytical_route.route_step` and by the mesh router
-(`mesh_route`); this module imports no other part of the analytical model.
+Used by the listed route of `analytical.route.route_step` and by the mesh router
+(`analytical.mesh_route`); this module imports no other part of the analytical model.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..topology.graph import Topology
+from ...topology.graph import Topology
 
 
 def straight_dims(topo: Topology) -> tuple[list[float], list[float]] | None:

@@ -10,7 +10,7 @@ unique, hence equal on the flows of an orbit, and by induction over events every
 starts and finishes at the same time. One flow per orbit is then enough:
 
 - the group H of such translations: per dimension d, the multiples of the smallest a_d dividing
-  the size for which translating by a_d is a symmetry (`period`, `flow_symmetry.symmetry_period`);
+  the size for which translating by a_d is a symmetry (`period`, `lowering.symmetry.symmetry_period`);
   H acts freely, so an orbit of transfers has |H| flows and an orbit of links |H| links;
 - the orbit's flow is the transfer whose source has coordinates below `period` (a fundamental
   domain F of |F| = p / |H| nodes); it crosses the link orbits of its path, each link orbit a link
@@ -18,13 +18,13 @@ starts and finishes at the same time. One flow per orbit is then enough:
   link orbit at weight |H| x hops on it, and the path's latency given), so water-filling the
   quotient gives every orbit the rate each of its flows has in the full simulation;
 - an orbit waits for the orbits of the transfers its representative waits for (block runs read at
-  F joined with those written into F, `dataflow_deps.block_deps`; FIFO channels among representatives),
+  F joined with those written into F, `lowering.dataflow_deps.block_deps`; FIFO channels among representatives),
   which is exact because every flow of an orbit arrives at the same time. Where many orbit flows wait
   for the same many orbit flows (a direct all-reduce's all-gather for its whole reduce-scatter: (p-1)^2
   pairs), one zero-byte join flow on no link stands between them (`JOIN_ABOVE`): the same start times.
 
 The group and its check (per step shape, never on expanded transfers; the block permutation
-derived from what blocks mean, then verified) are `flow_symmetry`'s. Where nothing holds (trees,
+derived from what blocks mean, then verified) are `lowering.symmetry`'s. Where nothing holds (trees,
 rooted or XOR-paired schedules, helper nodes, switches, meshes, partial groups, a channel used
 twice in a step) `quotient_flows` returns None and the caller simulates every transfer.
 
@@ -49,11 +49,11 @@ from typing import Callable
 
 import numpy as np
 
-from ..ir import FORMS, Schedule, ordered_pairs
-from ..topology.graph import Topology
+from ...ir import FORMS, Schedule, ordered_pairs
+from ...topology.graph import Topology
 from .dataflow_deps import block_deps, dep_csr, merge_runs, sorted_unique
-from .flow import Flows
-from .flow_symmetry import TranslationGrid, StepShape, symmetry_period
+from ..flow import Flows
+from .symmetry import TranslationGrid, StepShape, symmetry_period
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,7 +73,7 @@ class Quotient:
         Flows per orbit of transfers (= links per orbit of links, |H|).
     joins : int
         Flows after the orbit flows that only join dependencies (zero bytes, no link): where many
-        orbit flows wait for the same many writes (`dataflow_deps.block_deps`, `share_above`).
+        orbit flows wait for the same many writes (`lowering.dataflow_deps.block_deps`, `share_above`).
     """
 
     topo: Topology
@@ -201,7 +201,7 @@ def _full_mesh_step(dom: _Domain, schedule: Schedule, st):
 
 def _sel_runs(st, sel: np.ndarray):
     """Block runs of the transfers `sel` of a step at every repetition: (rep, index in sel, lo, hi),
-    each transfer's runs maximal (`StepForm.block_runs`, `dataflow_deps.merge_runs`)."""
+    each transfer's runs maximal (`StepForm.block_runs`, `lowering.dataflow_deps.merge_runs`)."""
     k, j, lo, hi = st.block_runs(sel, np.arange(st.repeat, dtype=np.int64))
     n = max(len(sel), 1)
     t, lo, hi = merge_runs(k * n + j, lo, hi)
@@ -263,7 +263,7 @@ def _orbit_flows(topo: Topology, schedule: Schedule, dom: _Domain, orbits: tuple
 
 
 def _joined_deps(cat: dict, n: int, reads: list, writes: list, nblocks: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """The orbit flows' dependencies (`dataflow_deps.block_deps`, FIFO channels), with a join flow after
+    """The orbit flows' dependencies (`lowering.dataflow_deps.block_deps`, FIFO channels), with a join flow after
     them wherever many wait for the same many (`JOIN_ABOVE`): those are appended to `cat` (nothing
     to send, no link, a channel of their own each). Returns (dep_ptr, dep_idx, joins)."""
     cat_t = lambda i: np.concatenate([x[i] for x in reads] + [np.zeros(0, np.int64)])  # noqa: E731
@@ -291,7 +291,7 @@ def quotient_flows(topo: Topology, schedule: Schedule, *, mode: str = "pipelined
     topo : Topology
         The network.
     schedule : Schedule
-        Placed on `topo`, run as dataflow (`dataflow.collective_flows`), alone.
+        Placed on `topo`, run as dataflow (`lowering.dataflow.collective_flows`), alone.
     mode : {"pipelined", "store-and-forward"}
         The flow model's mode: pipelined with chunk 0 merges each path's hops on one link orbit
         into one weighted entry (and gives the path latency); otherwise one entry per hop, in path

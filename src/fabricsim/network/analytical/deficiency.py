@@ -1,7 +1,7 @@
 """The Swing paper's deficiencies of a schedule on a network (spec swing.md §3), from the analytical routing.
 
 T = alpha log2(p) Lambda + (n/D) beta Psi Xi: `deficiencies` gives Lambda, Psi and Xi from the
-routed steps (`analytical_route.route_schedule`).
+routed steps (`analytical.route.route_schedule`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import Schedule, lane_total
-from ..topology.graph import Topology
+from ...ir import Schedule, lane_total
+from ...topology.graph import Topology
 from . import composed_route, mesh_route  # noqa: F401 - importing them registers their step routers
-from .analytical_route import RoutedStep, route_schedule
+from .route import RoutedStep, route_schedule
 
 
 @dataclass(frozen=True)

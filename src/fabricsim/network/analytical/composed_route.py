@@ -26,7 +26,7 @@ moves transfers of one size (`equal_sums`: the same floats); otherwise part by p
 to rounding).
 
 `route_composed` registers as the analytical model's step router of the `composed` form, with
-`route_all_parts` as its preparation (`analytical_route.register_step_router`), when this module
+`route_all_parts` as its preparation (`analytical.route.register_step_router`), when this module
 is imported.
 """
 
@@ -36,10 +36,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import Schedule
-from ..topology.graph import Topology
-from .analytical_route import RoutedStep, hop_paths, register_step_router
-from .analytical_straight import equal_sums
+from ...ir import Schedule
+from ...topology.graph import Topology
+from .route import RoutedStep, hop_paths, register_step_router
+from .straight import equal_sums
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,7 +1,7 @@
 """The flow model's event loop: units start, send at their class's max-min rate, arrive.
 
 Units with the same route (and weights), cap, priority and gate form a *class*; every sending
-unit of a class has the class's rate (`network.maxmin.FairShare`). Work per event is kept
+unit of a class has the class's rate (`network.flow.maxmin.FairShare`). Work per event is kept
 proportional to what changed, not to what is in flight:
 
 - rates: only the classes that started or stopped a unit (or whose cap moved with the holds) are
@@ -9,7 +9,7 @@ proportional to what changed, not to what is in flight:
 - progress: a class keeps a *virtual clock* V (bytes one of its units has sent since the class
   began, advanced only when its rate changes); a unit of size s starting at V0 finishes when V
   reaches V0 + s, so a class's next finish is its first unit's, and only classes whose rate or
-  first unit changed are re-timed in an indexed heap (`network.flow_kernel`, compiled);
+  first unit changed are re-timed in an indexed heap (`network.flow.kernel`, compiled);
 - link bytes are the units' sizes over their links, summed once at the end; busy time changes
   only on links whose set of sending classes changed.
 
@@ -23,8 +23,8 @@ import heapq
 
 import numpy as np
 
-from ..kernels import load
-from ..roofline import stretch
+from ...kernels import load
+from ...roofline import stretch
 from .maxmin import FairShare, _gather
 
 _LOOP_ENTRIES = ("next_finish", "finish_due", "start_units", "retime", "release")
@@ -116,7 +116,7 @@ class FlowRun:
             self._cap_gated(gated)
         # numba's compiled kernels (loaded in about 0.5 s), or their Python build for a small run
         # on a cold cache (`fabricsim.kernels`)
-        self.K = flow_kernel = load("fabricsim.network.flow_kernel", _LOOP_ENTRIES, self.work, _LABEL)
+        self.K = flow_kernel = load("fabricsim.network.flow.kernel", _LOOP_ENTRIES, self.work, _LABEL)
         self.succ_ptr, self.succ = successors(U.dep_ptr, U.dep_idx) if succ is None else succ  # (ptr, ids)
         self.waiting = np.diff(U.dep_ptr).copy()
         self.t_start, self.t_sent, self.t_done = (np.full(n, np.nan) for _ in range(3))

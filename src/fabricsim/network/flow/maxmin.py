@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import load
+from ...kernels import load
 
 
 def water_fill(link_cap: np.ndarray, cls_ptr: np.ndarray, cls_links: np.ndarray, mult: np.ndarray,
@@ -176,7 +176,8 @@ class FairShare:
         if work is None:
             work = float(n_c) * max(n_c, 1)
         # numba's compiled update, or its Python build for a small run on a cold cache (`fabricsim.kernels`)
-        self._update = load("fabricsim.network.maxmin_kernel", ("update",), work, "the flow model's kernels").update
+        kernel = load("fabricsim.network.flow.maxmin_kernel", ("update",), work, "the flow model's kernels")
+        self._update = kernel.update
 
     def link_load(self) -> np.ndarray:
         """Bytes/s each link carries now (all levels)."""

@@ -8,13 +8,13 @@ Two models:
   its path latency plus bytes / (slowest link bandwidth on its path); the step lasts as long
   as its slowest transfer.
 
-Steps run one after another (lock-step). A repeated `Step` is routed (`analytical_route`) and
+Steps run one after another (lock-step). A repeated `Step` is routed (`analytical.route`) and
 costed once: its repetitions have identical sources, destinations and sizes. Costs are linear in
 the message size, so one routing pass prices every size of a sweep (`step_times`,
 `AnalyticalCollective`, `time_schedule`).
 
 A streaming schedule (`Schedule.streaming`, in-network reduction) is not lock-step: each of its
-flows (`network.dataflow.streaming_flows`) takes its tree's depth in latency plus its bytes over
+flows (`network.lowering.dataflow.streaming_flows`) takes its tree's depth in latency plus its bytes over
 the slowest link of its tree, and serial flows add up, the same answer the flow model gives for
 it alone. An endpoint injection limit (`injection`, bytes/s per NPU) bounds what each NPU can put
 on its links for the collective: a step lasts at least the bytes an NPU sends in it over that rate.
@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..ir import Schedule, lane_total
-from ..topology.graph import Topology
+from ...errors import ConfigError
+from ...ir import Schedule, lane_total
+from ...topology.graph import Topology
 from . import mesh_route  # noqa: F401 - importing it registers the mesh step router
-from .analytical_route import RoutedStep, route_schedule
+from .route import RoutedStep, route_schedule
 from .composed_route import total_link_frac  # importing it registers the composed step router
 
 MODELS = ("congestion-aware", "congestion-unaware")
@@ -219,8 +219,8 @@ class AnalyticalCollective:
             self.phases = phases_of(topo, schedule.steps, self.routed)
 
     def _stream_setup(self) -> None:
-        from .dataflow import streaming_flows
-        from .streams import serial_streams
+        from ..lowering.dataflow import streaming_flows
+        from ..lowering.streams import serial_streams
 
         topo = self.topo
         self.routed = None

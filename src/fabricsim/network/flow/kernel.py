@@ -1,4 +1,4 @@
-"""Compiled bookkeeping of the flow model's event loop (`network.flow_loop`): which unit of which
+"""Compiled bookkeeping of the flow model's event loop (`network.flow.loop`): which unit of which
 class finishes sending next.
 
 Every class has a virtual clock V (bytes one of its units has sent since the class began; it
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import kernel
+from ...kernels import kernel
 
 # the state arrays, in the order every function takes them (see `new_state`)
 #   V, tV            float [classes]: virtual clock and when it was last brought up to date

@@ -12,7 +12,7 @@ event (a flow starts, or finishes sending) the rates are recomputed by water-fil
   priority get the same rate, so they are water-filled as one class with a multiplicity.
 - Flows whose sending ends at the same instant are handled in one event.
 - Units that never meet on a link while sending (a ring's transfers, each on its own links)
-  need no event loop: `network.flow_solo` times them by one pass over their dependencies and
+  need no event loop: `network.flow.solo` times them by one pass over their dependencies and
   proves by a sweep that none meets another; otherwise the loop runs (`exact=True` always).
 
 Timing of one flow (mode="pipelined", cut-through-like): it sends from its start at its current
@@ -23,7 +23,7 @@ on one link that starts when the previous hop's data has arrived (+ that link's 
 ASTRA-sim's congestion-aware model, with fair sharing instead of FIFO.
 
 Dependencies: a flow starts at `start` and only when all its predecessors have arrived. A
-collective's schedule runs as dataflow (`network.dataflow`): a transfer starts when every earlier
+collective's schedule runs as dataflow (`network.lowering.dataflow`): a transfer starts when every earlier
 transfer that wrote the blocks it sends into its source has arrived, not in lock-step.
 
 Weights: a flow with explicit link sets may use a link at `weight` x its rate (a private
@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..topology.graph import Topology
-from .flow_loop import FlowRun, successors  # noqa: F401 (successors: part of this module's surface)
+from ...errors import ConfigError
+from ...topology.graph import Topology
+from .loop import FlowRun, successors  # noqa: F401 (successors: part of this module's surface)
 
 MODES = ("pipelined", "store-and-forward")
 
@@ -321,7 +321,7 @@ def simulate_flows(topo: Topology, flows: Flows, *, mode: str = "pipelined", chu
         Keep every interval's per-link rates (`FlowResult.timeline`).
     exact : bool
         Re-solve max-min fairness whole at every event (the reference) instead of repairing it
-        where a change reaches (`network.maxmin`: equal to about 1e-9 relative, much faster).
+        where a change reaches (`network.flow.maxmin`: equal to about 1e-9 relative, much faster).
 
     Returns
     -------
@@ -346,7 +346,7 @@ def simulate_flows(topo: Topology, flows: Flows, *, mode: str = "pipelined", chu
     U = _units(topo, flows, mode, float(chunk))
     run = succ = None
     if not exact and not record_timeline and flows.holds is None:  # units that never meet need no loop
-        from .flow_solo import solo_run
+        from .solo import solo_run
 
         succ = successors(U.dep_ptr, U.dep_idx)
         run = solo_run(topo, U, *succ)

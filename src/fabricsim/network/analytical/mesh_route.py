@@ -2,7 +2,7 @@
 
 A full mesh (`ir.mesh.MeshStep` of one line, `FullMeshStep`) over every NPU sends one equal message
 between every ordered pair of NPUs. On a network whose paths are straight per dimension
-(`analytical_straight.straight_dims`: the topology states straight routes, one latency and
+(`analytical.straight.straight_dims`: the topology states straight routes, one latency and
 bandwidth per dimension) the load of a link follows from one dimension at a time. A message travels dimension d after
 dimensions 0..d-1 (its coordinates below d are its destination's, those above its source's), so
 the link leaving position x along dimension d carries, for every pair (a, b) of positions on that
@@ -13,15 +13,15 @@ only on the hop count per dimension, and every combination of per-dimension hop 
 zeros occurs, so those combinations are the rows the models need: the largest latency (the
 congestion-aware model) and the distinct (latency, bytes / bandwidth) pairs (the unaware model).
 
-Exactly the numbers of listing the n(n-1) transfers (`analytical_straight.route_straight`): link
+Exactly the numbers of listing the n(n-1) transfers (`analytical.straight.route_straight`): link
 loads are the same sequential sums of one message size (tabulated once), latencies the same
-sequential sums of link latencies (`analytical_straight.path_lat_bw`). tests/test_full_mesh.py
+sequential sums of link latencies (`analytical.straight.path_lat_bw`). tests/test_full_mesh.py
 compares the two on small networks. The lines of a grid (`LineMeshStep`, a hierarchical all-to-all
 phase) are the same count along their one dimension, every line on its own (`route_line_mesh`;
 tests/test_line_mesh.py).
 
 `route_mesh` registers as the analytical model's step router of the mesh form (`mesh`:
-`analytical_route.register_step_router`) when this module is imported, and routes each case by
+`analytical.route.register_step_router`) when this module is imported, and routes each case by
 its own function; where it returns None, `route_step` routes the listed transfers.
 """
 
@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Schedule
-from ..topology.graph import Topology
-from .analytical_route import RoutedStep, register_step_router
-from .analytical_straight import equal_sums, path_lat_bw, straight_dims
+from ...ir import Schedule
+from ...topology.graph import Topology
+from .route import RoutedStep, register_step_router
+from .straight import equal_sums, path_lat_bw, straight_dims
 
 
 def line_counts(kind: str, size: int) -> tuple[np.ndarray, np.ndarray]:

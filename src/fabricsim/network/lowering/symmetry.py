@@ -1,4 +1,4 @@
-"""Translations that map a placed schedule onto itself on a torus or ring (`flow_quotient`'s group).
+"""Translations that map a placed schedule onto itself on a torus or ring (`lowering.quotient`'s group).
 
 On a torus or ring (a topology whose `structure.translations` holds: dimension-order routing over
 ring, uniring and fully connected dimensions; the route from u to v depends only on v - u, a half-
@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Schedule, StepForm, rotate
-from ..topology.graph import Topology
+from ...ir import Schedule, StepForm, rotate
+from ...topology.graph import Topology
 from .dataflow_deps import sorted_unique
 
 
