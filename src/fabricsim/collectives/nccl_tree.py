@@ -24,7 +24,7 @@ rank of height h (leaves 0) sends piece t-h up to its parent (reduce), and a ran
 copies piece t-H-d to its children, H = G - 1 + the node tree's height being the height of every
 channel's tree. All channels run in the same steps: 2H + chunks - 1 steps. The edges of one child height (going
 up) or one parent depth (going down) form one repeated `Step` (piece k at repetition k), and each
-lock-step step is a `ComposedStep` of the ones it runs (`collectives/composed.py`): every (edge,
+lock-step step is a `ComposedStep` of the ones it runs (`ir/composed.py`): every (edge,
 piece) is stored once per direction, not once per step (2 x 16 x 65,535 entries on 65,536 GPUs
 instead of 134 M); the steady middle of the pipeline, where every edge is busy, is one composed
 step repeated.
