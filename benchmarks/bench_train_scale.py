@@ -6,7 +6,9 @@ data-parallel replicas) once (`engine.fold`; exact, checked against the network 
 folding (commit 43a21d4, measured on this machine with the same config and code path): 17,382,416
 tasks, build 90.2 s + simulate 310.3 s = 400.4 s, peak 14,656 MiB, iteration 100.4346 s (recorded
 below as `before`). Each case runs in a fresh Python process so that its peak memory is its own.
-Run: `.venv/bin/python benchmarks/bench_train_scale.py` -> benchmarks/results/train_scale.json.
+GPT-3 175B (`configs/gpt3-175b.yaml`: TP8, PP8, 8 microbatches, full recompute) on the `dgx-h100`
+preset at 1,024 / 4,096 / 16,384 GPUs, DP grown with the cluster (issue 42), each in its own process.
+Run: `.venv/bin/python benchmarks/bench_train_scale.py [--only 1t|gpt3|GPUS]` -> benchmarks/results/train_scale.json.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import yaml
 from _results import write_results  # benchmarks/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,16 +41,57 @@ print(json.dumps({"tasks": len(res.graph), "simulated_npus": res.graph.n_npus, "
 """
 
 
-def main() -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, str(ROOT / CONFIG)], capture_output=True, text=True,
+GPT3 = "configs/gpt3-175b.yaml"
+GPT3_SIZES = (1024, 4096, 16384)
+# issue 42's table (this machine, before the fold check kept nothing per replica): GPUs -> wall s, peak
+GPT3_BEFORE = {1024: "3.1 s, 231 MB", 4096: "13.5 s, 2.4 GB (21.3 s, 2,403 MiB re-measured 2026-11-28)",
+               16384: "killed at 24 GB after 264 s"}
+
+
+def gpt3_config(gpus: int, folder: Path) -> Path:
+    """configs/gpt3-175b.yaml (TP8, PP8, 8 microbatches, full recompute) on `dgx-h100:nodes=gpus/8`,
+    DP grown with the cluster (batch 64 x DP), no outputs: written to `folder`, its path returned."""
+    cfg = yaml.safe_load((ROOT / GPT3).read_text())
+    dp = gpus // 64
+    cfg["name"] = f"GPT-3 175B, MP(8)-DP({dp})-PP(8) on dgx-h100:nodes={gpus // 8}"
+    cfg["network"] = {k: v for k, v in cfg["network"].items() if k not in ("bandwidth", "latency")}
+    cfg["network"]["topology"] = f"dgx-h100:nodes={gpus // 8}"
+    cfg["workload"]["batch"] = 64 * dp
+    cfg["workload"]["parallelism"]["dp"] = dp
+    cfg["output"] = {}
+    path = folder / f"gpt3-{gpus}.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def run_child(config: Path) -> dict:
+    """One training run in a fresh process (its own peak memory)."""
+    out = subprocess.run([sys.executable, "-c", CHILD, str(config)], capture_output=True, text=True,
                          check=True, cwd=ROOT)
-    row = {"case": "after: folded (engine.fold), imports, build, fold check and simulation", "config": CONFIG,
-           **json.loads(out.stdout)}
-    print(f"{row['case']}: {row['tasks']} tasks, {row['total_s']:.2f} s, peak {row['peak_rss_MiB']:.0f} MiB; "
-          f"iteration {row['iteration_time_s']:.4f} s (before: {BEFORE['total_s']} s, {BEFORE['peak_rss_MiB']} MiB, "
-          f"{BEFORE['iteration_time_s']:.4f} s)")
-    return write_results("train_scale", "training at Megatron scale (1T, 3072 NPUs)", [BEFORE, row])
+    return json.loads(out.stdout)
+
+
+def main(argv: list[str]) -> dict:
+    only = argv[argv.index("--only") + 1] if "--only" in argv else ""
+    rows = [BEFORE]
+    if only in ("", "1t"):
+        row = {"case": "after: folded (engine.fold), imports, build, fold check and simulation", "config": CONFIG,
+               **run_child(ROOT / CONFIG)}
+        print(f"{row['case']}: {row['tasks']} tasks, {row['total_s']:.2f} s, peak {row['peak_rss_MiB']:.0f} MiB; "
+              f"iteration {row['iteration_time_s']:.4f} s (before: {BEFORE['total_s']} s, {BEFORE['peak_rss_MiB']} "
+              f"MiB, {BEFORE['iteration_time_s']:.4f} s)")
+        rows.append(row)
+    with tempfile.TemporaryDirectory() as tmp:
+        for gpus in GPT3_SIZES:
+            if only not in ("", "gpt3", str(gpus)):
+                continue
+            row = {"case": f"GPT-3 175B on {gpus} GPUs (dgx-h100)", "config": f"{GPT3} on dgx-h100:nodes={gpus // 8}",
+                   "before": GPT3_BEFORE[gpus], **run_child(gpt3_config(gpus, Path(tmp)))}
+            print(f"{row['case']}: {row['total_s']:.1f} s, peak {row['peak_rss_MiB']:.0f} MiB, iteration "
+                  f"{row['iteration_time_s']:.4f} s (before: {row['before']})")
+            rows.append(row)
+    return write_results("train_scale", "training at scale: the 1T on 3,072 NPUs, GPT-3 175B on dgx-h100", rows)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -79,8 +79,8 @@ def asymmetry(g: WorkloadGraph, pricer: CommPricer, chunks: int = 1, in_flight: 
         name, group = COLLECTIVES[c], np.asarray(g.price_group(grp), dtype=np.int64)
         for f in fracs:
             base = _collective_price(pricer, name, tuple(group.tolist()), size * f, want)
-            for perm in perms:
-                other = _collective_price(pricer, name, tuple(perm[group].tolist()), size * f, want)
+            for perm in perms:  # each copy on a pricer of its own, dropped at once: nothing kept per replica
+                other = _collective_price(pricer.scratch(), name, tuple(perm[group].tolist()), size * f, want)
                 if not _same(base, other):
                     return f"{name} of {size:.0f} B over NPUs {group.tolist()} is priced differently on NPUs {perm[group].tolist()}"
     p2p = np.flatnonzero((g.kind == TaskKind.P2P) & ~g.moves_nothing())
@@ -89,7 +89,8 @@ def asymmetry(g: WorkloadGraph, pricer: CommPricer, chunks: int = 1, in_flight: 
         base = (pricer.p2p(src, dst, size), pricer.p2p_demand(src, dst) if want else None)
         for perm in perms:
             a, b = int(perm[src]), int(perm[dst])
-            if not _same(base, (pricer.p2p(a, b, size), pricer.p2p_demand(a, b) if want else None)):
+            copy = pricer.scratch()
+            if not _same(base, (copy.p2p(a, b, size), copy.p2p_demand(a, b) if want else None)):
                 return f"a transfer of {size:.0f} B from NPU {src} to {dst} is priced differently from NPU {a} to {b}"
     return ""
 

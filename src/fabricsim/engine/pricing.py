@@ -187,6 +187,17 @@ class CommPricer:
         other._schedules = self._schedules
         return other
 
+    def scratch(self) -> "CommPricer":
+        """A pricer like this one (topology, model, algorithms, endpoint) with empty caches of its
+        own, dropped with it: for one-off pricings, such as the fold check's shifted copies
+        (`engine.fold.asymmetry`), so that nothing is kept per replica.
+
+        Returns
+        -------
+        CommPricer
+        """
+        return CommPricer(self.topo, self.model, self.algorithms, self.endpoint, self.npu)
+
     def _build(self, coll: str, group: tuple[int, ...], choice: AlgorithmChoice) -> Schedule:
         """The placed schedule of one algorithm choice (cached; shared with `for_system` copies)."""
         key = (coll, group, choice)
