@@ -22,11 +22,11 @@ def test_defaults_are_the_documented_ones():
 
 
 def test_raised_for_a_block_and_restored():
-    with pytest.raises(ConfigError, match="it needs 100,000 NPUs, beyond the limit of 65,536"):
-        check_limit("npus", 100_000, "NPUs", "topology", "ring:100000")
-    with raised_limits(npus=200_000) as lim:
-        assert lim.npus == 200_000 and current_limits().npus == 200_000
-        check_limit("npus", 100_000, "NPUs", "topology", "ring:100000")
+    with pytest.raises(ConfigError, match="it needs 300,000 NPUs, beyond the limit of 262,144"):
+        check_limit("npus", 300_000, "NPUs", "topology", "ring:300000")
+    with raised_limits(npus=400_000) as lim:
+        assert lim.npus == 400_000 and current_limits().npus == 400_000
+        check_limit("npus", 300_000, "NPUs", "topology", "ring:300000")
     assert current_limits() == DEFAULT_LIMITS
 
 

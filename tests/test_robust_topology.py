@@ -92,7 +92,7 @@ def test_every_family_is_sized():
 
 
 N, L, T = "NPUs", "directed links", "routing-table entries"
-LIMIT = {N: ("65,536", "npus"), L: ("4,194,304", "links"), T: ("67,108,864", "route_table")}
+LIMIT = {N: ("262,144", "npus"), L: ("4,194,304", "links"), T: ("67,108,864", "route_table")}
 
 
 @pytest.mark.parametrize("spec,estimate,what", [
@@ -110,7 +110,8 @@ LIMIT = {N: ("65,536", "npus"), L: ("4,194,304", "links"), T: ("67,108,864", "ro
     ("fat-tree:10000000", f"{10_000_000:,}", N),
     ("wafer:1000x1000", f"{10**6:,}", N),
     ("stack:Ring1000xRing1000xRing1000", f"{10**9:,}", N),
-    ("torus:" + "x".join(["4611686018427387904"] * 20), f"{Decimal((2**62)**20):.3g}", N),  # no int64 overflow
+    # no int64 overflow; its links (40 per NPU) exceed their limit by the largest factor
+    ("torus:" + "x".join(["4611686018427387904"] * 20), f"{Decimal((2**62)**20 * 40):.3g}", L),
     ("fully-connected:100000", f"{100000 * 99999:,}", L),   # 1.5 x the NPU limit, 2,400 x the links
     ("fred:1000x1000", f"{10**6:,}", N),  # tree paths: no routing table to size
     ("circulant:10000000:1,2", f"{10**14:,}", T),
@@ -133,7 +134,7 @@ def test_mappings_are_sized_before_building():
     with pytest.raises(ConfigError) as e:
         build_topology("torus", dims=[10000, 10000])
     assert str(e.value) == ("topology: invalid value {'family': 'torus', 'dims': [10000, 10000]}; it needs "
-                            "100,000,000 NPUs, beyond the limit of 65,536 (raise it with fabricsim --limit npus=N, "
+                            "100,000,000 NPUs, beyond the limit of 262,144 (raise it with fabricsim --limit npus=N, "
                             "or raised_limits(npus=N) in Python)")
     from fabricsim.topology import topology_from_config
     with pytest.raises(ConfigError, match=re.escape(f"it needs {10**30:.3g} NPUs")):
@@ -164,11 +165,11 @@ def test_the_npu_limit_can_be_lowered_and_raised(capsys):
     rc, out, err = run(capsys, "--limit", "npus=8", *coll("ring:8", "--json"))
     assert rc == 0 and err == ""
     assert json.loads(out)["npus"] == 8
-    with pytest.raises(ConfigError, match="it needs 70,000 NPUs, beyond the limit of 65,536"):
-        parse_topology("ring:70000")
-    with raised_limits(npus=70_000):
-        t = parse_topology("ring:70000")
-    assert (t.n_npus, t.n_links) == (70_000, 2 * 70_000)
+    with pytest.raises(ConfigError, match="it needs 270,000 NPUs, beyond the limit of 262,144"):
+        parse_topology("ring:270000")
+    with raised_limits(npus=270_000):
+        t = parse_topology("ring:270000")
+    assert (t.n_npus, t.n_links) == (270_000, 2 * 270_000)
     with raised_limits(npus=8):
         with pytest.raises(ConfigError, match="beyond the limit of 8"):
             build_topology("fat-tree", n=16, leaf=4)

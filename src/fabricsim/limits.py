@@ -10,11 +10,11 @@ The defaults keep every request under about 8 GiB and a few minutes on a laptop;
 means more raises the one limit the message names. The limits in force are a context variable
 (per thread and per task, not global state): `raised_limits` sets them for a block.
 
-    npus          65,536       NPUs of one topology (a 256x256 torus)
+    npus          262,144      NPUs of one topology (a 512x512 torus; 2-3.5 GB for a collective at that size)
     links         4,194,304    directed links of one topology
     route_table   67,108,864   entries (nodes x nodes) of one fewest-hop routing table: direct and
                                circulant topologies (8192 nodes, ~1.4 GB, ~10 s)
-    ranks         65,536       ranks named by one group or range (`-g 0-65535`)
+    ranks         262,144      ranks named by one group or range (`-g 0-262143`)
     sizes         10,000       message sizes in one `--sizes` range
     blocks        50,000,000   transfers x blocks of one collective schedule (memory ~ 40 B each)
     flows         20,000,000   flows of one flow-model run or traffic file
@@ -48,10 +48,10 @@ class Limits:
         Bytes of one input file.
     """
 
-    npus: int = 65_536
+    npus: int = 262_144
     links: int = 4_194_304
     route_table: int = 67_108_864
-    ranks: int = 65_536
+    ranks: int = 262_144
     sizes: int = 10_000
     blocks: int = 50_000_000
     flows: int = 20_000_000
@@ -181,7 +181,7 @@ def check_limit(name: str, estimate: float, what: str, field: str, value: object
     >>> check_limit("npus", 10**8, "NPUs", "topology", "torus:10000x10000")
     Traceback (most recent call last):
     ...
-    fabricsim.errors.ConfigError: topology: invalid value 'torus:10000x10000'; it needs 100,000,000 NPUs, beyond the limit of 65,536 (raise it with fabricsim --limit npus=N, or raised_limits(npus=N) in Python)
+    fabricsim.errors.ConfigError: topology: invalid value 'torus:10000x10000'; it needs 100,000,000 NPUs, beyond the limit of 262,144 (raise it with fabricsim --limit npus=N, or raised_limits(npus=N) in Python)
     """
     limit = getattr(current_limits(), name)
     if estimate > limit:
