@@ -7,7 +7,7 @@ folding (commit 43a21d4, measured on this machine with the same config and code 
 tasks, build 90.2 s + simulate 310.3 s = 400.4 s, peak 14,656 MiB, iteration 100.4346 s (recorded
 below as `before`). Each case runs in a fresh Python process so that its peak memory is its own.
 GPT-3 175B (`configs/gpt3-175b.yaml`: TP8, PP8, 8 microbatches, full recompute) on the `dgx-h100`
-preset at 1,024 / 4,096 / 16,384 GPUs, DP grown with the cluster (issue 42), each in its own process.
+preset at 1,024 / 4,096 / 16,384 / 65,536 GPUs, DP grown with the cluster (issue 42), each in its own process.
 Run: `.venv/bin/python benchmarks/bench_train_scale.py [--only 1t|gpt3|GPUS]` -> benchmarks/results/train_scale.json.
 """
 
@@ -42,10 +42,10 @@ print(json.dumps({"tasks": len(res.graph), "simulated_npus": res.graph.n_npus, "
 
 
 GPT3 = "configs/gpt3-175b.yaml"
-GPT3_SIZES = (1024, 4096, 16384)
+GPT3_SIZES = (1024, 4096, 16384, 65536)  # 131,072: see benchmarks/README.md
 # issue 42's table (this machine, before the fold check kept nothing per replica): GPUs -> wall s, peak
 GPT3_BEFORE = {1024: "3.1 s, 231 MB", 4096: "13.5 s, 2.4 GB (21.3 s, 2,403 MiB re-measured 2026-11-28)",
-               16384: "killed at 24 GB after 264 s"}
+               16384: "killed at 24 GB after 264 s", 65536: "not run (16,384 GPUs already failed)"}
 
 
 def gpt3_config(gpus: int, folder: Path) -> Path:

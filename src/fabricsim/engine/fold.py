@@ -11,8 +11,10 @@ Exact when the whole system is symmetric under the shifts (MP rank a, stage s, r
 ((a + x) mod t, s, (r + y) mod d): the workload is by construction (`parallelism.foldable` says
 what breaks it: multicast sends from MP rank 0, I/O controllers, DLRM), the engine's choices depend
 only on task order within an NPU, which the emitter keeps alike on every copy, and the network
-model's prices are checked here, for every collective and transfer of the folded graph and every
-shift: its phase times, endpoint floor and endpoint demand must be equal (`asymmetry`). Where one
+model's prices are checked here, for every collective and transfer of the folded graph on every
+distinct copy: its phase times, endpoint floor and endpoint demand must be equal (`asymmetry`). A
+copy is the job's communicator for its NPUs, so a shift that maps a group onto its own NPUs (a
+data-parallel group under a replica shift) prices nothing new. Where one
 differs (a torus whose MP groups sit on different dimensions, a fat-tree that is oversubscribed
 for some replicas), `fabricsim train` simulates every NPU instead; tests cross-check both paths.
 """
@@ -77,22 +79,40 @@ def asymmetry(g: WorkloadGraph, pricer: CommPricer, chunks: int = 1, in_flight: 
     fracs = sorted({min(in_flight, chunks) / chunks, (chunks % in_flight or in_flight) / chunks})
     for c, grp, size in sorted(keys):
         name, group = COLLECTIVES[c], np.asarray(g.price_group(grp), dtype=np.int64)
-        for f in fracs:
-            base = _collective_price(pricer, name, tuple(group.tolist()), size * f, want)
-            for perm in perms:  # each copy on a pricer of its own, dropped at once: nothing kept per replica
-                other = _collective_price(pricer.scratch(), name, tuple(perm[group].tolist()), size * f, want)
-                if not _same(base, other):
-                    return f"{name} of {size:.0f} B over NPUs {group.tolist()} is priced differently on NPUs {perm[group].tolist()}"
+        for img in _images(group, perms):
+            for f in fracs:  # each copy on a pricer of its own, dropped at once: nothing kept per replica
+                base = _collective_price(pricer, name, tuple(group.tolist()), size * f, want)
+                if not _same(base, _collective_price(pricer.scratch(), name, img, size * f, want)):
+                    return f"{name} of {size:.0f} B over NPUs {group.tolist()} is priced differently on NPUs {list(img)}"
     p2p = np.flatnonzero((g.kind == TaskKind.P2P) & ~g.moves_nothing())
     pairs = {(g.real_npu(int(g.npu[t])), g.real_npu(int(g.peer[t])), float(g.size[t])) for t in p2p.tolist()}
     for src, dst, size in sorted(pairs):
         base = (pricer.p2p(src, dst, size), pricer.p2p_demand(src, dst) if want else None)
-        for perm in perms:
-            a, b = int(perm[src]), int(perm[dst])
+        for a, b in sorted({(int(perm[src]), int(perm[dst])) for perm in perms} - {(src, dst)}):
             copy = pricer.scratch()
             if not _same(base, (copy.p2p(a, b, size), copy.p2p_demand(a, b) if want else None)):
                 return f"a transfer of {size:.0f} B from NPU {src} to {dst} is priced differently from NPU {a} to {b}"
     return ""
+
+
+def _images(group: np.ndarray, perms: list[np.ndarray]) -> list[tuple]:
+    """The distinct groups the copies of `group` run on, in first-seen order, without `group` itself.
+
+    A shift lists a copy's NPUs in a rotated order (a data-parallel group under a replica shift
+    starts at another replica), but a copy runs on the job's communicator for those NPUs, which the
+    training builder lists in ascending order as it does `group` (`build_training`: every group is
+    its members in coordinate order, so ascending). So where `group` is ascending, a copy is its
+    NPUs sorted, and a copy on `group`'s own NPUs is `group`; otherwise each image as the shift lists it.
+    """
+    ascending = bool(np.all(np.diff(group) > 0))
+    own = tuple(group.tolist())
+    seen: dict[tuple, None] = {}
+    for perm in perms:
+        img = perm[group]
+        key = tuple(np.sort(img).tolist()) if ascending else tuple(img.tolist())
+        if key != own:
+            seen.setdefault(key)
+    return list(seen)
 
 
 def _collective_price(pricer: CommPricer, name: str, group: tuple, size: float, want: bool) -> tuple:
