@@ -88,8 +88,8 @@ def asymmetry(g: WorkloadGraph, pricer: CommPricer, chunks: int = 1, in_flight: 
     pairs = {(g.real_npu(int(g.npu[t])), g.real_npu(int(g.peer[t])), float(g.size[t])) for t in p2p.tolist()}
     for src, dst, size in sorted(pairs):
         base = (pricer.p2p(src, dst, size), pricer.p2p_demand(src, dst) if want else None)
+        copy = pricer.scratch()  # one per transfer: its copies' few entries go with it
         for a, b in sorted({(int(perm[src]), int(perm[dst])) for perm in perms} - {(src, dst)}):
-            copy = pricer.scratch()
             if not _same(base, (copy.p2p(a, b, size), copy.p2p_demand(a, b) if want else None)):
                 return f"a transfer of {size:.0f} B from NPU {src} to {dst} is priced differently from NPU {a} to {b}"
     return ""
