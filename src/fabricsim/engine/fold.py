@@ -79,10 +79,11 @@ def asymmetry(g: WorkloadGraph, pricer: CommPricer, chunks: int = 1, in_flight: 
     fracs = sorted({min(in_flight, chunks) / chunks, (chunks % in_flight or in_flight) / chunks})
     for c, grp, size in sorted(keys):
         name, group = COLLECTIVES[c], np.asarray(g.price_group(grp), dtype=np.int64)
+        bases = [_collective_price(pricer, name, tuple(group.tolist()), size * f, want) for f in fracs]
         for img in _images(group, perms):
-            for f in fracs:  # each copy on a pricer of its own, dropped at once: nothing kept per replica
-                base = _collective_price(pricer, name, tuple(group.tolist()), size * f, want)
-                if not _same(base, _collective_price(pricer.scratch(), name, img, size * f, want)):
+            copy = pricer.scratch()  # each copy on a pricer of its own, dropped after it: nothing kept per replica
+            for f, base in zip(fracs, bases):
+                if not _same(base, _collective_price(copy, name, img, size * f, want)):
                     return f"{name} of {size:.0f} B over NPUs {group.tolist()} is priced differently on NPUs {list(img)}"
     p2p = np.flatnonzero((g.kind == TaskKind.P2P) & ~g.moves_nothing())
     pairs = {(g.real_npu(int(g.npu[t])), g.real_npu(int(g.peer[t])), float(g.size[t])) for t in p2p.tolist()}

@@ -215,7 +215,7 @@ class StepForm(Protocol):
         contiguous ids in the order the step holds them: (index into `reps`, index into `sel`, first
         id, one past the last id) per run, by repetition, then transfer. A listed entry is a run of one
         id, a range-form transfer one run (`step` doc); transfers without blocks have none; runs are
-        not merged (`network.lowering.dataflow.merge_runs` does). Units: indices and block ids (int64)."""
+        not merged (`network.lowering.dataflow_deps.merge_runs` does). Units: indices and block ids (int64)."""
         ...
 
     def listed_parts(self) -> tuple[tuple["Step", int], ...] | None:

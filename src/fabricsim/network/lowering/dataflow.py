@@ -21,12 +21,9 @@ from dataclasses import replace
 import numpy as np
 
 from ...ir import Schedule
-from ...ir.step import span_indices  # noqa: F401 - re-exported
 from ...limits import check_limit
 from ...topology.graph import Topology
-from .dataflow_deps import (  # noqa: F401 - re-exported
-    block_deps, dep_csr, entry_runs, merge_runs, sorted_unique, step_runs,
-)
+from .dataflow_deps import block_deps, dep_csr, step_runs
 from ..flow import Flows
 from .streams import path_latency, reduction_links
 
