@@ -200,20 +200,27 @@ class PartWriter:
 # ---------------------------------------------------------------- executors
 
 
+def _ignore_interrupts() -> None:
+    """A pool worker's initializer: Ctrl-C (SIGINT to the process group) is the parent's to handle.
+
+    A worker interrupted inside `Queue.put` can leave the result queue's lock taken for good (the
+    interrupt lands after the semaphore is acquired, before the `with` owns it); every later
+    result then blocks and the sweep never exits. The parent stops the workers instead."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _local(points: list[SweepPoint], workers: int) -> Iterable[dict]:
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    import multiprocessing
 
     if workers <= 1:
         yield from map(evaluate_point, points)
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(evaluate_point, p) for p in points]
-        try:
-            for f in as_completed(futures):
-                yield f.result()
-        finally:
-            for f in futures:
-                f.cancel()
+    # Pool, not ProcessPoolExecutor: an interrupted sweep must stop its workers mid-point, and
+    # only Pool can (`terminate`, which leaving the `with` calls)
+    with multiprocessing.Pool(workers, initializer=_ignore_interrupts) as pool:
+        yield from pool.imap_unordered(evaluate_point, points)
 
 
 @contextlib.contextmanager
