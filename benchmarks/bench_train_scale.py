@@ -7,8 +7,10 @@ folding (commit 43a21d4, measured on this machine with the same config and code 
 tasks, build 90.2 s + simulate 310.3 s = 400.4 s, peak 14,656 MiB, iteration 100.4346 s (recorded
 below as `before`). Each case runs in a fresh Python process so that its peak memory is its own.
 GPT-3 175B (`configs/gpt3-175b.yaml`: TP8, PP8, 8 microbatches, full recompute) on the `dgx-h100`
-preset at 1,024 / 4,096 / 16,384 / 65,536 GPUs, DP grown with the cluster (issue 42), each in its own process.
-Run: `.venv/bin/python benchmarks/bench_train_scale.py [--only 1t|gpt3|GPUS]` -> benchmarks/results/train_scale.json.
+preset at 1,024 / 4,096 / 16,384 / 65,536 / 131,072 GPUs, DP grown with the cluster, and SC21's 529.6B
+interleaved job (`configs/megatron/sc21-529b-interleaved.yaml`, 2,520 GPUs, 3 iterations) (issue 42),
+each in its own process.
+Run: `.venv/bin/python benchmarks/bench_train_scale.py [--only 1t|sc21|gpt3|GPUS]` -> benchmarks/results/train_scale.json.
 """
 
 from __future__ import annotations
@@ -42,10 +44,13 @@ print(json.dumps({"tasks": len(res.graph), "simulated_npus": res.graph.n_npus, "
 
 
 GPT3 = "configs/gpt3-175b.yaml"
-GPT3_SIZES = (1024, 4096, 16384, 65536)  # 131,072: see benchmarks/README.md
+GPT3_SIZES = (1024, 4096, 16384, 65536, 131072)
 # issue 42's table (this machine, before the fold check kept nothing per replica): GPUs -> wall s, peak
 GPT3_BEFORE = {1024: "3.1 s, 231 MB", 4096: "13.5 s, 2.4 GB (21.3 s, 2,403 MiB re-measured 2026-11-28)",
-               16384: "killed at 24 GB after 264 s", 65536: "not run (16,384 GPUs already failed)"}
+               16384: "killed at 24 GB after 264 s", 65536: "not run (16,384 GPUs already failed)",
+               131072: "not run (16,384 GPUs already failed)"}
+SC21 = "configs/megatron/sc21-529b-interleaved.yaml"
+SC21_BEFORE = "8 minutes (issue 42)"
 
 
 def gpt3_config(gpus: int, folder: Path) -> Path:
@@ -80,6 +85,12 @@ def main(argv: list[str]) -> dict:
         print(f"{row['case']}: {row['tasks']} tasks, {row['total_s']:.2f} s, peak {row['peak_rss_MiB']:.0f} MiB; "
               f"iteration {row['iteration_time_s']:.4f} s (before: {BEFORE['total_s']} s, {BEFORE['peak_rss_MiB']} "
               f"MiB, {BEFORE['iteration_time_s']:.4f} s)")
+        rows.append(row)
+    if only in ("", "sc21"):
+        row = {"case": "SC21 529.6B, TP8 PP35 DP9 interleaved, 2,520 GPUs, 3 iterations", "config": SC21,
+               "before": SC21_BEFORE, **run_child(ROOT / SC21)}
+        print(f"{row['case']}: {row['total_s']:.1f} s, peak {row['peak_rss_MiB']:.0f} MiB, iteration "
+              f"{row['iteration_time_s']:.4f} s (before: {row['before']})")
         rows.append(row)
     with tempfile.TemporaryDirectory() as tmp:
         for gpus in GPT3_SIZES:

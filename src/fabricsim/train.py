@@ -329,16 +329,18 @@ def run_train(cfg: TrainConfig, progress: Progress | None = None) -> TrainRun:
     report(progress, 0, 0, f"building the workload graph ({topo.n_npus} NPUs{', folded' if fold else ''})")
     graph = graph_of(cfg, topo.n_npus, fold=fold)
     if fold:
-        from .engine.fold import asymmetry
+        from .engine.fold import check_fold
 
         sc = system.scheduling
         with errors_in(cfg.source, "network.algorithms"):
-            why = asymmetry(graph, pricer, sc.chunks, sc.chunks_in_flight)
-        if why:
-            notes = [*notes, f"not folded: {why}"]
+            check = check_fold(graph, pricer, sc.chunks, sc.chunks_in_flight)
+        if check.why:
+            notes = [*notes, f"not folded: {check.why}"]
             graph = graph_of(cfg, topo.n_npus)
         else:
-            notes = [*notes, f"folded: {graph.copies} NPUs per stage simulated as one (exact, engine.fold)"]
+            exact = "sampled" if check.unchecked else "exact"
+            notes = [*notes, f"folded: {graph.copies} NPUs per stage simulated as one ({exact}, engine.fold: "
+                             f"{check.summary()})"]
     report(progress, 0, len(graph), "simulating")
     tasks = None if progress is None else (lambda done, total: progress(done, total, "simulating"))
     with errors_in(cfg.source, "network.algorithms"):  # an algorithm that cannot serve a group of the workload

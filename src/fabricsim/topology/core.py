@@ -50,6 +50,9 @@ class Structure:
         switch), dimension 0 first; empty when no rule is stated.
     grid : tuple of int
         The NPU grid (`Topology.dims`), NPUs per dimension, dimension 0 fastest.
+    block : int
+        NPUs per block of the router's stated local symmetry (`Router.block_size`,
+        `topology.blocks`): routes inside a block stay in it and are alike in every block; 0: none stated.
 
     Examples
     --------
@@ -63,6 +66,7 @@ class Structure:
     routing: str = ""
     kinds: tuple[str, ...] = ()
     grid: tuple[int, ...] = ()
+    block: int = 0
 
     @property
     def straight_routes(self) -> bool:
@@ -82,7 +86,8 @@ class Router(Protocol):
 
     A router may also state its rule (`Structure`): a `routing` name (`DIMENSION_ORDER`,
     `WAFER_XY`) and the `kinds` of the dimensions it routes over; one that states nothing has
-    `Structure.routing` "".
+    `Structure.routing` "". It may state `block_size(topo) -> int`, the NPUs per block of its local
+    symmetry (`topology.blocks`).
     """
 
     def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -242,7 +247,16 @@ class Topology:
         kinds (`Router.routing`, `kinds`; "" and () when the router states none) on `dims`."""
         routing = getattr(self.router, "routing", "")
         kinds = tuple(getattr(self.router, "kinds", ())) if routing else ()
-        return Structure(routing, kinds, tuple(self.dims))
+        block = int(self.router.block_size(self)) if hasattr(self.router, "block_size") else 0
+        return Structure(routing, kinds, tuple(self.dims), block)
+
+    @cached_property
+    def blocks(self):
+        """The identical blocks of the router's stated local symmetry and their classes
+        (`topology.blocks.Blocks`), or None where the router states none."""
+        from .blocks import block_classes
+
+        return block_classes(self)
 
     @property
     def has_reduction_units(self) -> bool:

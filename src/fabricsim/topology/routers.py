@@ -77,6 +77,12 @@ class DimensionOrderRouter:
     down_link: np.ndarray  # int64[n_npus, D]  (down link *to* this npu from its switch)
     routing: ClassVar[str] = DIMENSION_ORDER  # the rule it states (`core.Structure`), with `kinds`
 
+    def block_size(self, topo: Topology) -> int:
+        """NPUs per block of the local symmetry this router keeps (`topology.blocks`): a line of
+        dimension 0 (dimension 0 is fastest, so a line is consecutive NPUs). Between two NPUs of a
+        line only dimension 0 is corrected, over that line's own links (or its switch)."""
+        return int(topo.dims[0]) if len(topo.dims) else 0
+
     def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):
         """Paths of NPU -> NPU transfers (dimension order, class doc), NPU -> its own switch and
         switch -> an NPU below it.
@@ -232,6 +238,11 @@ class TreeRouter:
         k, m = self.leaf_up.shape[1], self.per_leaf
         pair = (m % k * (src % m) + dst % m) % k
         return (pair + (m * m) % k * ((src // m + dst // m) % k)) % k
+
+    def block_size(self, topo: Topology) -> int:
+        """NPUs per block of the local symmetry this router keeps (`topology.blocks`): a leaf. Between
+        two NPUs of a leaf the route is up to the leaf and down, by the NPUs' links alone."""
+        return int(self.per_leaf)
 
     def route(self, topo: Topology, src: np.ndarray, dst: np.ndarray):
         """Paths of NPU -> NPU transfers (up/down, class doc), NPU -> its own leaf and leaf -> an

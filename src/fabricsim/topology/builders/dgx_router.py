@@ -64,6 +64,12 @@ class DgxRouter:
         """
         return npu // self.gpus * self.nics + npu % self.gpus * self.nics // self.gpus
 
+    def block_size(self, topo: Topology) -> int:
+        """NPUs per block of the local symmetry this router keeps (`topology.blocks`): a node. Between
+        two GPUs of a node the route is NVLink up and down, and to a switch of the node (its NVSwitch,
+        a NIC of its GPU) the link there and back, each by the GPUs' local indices alone."""
+        return self.gpus
+
     def spine_of(self, a_pos, a_leaf, b_pos, b_leaf) -> np.ndarray:
         """The spine of a leaf-to-leaf transfer: (m i + j + A + B) mod spines for end i of leaf A to
         end j of leaf B (every term reduced first: no overflow).

@@ -1,0 +1,144 @@
+"""Copies proved alike by symmetry (issue 42, item 1): a topology's identical blocks
+(`topology.blocks`) and the fold check that uses them and the transfers' paths (`engine.fold.check_fold`).
+
+The proof rests on two stated claims, checked here against full pricing: a router routes inside a
+block alike in every block (a dgx node, a stack or torus line, a fat-tree leaf), and the schedule
+builders place a group's schedule by its order and its block alone. Every registered all-reduce,
+all-gather and reduce-scatter algorithm is priced on a group in one block and on its image in
+another: where the schedules stay in the block (what the fold check requires), the times are equal
+bit for bit. The check's counts are compared with closed forms of the strategy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from fabricsim.collectives.registry import algorithms_for
+from fabricsim.engine import CommPricer
+from fabricsim.engine.fold import check_fold
+from fabricsim.topology import parse_topology
+from fabricsim.workload.models import transformer
+from fabricsim.workload.parallelism import Strategy, build_training
+
+MODEL = transformer("small", 8, 256, 8, 128, 1024)  # 8 layers, hidden 256, 8 heads, seq 128, vocab 1024
+BLOCKED = ["dgx-h100:nodes=8", "dgx-a100:nodes=8,nics=4", "stack:Switch8xSwitch8", "torus:8x8",
+           "fat-tree:64,leaf=8,spines=4", "stack:Ring4xFullyConnected4xSwitch4"]
+
+
+@pytest.mark.parametrize("spec,size,blocks", [
+    ("dgx-h100:nodes=8", 8, 8), ("stack:Switch8xSwitch8", 8, 8), ("torus:8x8", 8, 8),
+    ("fat-tree:64,leaf=8,spines=4", 8, 8), ("stack:Ring4xFullyConnected4xSwitch4", 4, 16), ("switch:8", 8, 1)])
+def test_blocks_are_what_the_router_states_and_all_alike(spec, size, blocks):
+    b = parse_topology(spec).blocks
+    assert (b.size, len(b.klass)) == (size, blocks)
+    assert np.all(b.klass == 0)
+
+
+def test_a_mesh_wafer_states_no_blocks():
+    assert parse_topology("wafer:8x8").blocks is None
+
+
+def test_a_degraded_link_puts_its_block_in_a_class_of_its_own():
+    """Half the rate on one NVLink of node 5 (dgx) or one ring link of line 3 (torus): that block,
+    and only it, is of another class; a link between blocks (a NIC's) changes no class."""
+    for spec, cls, block in (("dgx-h100:nodes=8", "nvlink", 5), ("torus:8x8", None, 3)):
+        topo = parse_topology(spec)
+        inside = topo.blocks.owner[topo.link_src] == topo.blocks.owner[topo.link_dst]
+        pick = inside & (topo.blocks.owner[topo.link_src] == block)
+        if cls is not None:
+            pick &= topo.link_class == topo.link_classes.index(cls)
+        bw = topo.link_bw.copy()
+        bw[np.flatnonzero(pick)[0]] /= 2
+        k = replace(topo, link_bw=bw).blocks.klass
+        assert [i for i in range(len(k)) if k[i] != k[0 if block else 1]] == [block]
+    topo = parse_topology("dgx-h100:nodes=8")
+    bw = topo.link_bw.copy()
+    bw[np.flatnonzero(topo.link_class == topo.link_classes.index("nic"))[5]] /= 2
+    assert np.all(replace(topo, link_bw=bw).blocks.klass == 0)
+
+
+@pytest.mark.parametrize("spec", BLOCKED)
+@pytest.mark.parametrize("coll", ["all-reduce", "all-gather", "reduce-scatter"])
+def test_every_algorithm_prices_a_group_alike_in_every_block_it_stays_in(spec, coll):
+    topo = parse_topology(spec)
+    b = topo.blocks
+    s = b.size
+    group, image = tuple(range(s)), tuple(range(3 * s, 4 * s))  # block 0 and block 3, same local indices
+    served = 0
+    for alg in algorithms_for(coll):
+        base, copy = (CommPricer(topo, "analytical", {coll: alg}) for _ in range(2))
+        try:
+            want = base.phase_times(coll, group, 3e6)
+        except Exception:  # the algorithm cannot serve this group here: nothing to compare
+            continue
+        stays = all(np.all(b.owner[c.schedule.topology_nodes()] == 0) for c in base.priced(coll, group).candidates)
+        if not stays:
+            continue
+        served += 1
+        assert np.array_equal(copy.phase_times(coll, image, 3e6), want), alg
+        assert copy.endpoint_floor(coll, image, 3e6) == base.endpoint_floor(coll, group, 3e6), alg
+    assert served >= 3
+
+
+def _counts(mp: int, dp: int, pp: int) -> dict:
+    """The fold check's counts for `MODEL` under MP(mp)-DP(dp)-PP(pp) when each stage's tensor-parallel
+    group is one block: per stage one TP all-reduce key (copies: the dp - 1 other replicas, all proved
+    by blocks, one of them priced) and two DP all-reduce keys (copies: the mp - 1 other ranks, priced);
+    two pipeline transfers between the two stages (copies: mp x dp - 1 each, all proved by their paths)."""
+    return dict(collectives=3 * pp, copies=pp * (dp - 1) + 2 * pp * (mp - 1), by_blocks=pp * (dp - 1),
+                transfers=2, transfer_copies=2 * (mp * dp - 1), by_path=2 * (mp * dp - 1),
+                priced=2 * pp * (mp - 1) + pp, unchecked=0)
+
+
+@pytest.mark.parametrize("spec", ["dgx-h100:nodes=8", "torus:8x8", "stack:Switch8xSwitch8", "fat-tree:64,leaf=8,spines=4"])
+def test_the_check_proves_what_symmetry_covers_and_prices_the_rest(spec):
+    st = Strategy(mp=8, pp=2, dp=4, batch=16, microbatches=4)
+    c = check_fold(build_training(MODEL, st, fold=True), CommPricer(parse_topology(spec), "analytical"))
+    assert c.why == ""
+    assert {k: getattr(c, k) for k in _counts(8, 4, 2)} == _counts(8, 4, 2)
+
+
+def test_without_blocks_every_collective_copy_is_priced():
+    st = Strategy(mp=8, pp=2, dp=4, batch=16, microbatches=4)
+    c = check_fold(build_training(MODEL, st, fold=True), CommPricer(parse_topology("wafer:8x8"), "analytical"))
+    want = _counts(8, 4, 2)
+    assert (c.why, c.by_blocks, c.priced, c.by_path) == ("", 0, want["copies"], want["by_path"])
+
+
+def test_a_degraded_nvlink_is_found_on_the_copy_in_that_node():
+    """Node 5 (NPUs 40-47) holds stage 1 of replica 2 (NPU = rank + 8 (stage + 2 replica)): its
+    tensor-parallel all-reduce is the copy of stage 1's (NPUs 8-15), priced because node 5 is of
+    another class, and found slower."""
+    topo = parse_topology("dgx-h100:nodes=8")
+    nv = np.flatnonzero((topo.link_class == topo.link_classes.index("nvlink")) & (topo.link_src == 42))
+    bw = topo.link_bw.copy()
+    bw[nv] /= 2
+    st = Strategy(mp=8, pp=2, dp=4, batch=16, microbatches=4)
+    c = check_fold(build_training(MODEL, st, fold=True), CommPricer(replace(topo, link_bw=bw), "analytical"))
+    assert c.why == ("all-reduce of 65536 B over NPUs [8, 9, 10, 11, 12, 13, 14, 15] is priced differently on "
+                     "NPUs [40, 41, 42, 43, 44, 45, 46, 47]")
+
+
+def test_a_degraded_link_on_one_pipeline_path_is_found():
+    """torus:8x8, MP8-PP2 (no replicas): stage 0 is row 0, stage 1 row 1; the transfer 0 -> 8 has the
+    copies r -> 8 + r. Half the rate on the link 5 -> 13: the copy 5 -> 13 is priced and found slower;
+    the six others are proved by their paths."""
+    topo = parse_topology("torus:8x8")
+    _, link = topo.route([5], [13])
+    bw = topo.link_bw.copy()
+    bw[link] /= 2
+    st = Strategy(mp=8, pp=2, dp=1, batch=4, microbatches=4)
+    c = check_fold(build_training(MODEL, st, fold=True), CommPricer(replace(topo, link_bw=bw), "analytical"))
+    assert c.why.startswith("a transfer of ") and c.why.endswith("B from NPU 0 to 8 is priced differently from NPU 5 to 13")
+    assert c.by_path == 6 and c.priced == 1
+
+
+def test_the_budget_bounds_what_is_priced_and_the_summary_says_what_was_not():
+    st = Strategy(mp=8, pp=2, dp=4, batch=16, microbatches=4)
+    c = check_fold(build_training(MODEL, st, fold=True), CommPricer(parse_topology("wafer:8x8"), "analytical"), budget=2)
+    # each of the 6 collective keys prices at most 2 copies: TP keys have 3 copies, DP keys 7
+    assert (c.why, c.priced, c.unchecked) == ("", 6 * 2, 2 * (3 - 2) + 4 * (7 - 2))
+    assert c.summary().endswith(f"{c.unchecked} copies beyond the budget not checked")
