@@ -20,6 +20,7 @@ from fabricsim.collectives.registry import algorithms_for
 from fabricsim.engine import CommPricer
 from fabricsim.engine.fold import check_fold
 from fabricsim.topology import parse_topology
+from fabricsim.topology.blocks import block_classes
 from fabricsim.workload.models import transformer
 from fabricsim.workload.parallelism import Strategy, build_training
 
@@ -32,13 +33,13 @@ BLOCKED = ["dgx-h100:nodes=8", "dgx-a100:nodes=8,nics=4", "stack:Switch8xSwitch8
     ("dgx-h100:nodes=8", 8, 8), ("stack:Switch8xSwitch8", 8, 8), ("torus:8x8", 8, 8),
     ("fat-tree:64,leaf=8,spines=4", 8, 8), ("stack:Ring4xFullyConnected4xSwitch4", 4, 16), ("switch:8", 8, 1)])
 def test_blocks_are_what_the_router_states_and_all_alike(spec, size, blocks):
-    b = parse_topology(spec).blocks
+    b = block_classes(parse_topology(spec))
     assert (b.size, len(b.klass)) == (size, blocks)
     assert np.all(b.klass == 0)
 
 
 def test_a_mesh_wafer_states_no_blocks():
-    assert parse_topology("wafer:8x8").blocks is None
+    assert block_classes(parse_topology("wafer:8x8")) is None
 
 
 def test_a_degraded_link_puts_its_block_in_a_class_of_its_own():
@@ -46,25 +47,26 @@ def test_a_degraded_link_puts_its_block_in_a_class_of_its_own():
     and only it, is of another class; a link between blocks (a NIC's) changes no class."""
     for spec, cls, block in (("dgx-h100:nodes=8", "nvlink", 5), ("torus:8x8", None, 3)):
         topo = parse_topology(spec)
-        inside = topo.blocks.owner[topo.link_src] == topo.blocks.owner[topo.link_dst]
-        pick = inside & (topo.blocks.owner[topo.link_src] == block)
+        b = block_classes(topo)
+        inside = b.owner[topo.link_src] == b.owner[topo.link_dst]
+        pick = inside & (b.owner[topo.link_src] == block)
         if cls is not None:
             pick &= topo.link_class == topo.link_classes.index(cls)
         bw = topo.link_bw.copy()
         bw[np.flatnonzero(pick)[0]] /= 2
-        k = replace(topo, link_bw=bw).blocks.klass
+        k = block_classes(replace(topo, link_bw=bw)).klass
         assert [i for i in range(len(k)) if k[i] != k[0 if block else 1]] == [block]
     topo = parse_topology("dgx-h100:nodes=8")
     bw = topo.link_bw.copy()
     bw[np.flatnonzero(topo.link_class == topo.link_classes.index("nic"))[5]] /= 2
-    assert np.all(replace(topo, link_bw=bw).blocks.klass == 0)
+    assert np.all(block_classes(replace(topo, link_bw=bw)).klass == 0)
 
 
 @pytest.mark.parametrize("spec", BLOCKED)
 @pytest.mark.parametrize("coll", ["all-reduce", "all-gather", "reduce-scatter"])
 def test_every_algorithm_prices_a_group_alike_in_every_block_it_stays_in(spec, coll):
     topo = parse_topology(spec)
-    b = topo.blocks
+    b = block_classes(topo)
     s = b.size
     group, image = tuple(range(s)), tuple(range(3 * s, 4 * s))  # block 0 and block 3, same local indices
     served = 0

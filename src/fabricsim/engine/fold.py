@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..topology.blocks import Blocks, block_classes
 from ..vocab import COLLECTIVES, TaskKind
 from ..workload.graph import WorkloadGraph
 from .pricing import CommPricer
@@ -159,6 +160,7 @@ def check_fold(g: WorkloadGraph, pricer: CommPricer, chunks: int = 1, in_flight:
         raise ValueError("fold check: a network model whose flows share links prices copies together; "
                          "accepted: an analytical model")
     copies = _Copies(g)
+    blocks = block_classes(pricer.topo)
     want = pricer.endpoint.interferes
     fracs = sorted({min(in_flight, chunks) / chunks, (chunks % in_flight or in_flight) / chunks})
     stats = dict.fromkeys(("collectives", "copies", "by_blocks", "transfers", "transfer_copies", "by_path",
@@ -167,8 +169,8 @@ def check_fold(g: WorkloadGraph, pricer: CommPricer, chunks: int = 1, in_flight:
     keys = sorted({(int(g.coll[t]), int(g.group[t]), float(g.size[t])) for t in coll.tolist()})
     stats["collectives"] = len(keys)
     for c, grp, size in keys:
-        why = _check_collective(pricer, COLLECTIVES[c], np.asarray(g.price_group(grp), dtype=np.int64), size,
-                                fracs, want, copies, budget, stats)
+        why = _check_collective(pricer, blocks, COLLECTIVES[c], np.asarray(g.price_group(grp), dtype=np.int64),
+                                size, fracs, want, copies, budget, stats)
         if why:
             return FoldCheck(why, **stats)
     p2p = np.flatnonzero((g.kind == TaskKind.P2P) & ~g.moves_nothing())
@@ -201,14 +203,14 @@ def asymmetry(g: WorkloadGraph, pricer: CommPricer, chunks: int = 1, in_flight: 
     return check_fold(g, pricer, chunks, in_flight).why
 
 
-def _check_collective(pricer: CommPricer, name: str, group: np.ndarray, size: float, fracs: list, want: bool,
+def _check_collective(pricer: CommPricer, blocks: Blocks | None, name: str, group: np.ndarray, size: float, fracs: list, want: bool,
                       copies: _Copies, budget: int, stats: dict) -> str:
     """Check every copy of one collective (module doc); '' or why one differs."""
     own = tuple(group.tolist())
     bases = [_collective_price(pricer, name, own, size * f, want) for f in fracs]
     img = copies.group_images(group)
     stats["copies"] += len(img)
-    proved = _in_identical_blocks(pricer, name, group, img)
+    proved = _in_identical_blocks(pricer, blocks, name, group, img)
     stats["by_blocks"] += int(proved.sum())
     # one proved copy priced all the same (the builders' placing is checked), then what no symmetry covers
     todo = [np.flatnonzero(proved)[:1], _spread(np.flatnonzero(~proved), budget, stats)]
@@ -222,10 +224,10 @@ def _check_collective(pricer: CommPricer, name: str, group: np.ndarray, size: fl
     return ""
 
 
-def _in_identical_blocks(pricer: CommPricer, name: str, group: np.ndarray, img: np.ndarray) -> np.ndarray:
+def _in_identical_blocks(pricer: CommPricer, blocks: Blocks | None, name: str, group: np.ndarray,
+                         img: np.ndarray) -> np.ndarray:
     """Which copies identical blocks prove alike (module doc): the group's schedules stay in its block
     and the copy sits in a block of the same class at the same local indices, in order."""
-    blocks = pricer.topo.blocks
     none = np.zeros(len(img), dtype=bool)
     if blocks is None or not len(img):
         return none

@@ -250,14 +250,6 @@ class Topology:
         block = int(self.router.block_size(self)) if hasattr(self.router, "block_size") else 0
         return Structure(routing, kinds, tuple(self.dims), block)
 
-    @cached_property
-    def blocks(self):
-        """The identical blocks of the router's stated local symmetry and their classes
-        (`topology.blocks.Blocks`), or None where the router states none."""
-        from .blocks import block_classes
-
-        return block_classes(self)
-
     @property
     def has_reduction_units(self) -> bool:
         """Whether some switch reduces through a unit of limited throughput (`reduce_link`), which
