@@ -12,6 +12,7 @@ import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 
 from fabricsim.collectives.api import build_schedule
@@ -39,9 +40,15 @@ IDS = [t.name for t in TOPOLOGIES]
 def _oracle(topo, src, dst, frac):
     """The hop-list route's numbers: link loads per byte, used links, path latency (s), bandwidth (bytes/s)."""
     step = SimpleNamespace(reduce=np.zeros(len(src), bool), first_block=None)
-    inc, lat, bw = _route_hops(topo, src, dst, step)
+    inc, lat, bw = _hop_matrix(topo, src, dst, step)
     g = RoutedStep(1, inc, frac, lat, bw)
     return g.link_frac, g.used_links, lat, bw
+
+
+def _hop_matrix(topo, src, dst, step):
+    """The hop list as an incidence matrix [links, transfers] (scipy: the oracle's own sum of link loads)."""
+    links, tid, use, lat, bw = _route_hops(topo, src, dst, step)
+    return sp.csr_matrix((use, (links, tid)), shape=(topo.n_links, len(src))), lat, bw
 
 
 def _assert_same(topo, src, dst, frac):
@@ -148,7 +155,7 @@ def test_schedule_steps_match_hop_list(spec, collective, algorithm):
         assert np.array_equal(r.path_latency, o_lat)
         assert np.array_equal(r.path_bw, o_bw)
         # the deferred incidence is the hop list's own
-        inc, _, _ = _route_hops(topo, src, dst, st)
+        inc, _, _ = _hop_matrix(topo, src, dst, st)
         assert (r.incidence != inc).nnz == 0
     assert fast  # the fast route was taken (for every step of power-of-two schedules, some of the others)
 

@@ -145,6 +145,7 @@ class _Run:
         self.chunks, self.in_flight = sched.chunks, sched.chunks_in_flight
         self.pieces_left = [0] * n
         self.wave_end = [-1.0] * n  # when the collective's previous wave ended
+        self.sts: list[tuple | None] = [None] * n  # the streams each communication task occupies
         self.done = [False] * n
         self.start = [np.nan] * n
         self.end = [np.nan] * n
@@ -159,6 +160,7 @@ class _Run:
         self.holds: list[dict] = [{} for _ in range(g.n_npus)]  # per NPU: Held -> waves holding it
         self.cur_held = [NOTHING] * g.n_npus  # what communication holds of each NPU now
         self.wave_held: dict[int, Held] = {}
+        self.wave_times: dict[tuple, tuple] = {}  # (collective, group, bytes) -> (alone, pipelined, demand)
         self.events: list = []
         self.seq = 0
         self.n_done = 0
@@ -197,15 +199,15 @@ class _Run:
     def pick(self, now: float) -> None:
         """Start what the NPUs and streams touched at this instant pick, in index order."""
         pend_c, pend_s = self.pend_c, self.pend_s
+        try_compute, try_comm = self.try_compute, self.try_comm
         while pend_c or pend_s:
-            npus = sorted(pend_c) if len(pend_c) > 1 else list(pend_c)
-            streams = sorted(pend_s) if len(pend_s) > 1 else list(pend_s)
+            npus, streams = sorted(pend_c), sorted(pend_s)
             pend_c.clear()
             pend_s.clear()
             for p in npus:
-                self.try_compute(p, now)
+                try_compute(p, now)
             for s in streams:
-                self.try_comm(s, now)
+                try_comm(s, now)
 
     def push(self, when: float, typ: Event, a, b) -> None:
         heapq.heappush(self.events, (when, self.seq, typ, a, b))
@@ -313,7 +315,13 @@ class _Run:
     # ---- communication -----------------------------------------------------------------------
 
     def streams(self, t: int) -> tuple[int, ...]:
-        """The communication streams task t occupies."""
+        """The communication streams task t occupies (worked out once, when it becomes ready)."""
+        sts = self.sts[t]
+        if sts is None:
+            sts = self.sts[t] = self._streams(t)
+        return sts
+
+    def _streams(self, t: int) -> tuple[int, ...]:
         if self.per_cat:
             c = self.n_cat - 1 if (self.kind[t] == IO and self.peer[t] == IODirection.STORE) else self.cat[t]
             if self.kind[t] == P2P:
@@ -368,13 +376,16 @@ class _Run:
             return 1, pr.io(self.peer[t], self.groups[self.grp[t]], shards, self.size[t]), \
                 pr.io_demand(shards) if want else None, self.size[t]
         k = min(self.in_flight, self.pieces_left[t])
-        coll, group, size = COLLECTIVES[self.coll[t]], self.pgroups[self.grp[t]], self.size[t] * k / self.chunks
-        ph = pr.phase_times(coll, group, size)
-        if self.wave_end[t] == now:  # pipelined behind its previous wave: its slowest phase, and its
-            dur = max(float(ph.max()), pr.endpoint_floor(coll, group, size))  # endpoint carries all phases
-        else:
-            dur = float(ph.sum())
-        return k, dur, pr.demand(coll, group) if want else None, size
+        size = self.size[t] * k / self.chunks
+        key = (self.coll[t], self.grp[t], size)
+        got = self.wave_times.get(key)
+        if got is None:  # a wave of this collective, group and size: alone, and pipelined behind another
+            coll, group = COLLECTIVES[self.coll[t]], self.pgroups[self.grp[t]]
+            ph = pr.phase_times(coll, group, size)
+            # pipelined: its slowest phase, and its endpoint carries all phases
+            got = self.wave_times[key] = (float(ph.sum()), max(float(ph.max()), pr.endpoint_floor(coll, group, size)),
+                                          pr.demand(coll, group) if want else None)
+        return k, got[1] if self.wave_end[t] == now else got[0], got[2], size
 
     def comm_end(self, t: int, wave_start: float, now: float) -> None:
         self.pieces.append((t, wave_start, now))

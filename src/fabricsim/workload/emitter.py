@@ -73,6 +73,8 @@ class _Emitter:
         self.coord = {int(self.R[a, c, d]): (a, c, d) for a in range(self.mp_n) for c in range(st.pp)
                       for d in range(self.dp_n)}
         self.last = [None] * n  # last compute task per NPU (program order)
+        self._mp_price: dict[int, tuple] = {}  # first NPU of a local MP group -> the real group it stands for
+        self._merged: dict[int, Step] = {}  # id(part) -> its backward up to and with the input gradient
         self.dp_wait: dict[tuple[int, int], int] = {}  # (layer, npu) -> collective the next forward waits for
         self.dp_done: dict[int, list] = {}  # stage -> its DP collectives of this iteration (the optimizer waits)
         self.act_in: dict = {}  # (key, npu) -> transfer the receiving forward waits for
@@ -102,7 +104,10 @@ class _Emitter:
         """The real MP group a local MP group stands for (None: not folded, the group itself)."""
         if not self.folded:
             return None
-        return tuple(int(x) for x in self.RR[:, self.coord[g[0]][1], 0])
+        got = self._mp_price.get(g[0])
+        if got is None:
+            got = self._mp_price[g[0]] = tuple(int(x) for x in self.RR[:, self.coord[g[0]][1], 0])
+        return got
 
     def _input(self, it: int) -> None:
         """Input loading at the start of iteration `it` (`workload.parallelism` module doc): sets
@@ -325,7 +330,11 @@ class _Emitter:
         members = [p for g in groups for p in g]
         sp = bool(part.bwd_pre)
         if not sp:  # nothing starts between the two: one task up to and with the input gradient
-            main = Step(main.flops + dx.flops, main.mem + dx.mem, (main.work or ()) + (dx.work or ()))
+            merged = self._merged.get(id(part))
+            if merged is None:  # one per part: the same kernel tuple each time (the builder keys it by identity)
+                merged = self._merged[id(part)] = Step(main.flops + dx.flops, main.mem + dx.mem,
+                                                       (main.work or ()) + (dx.work or ()))
+            main = merged
         for p in members:
             deps = [tail.get(p), *extra.get(p, ())]
             if part.rc_flops > 0:

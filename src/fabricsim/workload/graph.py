@@ -19,6 +19,7 @@ Compute tasks of an NPU run one at a time; among ready ones the lowest task id g
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -26,6 +27,14 @@ from ..vocab import CATEGORIES, COLLECTIVES, PHASES, IODirection, TaskKind
 
 # the vocabulary lives in fabricsim.vocab; these names are its values, for array comparisons
 COMPUTE, COLLECTIVE, P2P, IO = TaskKind.COMPUTE, TaskKind.COLLECTIVE, TaskKind.P2P, TaskKind.IO
+# a builder's row per task, in this order (`GraphBuilder._add`), and each column's type in the graph
+_COLUMNS = ("kind", "npu", "peer", "duration", "flops", "mem_bytes", "coll", "size", "group", "category", "phase",
+            "iteration", "label", "work")
+_INT_COLUMNS = {"kind": np.int8, "npu": np.int64, "peer": np.int64, "coll": np.int32, "group": np.int64,
+                "category": np.int8, "phase": np.int8, "iteration": np.int32, "label": np.int64, "work": np.int32}
+_PHASE = {p: i for i, p in enumerate(PHASES)}
+_COMM = PHASES.index("comm")
+_KIND = (int(COMPUTE), int(COLLECTIVE), int(P2P), int(IO))
 KINDS = tuple(k.name.lower() for k in TaskKind)
 IO_LOAD, IO_STORE = IODirection.LOAD, IODirection.STORE  # io task direction (kept in `peer`)
 
@@ -285,14 +294,12 @@ class GraphBuilder:
 
     def __init__(self, n_npus: int):
         self.n_npus = int(n_npus)
-        self._cols: dict[str, list] = {k: [] for k in (
-            "kind", "npu", "peer", "duration", "flops", "mem_bytes", "coll", "size", "group", "category",
-            "phase", "iteration", "label")}
+        self._rows: list[tuple] = []  # one per task, columns `_COLUMNS` (plain numbers: fast to append)
         self._deps: list[tuple[int, ...]] = []
         self._groups: dict[tuple, int] = {}  # (members, priced members or None) -> index
         self._labels: dict[str, int] = {}
         self._works: dict[tuple, int] = {}
-        self._work: list[int] = []
+        self._work_ids: dict[int, tuple] = {}  # id(work) -> (work, index): the emitter passes the same tuples
         self.fold: np.ndarray | None = None  # set by a folding emitter: row i = real NPUs of NPU i
         self.iteration = 0
         self.stage = np.zeros(self.n_npus, dtype=np.int64)
@@ -302,10 +309,7 @@ class GraphBuilder:
         return len(self._deps)
 
     def _label(self, name: str) -> int:
-        i = self._labels.get(name)
-        if i is None:
-            i = self._labels[name] = len(self._labels)
-        return i
+        return self._labels.setdefault(name, len(self._labels))
 
     def group_id(self, members, price=None) -> int:
         """Index of a group in `groups`, added if new.
@@ -321,19 +325,32 @@ class GraphBuilder:
         -------
         int
         """
+        if type(members) is tuple and (price is None or type(price) is tuple):  # the emitters' groups: look up as given
+            i = self._groups.get((members, price))
+            if i is not None:
+                return i
         g = (tuple(int(m) for m in members), None if price is None else tuple(int(m) for m in price))
         i = self._groups.get(g)
         if i is None:
             i = self._groups[g] = len(self._groups)
         return i
 
-    def _add(self, deps, **cols) -> int:
-        tid = len(self._deps)
-        for k, col in self._cols.items():
-            col.append(cols[k])
-        self._work.append(cols.get("work", -1))
-        self._deps.append(tuple(int(d) for d in deps if d is not None))
+    def _add(self, deps, row: tuple) -> int:
+        tid = len(self._rows)
+        self._rows.append(row)
+        self._deps.append(tuple([d for d in deps if d is not None]))  # ints (numpy's too: `build` reads them as int64)
         return tid
+
+    def _work_index(self, work) -> int:
+        """Index of a kernel tuple in `works`, added if new (by identity first: hashing the kernels is slow)."""
+        hit = self._work_ids.get(id(work))
+        if hit is not None and hit[0] is work:
+            return hit[1]
+        w = self._works.get(work)
+        if w is None:
+            w = self._works[work] = len(self._works)
+        self._work_ids[id(work)] = (work, w)  # holds `work`, so its id is not reused
+        return w
 
     def compute(self, npu: int, name: str, *, flops: float = 0.0, mem_bytes: float = 0.0,
                 duration: float | None = None, phase: str = "fwd", deps=(), work=None) -> int:
@@ -364,14 +381,15 @@ class GraphBuilder:
             The task's id.
         """
         w = -1
-        if work is not None:
-            w = self._works.get(work)
-            if w is None:
-                w = self._works[work] = len(self._works)
-        return self._add(deps, work=w, kind=COMPUTE, npu=int(npu), peer=-1,
-                         duration=np.nan if duration is None else float(duration), flops=float(flops),
-                         mem_bytes=float(mem_bytes), coll=-1, size=0.0, group=-1, category=-1,
-                         phase=PHASES.index(phase), iteration=self.iteration, label=self._label(name))
+        if work is not None:  # the emitters pass the same kernel tuples again and again: by identity first
+            hit = self._work_ids.get(id(work))
+            w = hit[1] if hit is not None and hit[0] is work else self._work_index(work)
+        labels, tid = self._labels, len(self._rows)
+        self._rows.append((0, int(npu), -1, np.nan if duration is None else float(duration), float(flops),
+                           float(mem_bytes), -1, 0.0, -1, -1, _PHASE[phase], self.iteration,
+                           labels.setdefault(name, len(labels)), w))
+        self._deps.append(tuple([d for d in deps if d is not None]))
+        return tid
 
     def collective(self, collective: str, size: float, members, category: str, name: str, deps=(),
                    price=None) -> int:
@@ -399,10 +417,9 @@ class GraphBuilder:
         int
             The task's id.
         """
-        return self._add(deps, kind=COLLECTIVE, npu=-1, peer=-1, duration=np.nan, flops=0.0, mem_bytes=0.0,
-                         coll=COLLECTIVES.index(collective), size=float(size), group=self.group_id(members, price),
-                         category=category_index(category), phase=PHASES.index("comm"),
-                         iteration=self.iteration, label=self._label(name))
+        return self._add(deps, (_KIND[1], -1, -1, np.nan, 0.0, 0.0, COLLECTIVES.index(collective), float(size),
+                                self.group_id(members, price), category_index(category), _COMM, self.iteration,
+                                self._label(name), -1))
 
     def p2p(self, src: int, dst: int, size: float, category: str, name: str, deps=()) -> int:
         """Add a transfer of `size` bytes from NPU `src` to NPU `dst`.
@@ -425,9 +442,8 @@ class GraphBuilder:
         int
             The task's id.
         """
-        return self._add(deps, kind=P2P, npu=int(src), peer=int(dst), duration=np.nan, flops=0.0, mem_bytes=0.0,
-                         coll=-1, size=float(size), group=-1, category=category_index(category),
-                         phase=PHASES.index("comm"), iteration=self.iteration, label=self._label(name))
+        return self._add(deps, (_KIND[2], int(src), int(dst), np.nan, 0.0, 0.0, -1, float(size), -1,
+                                category_index(category), _COMM, self.iteration, self._label(name), -1))
 
     def io(self, direction: int, size: float, members, shards: int, name: str, deps=()) -> int:
         """Add a load (IO_LOAD) into or a store (IO_STORE) from `members` through the I/O controllers.
@@ -454,10 +470,9 @@ class GraphBuilder:
         """
         if shards < 1 or len(members) % shards:
             raise ValueError("io task: members must split into equal shards")
-        return self._add(deps, kind=IO, npu=-1, peer=int(direction), duration=np.nan, flops=0.0, mem_bytes=0.0,
-                         coll=int(shards), size=float(size), group=self.group_id(members),
-                         category=category_index("IO"), phase=PHASES.index("comm"), iteration=self.iteration,
-                         label=self._label(name))
+        return self._add(deps, (_KIND[3], -1, int(direction), np.nan, 0.0, 0.0, int(shards), float(size),
+                                self.group_id(members), category_index("IO"), _COMM, self.iteration,
+                                self._label(name), -1))
 
     def build(self) -> WorkloadGraph:
         """The frozen graph; ValueError if a task depends on itself or on a later task.
@@ -466,14 +481,14 @@ class GraphBuilder:
         -------
         WorkloadGraph
         """
-        c = self._cols
-        ints = {"kind": np.int8, "npu": np.int64, "peer": np.int64, "coll": np.int32, "group": np.int64,
-                "category": np.int8, "phase": np.int8, "iteration": np.int32, "label": np.int64}
-        arrs = {k: np.asarray(v, dtype=ints.get(k, float)) for k, v in c.items()}
-        counts = np.fromiter((len(d) for d in self._deps), dtype=np.int64, count=len(self._deps))
+        n, w = len(self._rows), len(_COLUMNS)
+        # every value is a float or an int below 2**53 (ids, counts): exact through float64
+        table = np.fromiter(chain.from_iterable(self._rows), dtype=np.float64, count=n * w).reshape(n, w)
+        arrs = {k: table[:, i].astype(_INT_COLUMNS.get(k, np.float64)) for i, k in enumerate(_COLUMNS)}
+        counts = np.fromiter(map(len, self._deps), dtype=np.int64, count=len(self._deps))
         dep_ptr = np.zeros(len(self._deps) + 1, dtype=np.int64)
         np.cumsum(counts, out=dep_ptr[1:])
-        dep_idx = np.fromiter((x for d in self._deps for x in d), dtype=np.int64, count=int(dep_ptr[-1]))
+        dep_idx = np.fromiter(chain.from_iterable(self._deps), dtype=np.int64, count=int(dep_ptr[-1]))
         n = len(self._deps)
         if len(dep_idx) and (dep_idx.min() < 0 or np.any(dep_idx >= np.repeat(np.arange(n), counts))):
             raise ValueError("workload graph: a task depends on itself or on a later task")
@@ -483,6 +498,5 @@ class GraphBuilder:
         labels = tuple(sorted(self._labels, key=self._labels.get))
         works = tuple(sorted(self._works, key=self._works.get))
         return WorkloadGraph(self.n_npus, dep_ptr=dep_ptr, dep_idx=dep_idx, groups=groups, labels=labels,
-                             stage=self.stage.copy(), meta=dict(self.meta), work=np.asarray(self._work, dtype=np.int32),
-                             works=works, price_groups=price_groups,
+                             stage=self.stage.copy(), meta=dict(self.meta), works=works, price_groups=price_groups,
                              fold=None if self.fold is None else np.asarray(self.fold, dtype=np.int64), **arrs)

@@ -257,10 +257,14 @@ def route_step(topo: Topology, schedule: Schedule, step: Step, cache: dict | Non
     if fast is not None:
         link_frac, used, lat, bw = fast
         # the closure keeps the schedule (already held), not copies of src and dst
-        return RoutedStep(step.repeat, lambda: _route_hops(topo, *_endpoints(schedule, step), step)[0], frac, lat,
+        return RoutedStep(step.repeat, lambda: _incidence(topo, schedule, step), frac, lat,
                           bw, src_npu, link_frac=link_frac, used_links=used)
-    inc, lat, bw = _route_hops(topo, src, dst, step)
-    return RoutedStep(step.repeat, inc, frac, lat, bw, src_npu)
+    links, tid, use, lat, bw = _route_hops(topo, src, dst, step)
+    # the link loads straight from the hop list: what `incidence @ frac` sums, in the same order
+    # (entries by transfer), without a matrix whose row pointers span every link of the network
+    link_frac = np.bincount(links, weights=use * frac[tid], minlength=topo.n_links)
+    return RoutedStep(step.repeat, lambda: _incidence(topo, schedule, step), frac, lat, bw, src_npu,
+                      link_frac=link_frac, used_links=np.unique(links))
 
 
 def route_schedule(topo: Topology, schedule: Schedule) -> list[RoutedStep]:
@@ -302,12 +306,21 @@ def _endpoints(schedule: Schedule, step: Step) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _route_hops(topo: Topology, src: np.ndarray, dst: np.ndarray, step: Step):
-    """The general route: every hop listed; (incidence [links, transfers], path latency s, path bw bytes/s)."""
-    import scipy.sparse as sp  # lazy: scipy.sparse costs 0.1-0.2 s at start-up; only routing needs it
-
+    """The general route: every hop listed; (link of each entry, its transfer, its use per byte,
+    path latency s, path bw bytes/s)."""
     ptr, links, use = topo.route_reducing(src, dst, step.reduce, step.first_block)
     tid, lat, bw = hop_paths(topo, ptr, links, use)
-    return sp.csr_matrix((use, (links, tid)), shape=(topo.n_links, len(src))), lat, bw
+    return links, tid, use, lat, bw
+
+
+def _incidence(topo: Topology, schedule: Schedule, step: Step) -> sp.csr_matrix:
+    """The step's incidence matrix [links, transfers] (use per byte of each transfer), routed again:
+    built only for whoever asks for it (not kept routed: it spans every link of the network)."""
+    import scipy.sparse as sp  # lazy: scipy.sparse costs 0.1-0.2 s at start-up; only the matrix needs it
+
+    src, dst = _endpoints(schedule, step)
+    links, tid, use, _, _ = _route_hops(topo, src, dst, step)
+    return sp.csr_matrix((use, (links, tid)), shape=(topo.n_links, len(src)))
 
 
 def hop_paths(topo: Topology, ptr: np.ndarray, links: np.ndarray, use: np.ndarray):
