@@ -12,6 +12,7 @@ bit for bit. The check's counts are compared with closed forms of the strategy.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -144,3 +145,46 @@ def test_the_budget_bounds_what_is_priced_and_the_summary_says_what_was_not():
     # each of the 6 collective keys prices at most 2 copies: TP keys have 3 copies, DP keys 7
     assert (c.why, c.priced, c.unchecked) == ("", 6 * 2, 2 * (3 - 2) + 4 * (7 - 2))
     assert c.summary().endswith(f"{c.unchecked} copies beyond the budget not checked")
+
+
+@pytest.mark.parametrize("mp,dp,pp", [(4, 6, 2), (8, 4, 2), (2, 9, 3)])
+def test_the_images_of_a_group_are_every_shift_of_it(mp, dp, pp):
+    """`group_images` (shifts cut to one per distinct image along each axis) against every one of the
+    mp x dp shifts applied by hand: tensor-parallel, data-parallel, cross-stage and odd groups."""
+    from fabricsim.engine.fold import _Copies
+
+    g = build_training(MODEL, Strategy(mp=mp, pp=pp, dp=dp, batch=2 * dp, microbatches=2), fold=True)
+    copies = _Copies(g)
+    real = g.fold.reshape(pp, dp, mp)  # [stage, replica, MP rank] -> real NPU
+    rng = np.random.default_rng(7)
+    groups = [real[0, 0, :], real[1, :, 0], real[:, 1, 1], np.sort(rng.choice(real.size, 5, replace=False))]
+    for group in groups:
+        group = np.asarray(group, dtype=np.int64)
+        want = set()
+        for x in range(mp):
+            for y in range(dp):
+                perm = np.empty(real.size, dtype=np.int64)
+                perm[real.ravel()] = np.roll(np.roll(real, -y, axis=1), -x, axis=2).ravel()
+                img = perm[group]
+                want.add(tuple(np.sort(img).tolist() if np.all(np.diff(group) > 0) else img.tolist()))
+        want.discard(tuple(group.tolist()))
+        assert {tuple(r) for r in copies.group_images(group).tolist()} == want
+
+
+@pytest.mark.slow
+def test_sc21s_529b_job_folds_with_a_leaf_per_replica():
+    """configs/megatron/sc21-529b-interleaved.yaml (2,520 GPUs, 35 nodes per replica and per rail leaf):
+    every copy proved or priced alike; with 21 nodes per leaf the replicas straddle leaves and a
+    stage-to-stage transfer crossing a spine is found (one more hop)."""
+    from fabricsim.train import graph_of, load_train_config, pricer_of, system_of
+
+    cfg = load_train_config(str(Path(__file__).resolve().parents[1] / "configs/megatron/sc21-529b-interleaved.yaml"))
+    system = system_of(cfg)
+    g = graph_of(cfg, 2520, fold=True)
+    for spec, folds in (("dgx-a100:nodes=315,leaf=35", True), ("dgx-a100:nodes=315,leaf=21", False)):
+        topo = parse_topology(spec)
+        pricer = pricer_of(cfg, topo).for_system(system.endpoint, system.npu)
+        why = check_fold(g, pricer).why
+        assert (why == "") == folds, why
+        if not folds:
+            assert why.startswith("a transfer of ") and "is priced differently from NPU" in why

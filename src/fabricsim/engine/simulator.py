@@ -49,6 +49,7 @@ from ..network.flow import successors
 from ..roofline import stretch_one
 from ..system.model import System
 from ..system.resources import Held, task_times_of
+from .._gc import gc_paused
 from ..vocab import CATEGORIES, COLLECTIVES, IODirection, TaskKind
 from ..workload.graph import WorkloadGraph
 from .pricing import CommPricer
@@ -171,24 +172,32 @@ class _Run:
     # ---- the loop ----------------------------------------------------------------------------
 
     def run(self) -> TrainResult:
+        with gc_paused():  # the loop keeps what it allocates (heap entries, per-task lists)
+            return self._run()
+
+    def _run(self) -> TrainResult:
         g, n = self.g, len(self.g)
         for t in range(n):
             if self.waiting[t] == 0:
                 self.ready(t, 0.0)
         self.pick(0.0)
         report_every = max(1, n // 200)
-        while self.events:
-            now = self.events[0][0]
-            while self.events and self.events[0][0] == now:  # every event of this instant, then the picks
-                _, _, typ, a, b = heapq.heappop(self.events)
-                self.n_events += 1
-                if typ == Event.COMPUTE_END:
-                    self.compute_end(a, b, now)
+        events, pop, progress = self.events, heapq.heappop, self.progress
+        compute_end, comm_end, pick, COMPUTE_END = self.compute_end, self.comm_end, self.pick, Event.COMPUTE_END
+        n_events = 0
+        while events:
+            now = events[0][0]
+            while events and events[0][0] == now:  # every event of this instant, then the picks
+                _, _, typ, a, b = pop(events)
+                n_events += 1
+                if typ == COMPUTE_END:
+                    compute_end(a, b, now)
                 else:
-                    self.comm_end(a, b, now)
-                if self.progress is not None and self.n_events % report_every == 0:
-                    self.progress(self.n_done, n)
-            self.pick(now)
+                    comm_end(a, b, now)
+                if progress is not None and n_events % report_every == 0:
+                    progress(self.n_done, n)
+            pick(now)
+        self.n_events = n_events
         if self.n_done != n:
             stuck = next(t for t in range(n) if not self.done[t])
             raise RuntimeError(f"workload graph stalled at task {stuck} ({g.name(stuck)}): a dependency never finished")
@@ -226,8 +235,9 @@ class _Run:
     def ready(self, t: int, now: float) -> None:
         k = self.kind[t]
         if k == COMPUTE:
-            heapq.heappush(self.cready[self.npu[t]], t)
-            self.pend_c.add(self.npu[t])
+            p = self.npu[t]
+            heapq.heappush(self.cready[p], t)
+            self.pend_c.add(p)
             return
         if self.empty[t]:
             self.start[t] = now
@@ -244,10 +254,11 @@ class _Run:
         self.done[t] = True
         self.end[t] = now
         self.n_done += 1
+        waiting, succ_idx = self.waiting, self.succ_idx
         for i in range(self.succ_ptr[t], self.succ_ptr[t + 1]):
-            u = self.succ_idx[i]
-            self.waiting[u] -= 1
-            if self.waiting[u] == 0:
+            u = succ_idx[i]
+            waiting[u] -= 1
+            if waiting[u] == 0:
                 self.ready(u, now)
 
     # ---- compute -----------------------------------------------------------------------------
@@ -259,15 +270,18 @@ class _Run:
         return stretch_one(self.share_c[t], self.share_m[t], h.units, h.memory)
 
     def try_compute(self, p: int, now: float) -> None:
-        if self.crun[p] >= 0 or not self.cready[p]:
+        ready = self.cready[p]
+        if self.crun[p] >= 0 or not ready:
             return
-        t = heapq.heappop(self.cready[p])
+        t = heapq.heappop(ready)
         self.crun[p] = t
         self.start[t] = now
-        s = self.stretch_of(p, t)
-        self.crem[p], self.clast[p], self.cstretch[p] = self.base[t], now, s
-        self.cver[p] += 1
-        self.push(now + self.base[t] * s, Event.COMPUTE_END, p, self.cver[p])
+        s = 1.0 if self.cur_held[p] is NOTHING else self.stretch_of(p, t)
+        base = self.base[t]
+        self.crem[p], self.clast[p], self.cstretch[p] = base, now, s
+        v = self.cver[p] = self.cver[p] + 1
+        heapq.heappush(self.events, (now + base * s, self.seq, Event.COMPUTE_END, p, v))
+        self.seq += 1
 
     def restretch(self, p: int, now: float) -> None:
         """Communication activity on p changed: re-time its running compute task."""

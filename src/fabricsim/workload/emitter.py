@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
+from ..vocab import PHASES
 from .graph import IO_LOAD, IO_STORE, GraphBuilder, WorkloadGraph
 from .plan import Step, layer_stages, optimizer_step, plan_layers
 from .shapes import DTYPES, Model
@@ -36,6 +37,10 @@ def _stages(model: Model, pp: int) -> list[range]:
         cuts.append(c)
     cuts.append(n)
     return [range(a, b) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+NAN = float("nan")
+PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}
 
 
 def _program(schedule: str, s: int, pp: int, m: int) -> list[tuple[str, int]]:
@@ -159,8 +164,9 @@ class _Emitter:
         return [tuple(self.R[:, s, d].tolist()) for d in range(self.dp_n)]
 
     def _comp(self, npu, name, flops, mem, phase, extra=(), work=None):
-        t = self.b.compute(npu, name, flops=flops, mem_bytes=mem, phase=phase, deps=(self.last[npu], *extra), work=work)
-        self.last[npu] = t
+        last = self.last
+        t = last[npu] = self.b.compute_task(npu, name, float(flops), float(mem), NAN, PHASE_INDEX[phase],
+                                            (last[npu], *extra), work)
         return t
 
     def forward(self, s: int, m: int):

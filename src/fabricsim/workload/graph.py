@@ -380,13 +380,20 @@ class GraphBuilder:
         int
             The task's id.
         """
+        return self.compute_task(int(npu), name, float(flops), float(mem_bytes),
+                                 np.nan if duration is None else float(duration), _PHASE[phase], deps, work)
+
+    def compute_task(self, npu: int, name: str, flops: float, mem_bytes: float, duration: float, phase: int,
+                     deps, work) -> int:
+        """`compute` for emitters that add hundreds of thousands of tasks: every argument given, in
+        order and already of its type (`duration` nan for the roofline, `phase` an index into
+        `PHASES`, `work` a kernel tuple or None). Returns the task's id."""
         w = -1
         if work is not None:  # the emitters pass the same kernel tuples again and again: by identity first
             hit = self._work_ids.get(id(work))
             w = hit[1] if hit is not None and hit[0] is work else self._work_index(work)
         labels, tid = self._labels, len(self._rows)
-        self._rows.append((0, int(npu), -1, np.nan if duration is None else float(duration), float(flops),
-                           float(mem_bytes), -1, 0.0, -1, -1, _PHASE[phase], self.iteration,
+        self._rows.append((0, npu, -1, duration, flops, mem_bytes, -1, 0.0, -1, -1, phase, self.iteration,
                            labels.setdefault(name, len(labels)), w))
         self._deps.append(tuple([d for d in deps if d is not None]))
         return tid

@@ -58,6 +58,7 @@ whether a strategy folds); the task-by-task emitter of contiguous stages is `wor
 
 from __future__ import annotations
 
+from .._gc import gc_paused
 from ..errors import ConfigError
 from .emitter import _Emitter  # re-exported too: `workload.pipeline` and `workload.megatron` subclass it
 from .graph import WorkloadGraph
@@ -115,12 +116,15 @@ def build_training(model: Model, st: Strategy, n_npus: int | None = None, fold: 
     if st.stage_layout == "interleaved":
         from .pipeline import InterleavedEmitter
 
-        return InterleavedEmitter(model, st).run()
-    if st.virtual_stages > 1:
+        emitter = InterleavedEmitter(model, st)
+    elif st.virtual_stages > 1:
         from .megatron import VirtualStageEmitter
 
-        return VirtualStageEmitter(model, st, fold).run()
-    return _Emitter(model, st, fold).run()
+        emitter = VirtualStageEmitter(model, st, fold)
+    else:
+        emitter = _Emitter(model, st, fold)
+    with gc_paused():  # millions of task rows, all kept
+        return emitter.run()
 
 
 def foldable(model: Model, st: Strategy) -> str:
