@@ -13,8 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from ..vocab import PHASES
-from .graph import IO_LOAD, IO_STORE, GraphBuilder, WorkloadGraph
+from .graph import IO_LOAD, IO_STORE, PHASE_INDEX, GraphBuilder, WorkloadGraph
 from .plan import Step, layer_stages, optimizer_step, plan_layers
 from .shapes import DTYPES, Model
 from .strategy import Strategy
@@ -40,7 +39,6 @@ def _stages(model: Model, pp: int) -> list[range]:
 
 
 NAN = float("nan")
-PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}
 
 
 def _program(schedule: str, s: int, pp: int, m: int) -> list[tuple[str, int]]:

@@ -32,9 +32,7 @@ _COLUMNS = ("kind", "npu", "peer", "duration", "flops", "mem_bytes", "coll", "si
             "iteration", "label", "work")
 _INT_COLUMNS = {"kind": np.int8, "npu": np.int64, "peer": np.int64, "coll": np.int32, "group": np.int64,
                 "category": np.int8, "phase": np.int8, "iteration": np.int32, "label": np.int64, "work": np.int32}
-_PHASE = {p: i for i, p in enumerate(PHASES)}
-_COMM = PHASES.index("comm")
-_KIND = (int(COMPUTE), int(COLLECTIVE), int(P2P), int(IO))
+PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}  # phase name -> its index in `PHASES`
 KINDS = tuple(k.name.lower() for k in TaskKind)
 IO_LOAD, IO_STORE = IODirection.LOAD, IODirection.STORE  # io task direction (kept in `peer`)
 
@@ -341,17 +339,6 @@ class GraphBuilder:
         self._deps.append(tuple([d for d in deps if d is not None]))  # ints (numpy's too: `build` reads them as int64)
         return tid
 
-    def _work_index(self, work) -> int:
-        """Index of a kernel tuple in `works`, added if new (by identity first: hashing the kernels is slow)."""
-        hit = self._work_ids.get(id(work))
-        if hit is not None and hit[0] is work:
-            return hit[1]
-        w = self._works.get(work)
-        if w is None:
-            w = self._works[work] = len(self._works)
-        self._work_ids[id(work)] = (work, w)  # holds `work`, so its id is not reused
-        return w
-
     def compute(self, npu: int, name: str, *, flops: float = 0.0, mem_bytes: float = 0.0,
                 duration: float | None = None, phase: str = "fwd", deps=(), work=None) -> int:
         """Add a compute task on one NPU: a roofline task, or one of fixed duration.
@@ -381,7 +368,7 @@ class GraphBuilder:
             The task's id.
         """
         return self.compute_task(int(npu), name, float(flops), float(mem_bytes),
-                                 np.nan if duration is None else float(duration), _PHASE[phase], deps, work)
+                                 np.nan if duration is None else float(duration), PHASE_INDEX[phase], deps, work)
 
     def compute_task(self, npu: int, name: str, flops: float, mem_bytes: float, duration: float, phase: int,
                      deps, work) -> int:
@@ -391,9 +378,13 @@ class GraphBuilder:
         w = -1
         if work is not None:  # the emitters pass the same kernel tuples again and again: by identity first
             hit = self._work_ids.get(id(work))
-            w = hit[1] if hit is not None and hit[0] is work else self._work_index(work)
+            if hit is not None and hit[0] is work:
+                w = hit[1]
+            else:  # hashing the kernels is slow; keeping `work` keeps its id from being reused
+                w = self._works.setdefault(work, len(self._works))
+                self._work_ids[id(work)] = (work, w)
         labels, tid = self._labels, len(self._rows)
-        self._rows.append((0, npu, -1, duration, flops, mem_bytes, -1, 0.0, -1, -1, phase, self.iteration,
+        self._rows.append((int(COMPUTE), npu, -1, duration, flops, mem_bytes, -1, 0.0, -1, -1, phase, self.iteration,
                            labels.setdefault(name, len(labels)), w))
         self._deps.append(tuple([d for d in deps if d is not None]))
         return tid
@@ -424,8 +415,8 @@ class GraphBuilder:
         int
             The task's id.
         """
-        return self._add(deps, (_KIND[1], -1, -1, np.nan, 0.0, 0.0, COLLECTIVES.index(collective), float(size),
-                                self.group_id(members, price), category_index(category), _COMM, self.iteration,
+        return self._add(deps, (int(COLLECTIVE), -1, -1, np.nan, 0.0, 0.0, COLLECTIVES.index(collective), float(size),
+                                self.group_id(members, price), category_index(category), PHASE_INDEX["comm"], self.iteration,
                                 self._label(name), -1))
 
     def p2p(self, src: int, dst: int, size: float, category: str, name: str, deps=()) -> int:
@@ -449,8 +440,8 @@ class GraphBuilder:
         int
             The task's id.
         """
-        return self._add(deps, (_KIND[2], int(src), int(dst), np.nan, 0.0, 0.0, -1, float(size), -1,
-                                category_index(category), _COMM, self.iteration, self._label(name), -1))
+        return self._add(deps, (int(P2P), int(src), int(dst), np.nan, 0.0, 0.0, -1, float(size), -1,
+                                category_index(category), PHASE_INDEX["comm"], self.iteration, self._label(name), -1))
 
     def io(self, direction: int, size: float, members, shards: int, name: str, deps=()) -> int:
         """Add a load (IO_LOAD) into or a store (IO_STORE) from `members` through the I/O controllers.
@@ -477,8 +468,8 @@ class GraphBuilder:
         """
         if shards < 1 or len(members) % shards:
             raise ValueError("io task: members must split into equal shards")
-        return self._add(deps, (_KIND[3], -1, int(direction), np.nan, 0.0, 0.0, int(shards), float(size),
-                                self.group_id(members), category_index("IO"), _COMM, self.iteration,
+        return self._add(deps, (int(IO), -1, int(direction), np.nan, 0.0, 0.0, int(shards), float(size),
+                                self.group_id(members), category_index("IO"), PHASE_INDEX["comm"], self.iteration,
                                 self._label(name), -1))
 
     def build(self) -> WorkloadGraph:
