@@ -468,8 +468,6 @@ def test_config_heads_not_dividing_hidden():
     assert "heads" in str(e.value) and "divisor of hidden = 250" in str(e.value)
 
 
-@pytest.mark.xfail(strict=True, reason="the shape's error comes through the str | shape union: field "
-                                       "'workload.model' and 'accepted: text or Value error, heads: ...'")
 def test_config_heads_error_names_the_shape_field():
     with pytest.raises(ConfigError) as e:
         config(dict(mp=8), {"layers": L, "hidden": 250, "heads": 8, "seq": SEQ, "vocab": VOCAB})

@@ -209,7 +209,7 @@ def memory_of(cfg: TrainConfig, system: System):
         return None, []
     model = w.build_model()
     from .workload.emitter import _stages
-    from .workload.memory import check_memory, stage_memory
+    from .workload.memory import check_memory, shape_arguments, stage_memory
     from .workload.models import DTYPES
     from .workload.plan import by_shape, layer_stages
 
@@ -232,8 +232,7 @@ def memory_of(cfg: TrainConfig, system: System):
         blocks = blocks_for(st.pp, strict=True)
         if blocks is False:
             return None, []
-        shape = dict(layers=len(model.blocks()), hidden=model.hidden, heads=model.heads, seq=model.seq,
-                     vocab=model.vocab, ffn=model.ffn, dtype_bytes=model.dtype_bytes, tp=st.mp, pp=st.pp, dp=st.dp,
+        shape = dict(shape_arguments(model), tp=st.mp, pp=st.pp, dp=st.dp,
                      microbatch=st.microbatch, microbatches=st.microbatches, schedule=st.schedule,
                      virtual_stages=st.virtual_stages, recompute=st.recompute, sequence_parallel=st.sequence_parallel,
                      zero=st.zero, stage_blocks=blocks, grad_bytes=DTYPES[st.grad_dtype] if st.grad_dtype else 4)

@@ -145,32 +145,84 @@ class ParallelismSection(_Strict):
 
 
 class ShapeSection(_Strict):
-    """`workload.model:` a GPT-style transformer by its shape (`workload.models.transformer`).
+    """`workload.model:` a decoder-only transformer by its shape (`workload.shapes.transformer`):
+    GPT-2/3 by default; Llama with `kv_heads`, `ffn_act: swiglu`, `norm: rmsnorm`, `bias: false`,
+    `tied_embeddings: false`, `position: rope`. A `preset` (a zoo name with a shape: llama3-8b,
+    llama3-70b, llama3-405b) fills every key not given.
 
     Parameters
     ----------
-    name : str
-        Its name in reports.
+    name : str, optional
+        Its name in reports (default: the preset's, else "transformer").
+    preset : str, optional
+        A zoo model whose shape fills the keys not given (`workload.zoo_llm.SHAPES`).
     layers, hidden, heads, seq, vocab : int
-        Transformer blocks, hidden size, attention heads (dividing hidden), sequence length,
-        vocabulary.
+        Transformer blocks, hidden size, attention (query) heads (dividing hidden), sequence
+        length, vocabulary; required without a preset.
+    kv_heads : int, optional
+        Key/value heads (grouped-query attention; 1: multi-query), dividing heads; default heads.
     ffn : int, optional
         MLP inner size (default 4 x hidden).
+    ffn_act, norm, position : str
+        gelu or swiglu; layernorm or rmsnorm; learned or rope.
+    bias, tied_embeddings : bool
+        Linear layers with biases; logits tied to the token embedding.
     """
 
-    name: str = "transformer"
-    layers: StrictInt = Field(ge=1)
-    hidden: StrictInt = Field(ge=1)
-    heads: StrictInt = Field(ge=1)
-    seq: StrictInt = Field(ge=1)
-    vocab: StrictInt = Field(ge=1)
+    name: str | None = None
+    preset: str | None = None
+    layers: StrictInt | None = Field(default=None, ge=1)
+    hidden: StrictInt | None = Field(default=None, ge=1)
+    heads: StrictInt | None = Field(default=None, ge=1)
+    seq: StrictInt | None = Field(default=None, ge=1)
+    vocab: StrictInt | None = Field(default=None, ge=1)
+    kv_heads: StrictInt | None = Field(default=None, ge=1)
     ffn: StrictInt | None = Field(default=None, ge=1)
+    ffn_act: Literal["gelu", "swiglu"] | None = None
+    norm: Literal["layernorm", "rmsnorm"] | None = None
+    bias: StrictBool | None = None
+    tied_embeddings: StrictBool | None = None
+    position: Literal["learned", "rope"] | None = None
 
     @model_validator(mode="after")
-    def _heads(self):
-        if self.hidden % self.heads:
-            raise ConfigError("heads", self.heads, f"accepted: a divisor of hidden = {self.hidden}")
+    def _shape(self):
+        self.shape()  # every key checked now, at load time: the error names the key
         return self
+
+    def shape(self):
+        """The architecture: the preset's, with the keys given here over it (defaults: GPT's).
+
+        Returns
+        -------
+        workload.shapes.TransformerShape
+            ConfigError naming the key for a missing size, heads not dividing hidden, kv_heads
+            not dividing heads, or an unknown preset.
+        """
+        from .workload.shapes import TransformerShape
+        from .workload.zoo_llm import SHAPES
+
+        base: dict = {}
+        if self.preset is not None:
+            if self.preset not in SHAPES:
+                raise ConfigError("preset", self.preset, "accepted: " + ", ".join(SHAPES))
+            base = {f: getattr(SHAPES[self.preset], f) for f in TransformerShape.__dataclass_fields__}
+        given = {f: getattr(self, f) for f in TransformerShape.__dataclass_fields__ if getattr(self, f) is not None}
+        keys = {**base, **given}
+        for f in ("layers", "hidden", "heads", "seq", "vocab"):
+            if f not in keys:
+                raise ConfigError(f, None, "required without a preset; accepted: an integer >= 1")
+        h, a = keys["hidden"], keys["heads"]
+        if h % a:
+            raise ConfigError("heads", a, f"accepted: a divisor of hidden = {h}")
+        keys.setdefault("kv_heads", a)
+        keys.setdefault("ffn", 4 * h)
+        if a % keys["kv_heads"]:
+            raise ConfigError("kv_heads", keys["kv_heads"], f"accepted: a divisor of heads = {a}")
+        return TransformerShape(**keys)
+
+    def model_name(self) -> str:
+        """Its name in reports: `name`, else the preset's, else "transformer"."""
+        return self.name or self.preset or "transformer"
 
 
 class WorkloadSection(_Strict):
@@ -252,14 +304,19 @@ class WorkloadSection(_Strict):
                                                       "or input_prefetch: false")
         return self
 
-    @field_validator("model")
+    @field_validator("model", mode="before")
     @classmethod
     def _zoo(cls, v):
         from .workload.models import MODELS
 
+        if isinstance(v, dict):  # a shape: validated here, so that its error names its own key
+            from .config import validate
+
+            return validate(ShapeSection, v, "model")
         if isinstance(v, str) and v not in MODELS:
             raise ValueError("accepted: " + ", ".join(MODELS) + ", or a transformer by shape {layers, hidden, heads, "
-                             "seq, vocab[, ffn]}")
+                             "seq, vocab[, kv_heads, ffn, ffn_act, norm, bias, tied_embeddings, position]} or "
+                             "{preset: llama3-70b, ...}")
         return v
 
     def build_model(self):
@@ -269,11 +326,13 @@ class WorkloadSection(_Strict):
         -------
         Model
         """
-        from .workload.models import get_model, transformer
+        from .workload.models import get_model
+
+        from .workload.zoo_llm import from_shape
 
         m = self.model
         if isinstance(m, ShapeSection):
-            return transformer(m.name, m.layers, m.hidden, m.heads, m.seq, m.vocab, ffn=m.ffn, dtype=self.dtype)
+            return from_shape(m.model_name(), m.shape(), self.dtype)
         return get_model(m, self.dtype)
 
 

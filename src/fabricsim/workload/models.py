@@ -302,8 +302,9 @@ def get_model(name: str, dtype: str = "fp16") -> Model:
     Parameters
     ----------
     name : str
-        resnet50, resnet152, gnmt, dlrm, gpt3-175b, transformer-17b, transformer-1t, or the TopoOpt
-        workloads vgg16, dlrm-topoopt, candle-uno, ncf, bert-topoopt.
+        resnet50, resnet152, gnmt, dlrm, gpt3-175b, transformer-17b, transformer-1t, the TopoOpt
+        workloads vgg16, dlrm-topoopt, candle-uno, ncf, bert-topoopt, or this year's language
+        models llama3-8b, llama3-70b, llama3-405b (`zoo_llm`).
     dtype : str
         fp16, bf16 or fp32.
 
@@ -383,6 +384,8 @@ def zero2_bytes(model: Model, dp: int):
 
 
 # The TopoOpt workloads live in zoo_topoopt, which imports the helpers above: imported last.
+from .zoo_llm import LLM_MODELS  # noqa: E402
 from .zoo_topoopt import TOPOOPT_MODELS  # noqa: E402
 
 MODELS.update(TOPOOPT_MODELS)
+MODELS.update(LLM_MODELS)

@@ -29,7 +29,12 @@ tensor-parallel degree t > 1 and S = b x seq x hidden x dtype bytes (one full ac
 
 Each part carries FLOPs and memory bytes (the roofline's inputs, as before) and, when the model's
 shape is known (heads, ffn, vocab), its kernels by shape (`workload.kernels`), which an NPU with a
-compute model (`system.compute`) prices instead of the roofline.
+compute model (`system.compute`) prices instead of the roofline. A transformer by shape
+(`Model.shape`, `workload.shapes.TransformerShape`) gives the kernels its key/value heads, MLP
+activation, norm, biases and positions; the attention part's FLOPs are then its linear layers'
+2 s h (h + 2 k h / a) + 2 s h^2 plus the scores and context 4 s^2 h, the MLP part the rest of the
+block (its matrices, and all biases and norms, as in GPT's split: 2 s 4 h^2 + 4 s^2 h for
+attention), so the two add up to the block's `fwd_flops`.
 """
 
 from __future__ import annotations
@@ -107,9 +112,9 @@ def _tp_comms(st: Strategy, size: float) -> tuple[tuple[Comm, ...], tuple[Comm, 
 
 def by_shape(model: Model, mp: int) -> bool:
     """Whether `model` runs Megatron-LM's layout under tensor degree `mp`: a transformer whose shape is
-    known and whose heads and ffn `mp` divides. Then its kernels (`workload.kernels`) and its memory
-    (`workload.memory`) are modelled by shape; other splits keep the roofline on FLOPs, as before
-    shapes were known.
+    known and whose heads, key/value heads (`Model.shape`, when given) and ffn `mp` divides. Then its
+    kernels (`workload.kernels`) and its memory (`workload.memory`) are modelled by shape; other
+    splits keep the roofline on FLOPs, as before shapes were known.
 
     Parameters
     ----------
@@ -123,7 +128,28 @@ def by_shape(model: Model, mp: int) -> bool:
     bool
     """
     return (model.heads is not None and model.ffn is not None and model.vocab is not None and bool(model.blocks())
-            and model.heads % mp == 0 and model.ffn % mp == 0)
+            and model.heads % mp == 0 and model.ffn % mp == 0
+            and (model.shape is None or model.shape.kv_heads % mp == 0))
+
+
+def _check_kv_heads(model: Model, mp: int) -> None:
+    """ConfigError when `model` has grouped-query attention (fewer key/value heads than heads) and
+    `mp` does not divide its key/value heads: Megatron-Core splits the query groups over the
+    tensor-parallel ranks. (Multi-head shapes whose heads `mp` does not divide keep the roofline.)"""
+    shape = model.shape
+    if shape is not None and shape.kv_heads < shape.heads and shape.kv_heads % mp:
+        raise ConfigError("parallelism.mp", mp, f"accepted: a divisor of kv_heads={shape.kv_heads} "
+                                                f"(the query groups of {model.name} split over tensor-parallel ranks)")
+
+
+def _shape_keys(model: Model) -> tuple[dict, dict]:
+    """(attention, MLP) keyword arguments of `workload.kernels` from `model.shape` (none without:
+    the GPT defaults)."""
+    shape = model.shape
+    if shape is None:
+        return {}, {}
+    return ({"kv_heads": shape.kv_heads, "bias": shape.bias, "norm": shape.norm, "rope": shape.position == "rope"},
+            {"act": shape.ffn_act, "bias": shape.bias, "norm": shape.norm})
 
 
 def plan_layers(model: Model, st: Strategy) -> list[LayerPlan]:
@@ -140,10 +166,12 @@ def plan_layers(model: Model, st: Strategy) -> list[LayerPlan]:
     -------
     list of LayerPlan
         In layer order; ConfigError for tensor parallelism of a layer kind it is not modelled for,
-        or recompute / sequence parallelism of a model without transformer blocks.
+        a degree not dividing a grouped-query model's key/value heads, or recompute / sequence
+        parallelism of a model without transformer blocks.
     """
     mb, mp, B = st.microbatch, st.mp, model.dtype_bytes
     gB = DTYPES[st.grad_dtype] if st.grad_dtype else B
+    _check_kv_heads(model, mp)
     shaped = by_shape(model, mp)
     if (st.recompute != "none" or st.sequence_parallel) and not model.blocks():
         field = "parallelism.recompute" if st.recompute != "none" else "parallelism.sequence_parallel"
@@ -171,12 +199,15 @@ def plan_layers(model: Model, st: Strategy) -> list[LayerPlan]:
             post_b = (Comm("reduce-scatter" if st.sequence_parallel else "all-reduce", S),)
         fwd_work = wg_work = ig_work = None
         if shaped and layer.kind == "embedding":
-            fwd_work = K.embedding_forward(mb, model.seq, model.hidden, mp, st.sequence_parallel, B)
+            rope = model.shape is not None and model.shape.position == "rope"
+            fwd_work = K.embedding_forward(mb, model.seq, model.hidden, mp, st.sequence_parallel, B, rope=rope)
             wg_work = K.backward_split(fwd_work)[1]  # the gradient rows added into the table
         elif shaped and layer.kind == "lm_head":
             # Megatron-LM pads the vocabulary to a multiple of 128 x t (make_vocab_size_divisible_by)
             padded = -(-model.vocab // (128 * mp)) * 128 * mp
-            fwd_work = K.head_forward(mb, model.seq, model.hidden, padded, mp, B, sp=st.sequence_parallel)
+            # untied embeddings: the same logits GEMM against an output layer of its own
+            norm = model.shape.norm if model.shape is not None else "layernorm"
+            fwd_work = K.head_forward(mb, model.seq, model.hidden, padded, mp, B, sp=st.sequence_parallel, norm=norm)
             wg_work, ig_work = K.backward_split(fwd_work)
         w = layer.weight_elems / shard
         plans.append(LayerPlan(layer.name, (Part(
@@ -192,14 +223,16 @@ def _plan_block(model: Model, st: Strategy, layer, act: float, gB: int, K) -> La
     """A transformer block's attention and MLP parts (module doc)."""
     mb, mp, B = st.microbatch, st.mp, model.dtype_bytes
     h, s = model.hidden, model.seq
-    attn = min(2.0 * s * 4 * h * h + 4.0 * s * s * h, layer.fwd_flops)
+    linear = 4 * h * h if model.shape is None else h * model.shape.qkv_out + h * h  # QKV and output weights
+    attn = min(2.0 * s * linear + 4.0 * s * s * h, layer.fwd_flops)
     fr = (attn / layer.fwd_flops, 1 - attn / layer.fwd_flops) if layer.fwd_flops else (0.5, 0.5)
     pre, post = _tp_comms(st, act)
     works: dict = {}
+    a_kw, m_kw = _shape_keys(model)
     if K is not None:
         sp = st.sequence_parallel
-        a_f = K.attention_forward(mb, s, h, model.heads, mp, sp, B, fused=st.attention == "fused")
-        m_f = K.mlp_forward(mb, s, h, model.ffn, mp, sp, B)
+        a_f = K.attention_forward(mb, s, h, model.heads, mp, sp, B, fused=st.attention == "fused", **a_kw)
+        m_f = K.mlp_forward(mb, s, h, model.ffn, mp, sp, B, **m_kw)
         works = {"attn": (a_f, K.backward(a_f)), "mlp": (m_f, K.backward(m_f))}
     parts = []
     for nm, f in zip(("attn", "mlp"), fr):
@@ -209,7 +242,8 @@ def _plan_block(model: Model, st: Strategy, layer, act: float, gB: int, K) -> La
             heads = model.heads or 1
             rc_flops = 4.0 * s * s * h * mb / mp  # score and context matmuls
             rc_mem = 4.0 * mb * heads / mp * s * s * B  # scores written, softmax read + written, dropout written
-            rc_work = K.selective_recompute(mb, s, h, model.heads, mp, B, st.attention == "fused") if K is not None else None
+            rc_work = (K.selective_recompute(mb, s, h, model.heads, mp, B, st.attention == "fused",
+                                             kv_heads=a_kw.get("kv_heads")) if K is not None else None)
         fw, bw = works.get(nm, (None, None))
         bwd_flops = layer.bwd_flops * f * mb / mp
         bwd_mem = (2 * layer.weight_elems * f / mp + 3 * layer.activation_elems * mb) * B

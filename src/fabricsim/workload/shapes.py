@@ -134,6 +134,9 @@ class Model:
     heads, ffn, vocab : int, optional
         Transformer attention heads, MLP inner size and vocabulary (None for other models): with
         them the blocks' kernels are known by shape (`workload.kernels`).
+    shape : TransformerShape, optional
+        A transformer's architecture (`transformer`): key/value heads, MLP activation, norm,
+        biases, embeddings (None for other models).
     """
 
     name: str
@@ -146,6 +149,7 @@ class Model:
     heads: int | None = None  # transformer shape, for kernels by shape
     ffn: int | None = None
     vocab: int | None = None
+    shape: TransformerShape | None = None  # a transformer by shape: its whole architecture
 
     def __post_init__(self):
         dtype_bytes(self.dtype)
@@ -262,6 +266,116 @@ def _positive(field_name: str, value) -> int:
     return value
 
 
+FFN_ACTS = ("gelu", "swiglu")
+NORMS = ("layernorm", "rmsnorm")
+POSITIONS = ("learned", "rope")
+
+
+@dataclass(frozen=True)
+class TransformerShape:
+    """The architecture of a decoder-only transformer, as a model card states it (`transformer`).
+
+    Parameters
+    ----------
+    layers, hidden, heads, seq, vocab : int
+        Transformer blocks, hidden size h, attention (query) heads a, sequence length s, vocabulary.
+    kv_heads : int
+        Key/value heads k (grouped-query attention; k = a: multi-head, k = 1: multi-query); a
+        divisor of `heads`.
+    ffn : int
+        MLP inner size f.
+    ffn_act : str
+        gelu (two matrices, h x f and f x h) or swiglu (three: gate and up h x f, down f x h).
+    norm : str
+        layernorm (weight and bias, 2h per norm) or rmsnorm (weight only, h).
+    bias : bool
+        The linear layers have biases (GPT-2/3: yes; Llama: no).
+    tied_embeddings : bool
+        The logits reuse the token embedding (no parameters of their own).
+    position : str
+        learned (a position embedding of s x h) or rope (rotary: no parameters).
+    """
+
+    layers: int
+    hidden: int
+    heads: int
+    seq: int
+    vocab: int
+    kv_heads: int
+    ffn: int
+    ffn_act: str = "gelu"
+    norm: str = "layernorm"
+    bias: bool = True
+    tied_embeddings: bool = True
+    position: str = "learned"
+
+    @property
+    def head_dim(self) -> int:
+        """Elements per attention head, h / a."""
+        return self.hidden // self.heads
+
+    @property
+    def qkv_out(self) -> int:
+        """Outputs of the QKV projection: queries h plus keys and values 2 k h / a."""
+        return self.hidden + 2 * self.kv_heads * self.head_dim
+
+    @property
+    def mlp_mats(self) -> int:
+        """Matrices of h x f in the MLP: 2 (gelu) or 3 (swiglu)."""
+        return 3 if self.ffn_act == "swiglu" else 2
+
+    @property
+    def norm_params(self) -> int:
+        """Parameters of one norm: 2h (layernorm) or h (rmsnorm)."""
+        return (2 if self.norm == "layernorm" else 1) * self.hidden
+
+    def block_weights(self) -> int:
+        """Weight elements of one block's linear layers: h (h + 2kh/a) + h^2 + m h f."""
+        h = self.hidden
+        return h * self.qkv_out + h * h + self.mlp_mats * h * self.ffn
+
+    def block_params(self) -> int:
+        """Parameters of one block: its weights, biases (QKV outputs, h, then f per MLP input
+        matrix and h) and two norms."""
+        biases = self.qkv_out + self.hidden + (self.mlp_mats - 1) * self.ffn + self.hidden if self.bias else 0
+        return self.block_weights() + biases + 2 * self.norm_params
+
+    def embedding_params(self) -> int:
+        """Token embedding v h, plus s h for learned positions."""
+        return self.vocab * self.hidden + (self.seq * self.hidden if self.position == "learned" else 0)
+
+    def head_params(self) -> int:
+        """The final norm, plus v h logits when the embedding is not tied."""
+        return self.norm_params + (0 if self.tied_embeddings else self.vocab * self.hidden)
+
+    @property
+    def params(self) -> int:
+        """All parameters: embedding, blocks and head."""
+        return self.embedding_params() + self.layers * self.block_params() + self.head_params()
+
+
+def _checked_shape(layers, hidden, heads, seq, vocab, kv_heads, ffn, ffn_act, norm, bias, tied_embeddings,
+                   position) -> TransformerShape:
+    """The `TransformerShape` of `transformer`'s arguments; ConfigError naming the first bad one."""
+    layers, hidden, heads, seq, vocab = (_positive(f, v) for f, v in (
+        ("layers", layers), ("hidden", hidden), ("heads", heads), ("seq", seq), ("vocab", vocab)))
+    ffn = 4 * hidden if ffn is None else _positive("ffn", ffn)
+    kv_heads = heads if kv_heads is None else _positive("kv_heads", kv_heads)
+    if hidden % heads:
+        raise ConfigError("heads", heads, f"accepted: a divisor of hidden={hidden}")
+    if heads % kv_heads:
+        raise ConfigError("kv_heads", kv_heads, f"accepted: a divisor of heads={heads}")
+    for field_name, value, accepted in (("ffn_act", ffn_act, FFN_ACTS), ("norm", norm, NORMS),
+                                        ("position", position, POSITIONS)):
+        if value not in accepted:
+            raise ConfigError(field_name, value, "accepted: " + ", ".join(accepted))
+    for field_name, value in (("bias", bias), ("tied_embeddings", tied_embeddings)):
+        if not isinstance(value, bool):
+            raise ConfigError(field_name, value, "accepted: true or false")
+    return TransformerShape(layers, hidden, heads, seq, vocab, kv_heads, ffn, ffn_act, norm, bias, tied_embeddings,
+                            position)
+
+
 def transformer(
     name: str,
     layers: int,
@@ -272,66 +386,72 @@ def transformer(
     ffn: int | None = None,
     dtype: str = "fp16",
     notes: str = "",
+    *,
+    kv_heads: int | None = None,
+    ffn_act: str = "gelu",
+    norm: str = "layernorm",
+    bias: bool = True,
+    tied_embeddings: bool = True,
+    position: str = "learned",
 ) -> Model:
-    """A GPT-style decoder-only transformer from its shape.
+    """A decoder-only transformer from its shape (`TransformerShape`): GPT-2/3 by default, Llama
+    with grouped-query attention, SwiGLU, RMSNorm, no biases, untied embeddings and rotary positions.
 
-    Per block: QKV 3h^2 + 3h, attention output h^2 + h, two layer norms 4h, MLP
-    2*h*ffn + ffn + h (= 12h^2 + 13h with ffn = 4h). Embedding: token vocab*h + learned
-    position seq*h; head: final layer norm 2h and logits with the tied token embedding
-    (0 own params, reads vocab*h weights).
-    Forward FLOPs per sequence: block 2*params_block*seq + attention scores and context
-    2*2*seq^2*h; head 2*seq*h*vocab; embedding lookup 0. Backward: input-grad = weight-grad =
-    forward for blocks and head (the attention-score part has no weights, but this common
-    approximation keeps backward = 2x forward); the embedding has no backward FLOPs.
-    Activation elements: seq*h per block output (seq*vocab for the logits).
+    Per block (h hidden, a heads, k kv_heads, f ffn, m = 2 MLP matrices for gelu, 3 for swiglu):
+    QKV h (h + 2kh/a) weights, output projection h^2, MLP m h f; biases (when `bias`) h + 2kh/a,
+    h, (m - 1) f and h; two norms of 2h (layernorm) or h (rmsnorm). GPT's 12h^2 + 13h with f = 4h,
+    k = a. Embedding: token v h, plus learned positions s h; head: the final norm, and v h logits
+    of its own when the embedding is not tied (tied: it reads the embedding's v h weights).
+    Forward FLOPs per sequence: block 2 x params_block x s + attention scores and context 4 s^2 h
+    (every query head scores every key: grouped keys save bytes, not FLOPs); head 2 s h v;
+    embedding lookup 0. Backward: input-grad = weight-grad = forward for blocks and head (the
+    attention-score part has no weights, but this common approximation keeps backward = 2x
+    forward); the embedding has no backward FLOPs. Activation elements: s h per block output
+    (s v for the logits).
 
     Parameters
     ----------
-    name : str
-        Model name.
-    layers : int
-        Transformer blocks.
-    hidden : int
-        Hidden size h.
-    heads : int
-        Attention heads, a divisor of `hidden`.
-    seq : int
-        Sequence length, tokens.
-    vocab : int
-        Vocabulary size, tokens.
+    name, notes : str
+        Model name; what is added to the shape note in `Model.notes`.
+    layers, hidden, heads, seq, vocab : int
+        Transformer blocks, hidden size h, attention (query) heads (a divisor of `hidden`),
+        sequence length and vocabulary, tokens.
     ffn : int, optional
         MLP inner size (default 4h).
     dtype : str
         Element type: fp16, bf16 or fp32.
-    notes : str
-        Added to the shape note in `Model.notes`.
+    kv_heads : int, optional
+        Key/value heads, a divisor of `heads` (default `heads`).
+    ffn_act, norm, position : str
+        gelu or swiglu; layernorm or rmsnorm; learned or rope.
+    bias, tied_embeddings : bool
+        Linear layers with biases; logits tied to the token embedding.
 
     Returns
     -------
     Model
-        Per-sequence costs; `input_bytes` = 4 x seq (int32 token ids). ConfigError for a
-        non-positive size or heads not dividing hidden.
+        Per-sequence costs; `input_bytes` = 4 x seq (int32 token ids); `shape` the architecture.
+        ConfigError naming the field for a non-positive size, heads not dividing hidden, kv_heads
+        not dividing heads, or an unknown activation, norm or position.
     """
-    layers = _positive("layers", layers)
-    hidden = _positive("hidden", hidden)
-    heads = _positive("heads", heads)
-    seq = _positive("seq", seq)
-    vocab = _positive("vocab", vocab)
-    ffn = 4 * hidden if ffn is None else _positive("ffn", ffn)
-    if hidden % heads:
-        raise ConfigError("heads", heads, f"accepted: a divisor of hidden={hidden}")
-    h = hidden
-    per_block = (3 * h * h + 3 * h) + (h * h + h) + 4 * h + (2 * h * ffn + ffn + h)
-    weights_block = 4 * h * h + 2 * h * ffn
+    shape = _checked_shape(layers, hidden, heads, seq, vocab, kv_heads, ffn, ffn_act, norm, bias, tied_embeddings,
+                           position)
+    h, ffn, kv_heads = shape.hidden, shape.ffn, shape.kv_heads
+    per_block, weights_block = shape.block_params(), shape.block_weights()
     out: list[Layer] = []
-    emb = vocab * h + seq * h
+    emb = shape.embedding_params()
     out.append(Layer("embedding", "embedding", emb, 0.0, 0.0, 0.0, seq * h, emb))
     f_block = 2.0 * per_block * seq + 2.0 * 2.0 * seq * seq * h
     for i in range(layers):
         out.append(Layer(f"block{i}", "transformer_block", per_block, f_block, f_block, f_block, seq * h, weights_block))
     f_head = 2.0 * seq * h * vocab
-    out.append(Layer("head", "lm_head", 2 * h, f_head, f_head, f_head, seq * vocab, vocab * h + 2 * h))
-    note = f"L={layers} h={h} heads={heads} seq={seq} vocab={vocab} ffn={ffn}; tied embeddings"
+    out.append(Layer("head", "lm_head", shape.head_params(), f_head, f_head, f_head, seq * vocab,
+                     vocab * h + shape.norm_params))
+    note = f"L={layers} h={h} heads={heads} seq={seq} vocab={vocab} ffn={ffn}"
+    if kv_heads != heads:
+        note += f" kv_heads={kv_heads}"
+    if (ffn_act, norm, bias, position) != ("gelu", "layernorm", True, "learned"):
+        note += f" {ffn_act} {norm}{'' if bias else ' no-bias'} {position}"
+    note += "; tied embeddings" if tied_embeddings else "; untied embeddings"
     return Model(name, tuple(out), dtype, seq=seq, notes=(note + "; " + notes) if notes else note, hidden=h,
-                 input_bytes=4 * seq, heads=heads, ffn=ffn, vocab=vocab)  # int32 token ids
-
+                 input_bytes=4 * seq, heads=heads, ffn=ffn, vocab=vocab, shape=shape)  # int32 token ids

@@ -1,0 +1,113 @@
+"""Today's dense language models by shape (issue 43, items 1 and 3): grouped-query attention,
+SwiGLU, RMSNorm, no biases, untied embeddings and rotary positions; the Llama 3 presets against
+their published parameter counts; the config keys and their one-line errors.
+
+Expected values are closed forms written here (the parameter count of a block as the model card's
+matrices add up), or the published figures.
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fabricsim.errors import ConfigError
+from fabricsim.train import load_train_config
+from fabricsim.workload.models import get_model
+from fabricsim.workload.shapes import transformer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _llama_params(L, h, a, k, f, v):
+    """Llama's parameters by hand: embedding v h; per block Q h^2, K and V h (k h / a) each, O h^2,
+    gate, up and down 3 h f, two RMSNorms h each; final RMSNorm h; untied logits v h."""
+    block = h * h + 2 * h * (k * h // a) + h * h + 3 * h * f + 2 * h
+    return v * h + L * block + h + v * h
+
+
+@pytest.mark.parametrize("name,shape,published", [
+    ("llama3-8b", (32, 4096, 32, 8, 14336, 128256), 8.03e9),
+    ("llama3-70b", (80, 8192, 64, 8, 28672, 128256), 70.6e9),
+    ("llama3-405b", (126, 16384, 128, 8, 53248, 128256), 405e9),
+])
+def test_llama_presets_have_their_published_sizes(name, shape, published):
+    m = get_model(name)
+    assert m.params == _llama_params(*shape)
+    assert m.params / published == pytest.approx(1.0, abs=0.01)
+    assert m.shape.kv_heads == 8 and m.shape.ffn_act == "swiglu" and not m.shape.tied_embeddings
+
+
+def test_llama3_8b_is_8030261248_parameters():
+    """The sum the model card rounds to 8.03B, written out: 2 x 128,256 x 4,096 embeddings and logits,
+    32 blocks of 218,112,000, and the final norm."""
+    assert get_model("llama3-8b").params == 2 * 128256 * 4096 + 32 * 218112000 + 4096 == 8030261248
+
+
+def test_gpt_defaults_keep_12h2_plus_13h_per_block():
+    m = transformer("gpt", 4, 512, 8, 128, 1000)
+    h = 512
+    assert m.blocks()[0].params == 12 * h * h + 13 * h
+    assert m.params == 1000 * h + 128 * h + 4 * (12 * h * h + 13 * h) + 2 * h
+
+
+def test_grouped_query_attention_and_swiglu_flops_follow_the_parameters():
+    """Forward FLOPs of a block: 2 s x its parameters + 4 s^2 h (scores and context: every query
+    head attends, so grouped keys change bytes, not these FLOPs)."""
+    L, h, a, k, f, s, v = 2, 512, 8, 2, 1376, 256, 1000
+    m = transformer("t", L, h, a, s, v, ffn=f, kv_heads=k, ffn_act="swiglu", norm="rmsnorm", bias=False,
+                    tied_embeddings=False, position="rope")
+    block = h * h + 2 * h * (k * h // a) + h * h + 3 * h * f + 2 * h
+    assert m.blocks()[0].params == block
+    assert m.blocks()[0].fwd_flops == 2.0 * block * s + 4.0 * s * s * h
+    assert m.layers[0].params == v * h  # rotary positions: no position embedding
+    assert m.layers[-1].params == h + v * h  # final norm and untied logits
+    assert m.layers[-1].fwd_flops == 2.0 * s * h * v
+
+
+def _config(tmp_path, model) -> Path:
+    data = yaml.safe_load((ROOT / "configs/gpt3-175b.yaml").read_text())
+    data = copy.deepcopy(data)
+    data["workload"]["model"] = model
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_preset_fills_the_keys_not_given(tmp_path):
+    m = load_train_config(str(_config(tmp_path, {"preset": "llama3-70b", "seq": 4096}))).workload.build_model()
+    assert (m.name, m.seq, m.params) == ("llama3-70b", 4096, _llama_params(80, 8192, 64, 8, 28672, 128256))
+
+
+@pytest.mark.parametrize("model,field,accepted", [
+    ({"layers": 4, "hidden": 256, "heads": 8, "kv_heads": 3, "seq": 128, "vocab": 1000}, "kv_heads",
+     "accepted: a divisor of heads = 8"),
+    ({"layers": 4, "hidden": 250, "heads": 8, "seq": 128, "vocab": 1000}, "heads", "accepted: a divisor of hidden = 250"),
+    ({"layers": 4, "hidden": 256, "heads": 8, "seq": 128, "vocab": 1000, "act": "swiglu"}, "act", "unknown field"),
+    ({"layers": 4, "hidden": 256, "heads": 8, "seq": 128, "vocab": 1000, "ffn_act": "relu"}, "ffn_act",
+     "accepted: 'gelu' or 'swiglu'"),
+    ({"layers": 4, "hidden": 256, "heads": 8, "seq": 128, "vocab": 1000, "norm": "batchnorm"}, "norm",
+     "accepted: 'layernorm' or 'rmsnorm'"),
+    ({"preset": "llama4"}, "preset", "accepted: llama3-8b, llama3-70b, llama3-405b"),
+    ({"hidden": 256}, "layers", "required without a preset"),
+])
+def test_a_bad_shape_key_is_named(tmp_path, model, field, accepted):
+    with pytest.raises(ConfigError) as e:
+        load_train_config(str(_config(tmp_path, model)))
+    assert str(e.value.field).endswith(f"workload.model.{field}")
+    assert accepted in str(e.value)
+    assert "Value error" not in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_cli_refuses_a_bad_key_in_one_line_with_exit_2(tmp_path):
+    path = _config(tmp_path, {"layers": 4, "hidden": 256, "heads": 8, "kv_heads": 3, "seq": 128, "vocab": 1000})
+    r = subprocess.run([sys.executable, "-m", "fabricsim", "train", str(path)], capture_output=True, text=True,
+                       env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "workload.model.kv_heads" in lines[0] and "a divisor of heads = 8" in lines[0]
