@@ -111,3 +111,51 @@ def test_the_cli_refuses_a_bad_key_in_one_line_with_exit_2(tmp_path):
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "workload.model.kv_heads" in lines[0] and "a divisor of heads = 8" in lines[0]
+
+
+def test_the_distributed_optimizer_shards_only_the_optimizer_states():
+    """zero: 1 (Megatron-LM's distributed optimizer): optimizer states / dp, gradients and weights
+    whole; zero: 2 shards the gradients too. One stage of 2 GPT blocks (h 256, ffn 1024), tp 1,
+    dp 4: 2 (12 h^2 + 13 h) + v h + s h + 2h parameters."""
+    from fabricsim.workload.memory import stage_memory
+
+    h, v, s, dp = 256, 1000, 128, 4
+    params = 2 * (12 * h * h + 13 * h) + v * h + s * h + 2 * h
+    kw = dict(layers=2, hidden=h, heads=8, seq=s, vocab=v, dp=dp)
+    z0, z1, z2 = (stage_memory(**kw, zero=z)[0] for z in (0, 1, 2))
+    assert z0.params == params
+    assert (z1.weights, z1.gradients, z1.optimizer) == (2 * params, 4 * params, 12 * params / dp)
+    assert (z2.gradients, z2.optimizer) == (4 * params / dp, 12 * params / dp)
+
+
+def test_the_distributed_optimizer_reduce_scatters_and_all_gathers_each_layers_gradients():
+    """Per stage and layer, zero 1 and 2 each run one reduce-scatter and one all-gather of the layer's
+    gradient bytes over the replicas, where zero 0 runs one all-reduce of the same bytes."""
+    from fabricsim.vocab import CATEGORIES, COLLECTIVES, TaskKind
+    from fabricsim.workload.parallelism import Strategy, build_training
+
+    model = transformer("t", 4, 256, 8, 128, 1000)
+
+    def dp_collectives(zero):
+        g = build_training(model, Strategy(mp=1, pp=1, dp=4, batch=8, microbatches=2, zero=zero))
+        out = {}
+        for t in range(len(g)):
+            if g.kind[t] == TaskKind.COLLECTIVE and CATEGORIES[g.category[t]] == "DP":
+                name = COLLECTIVES[int(g.coll[t])]
+                out[name] = out.get(name, 0.0) + float(g.size[t])
+        return out
+
+    grads = 2 * model.params  # gradients in the model's dtype (fp16: grad_dtype unset), every layer once
+    assert dp_collectives(0) == {"all-reduce": grads}
+    assert dp_collectives(1) == dp_collectives(2) == {"reduce-scatter": grads, "all-gather": grads}
+
+
+def test_zero_3_is_refused_in_one_line(tmp_path):
+    data = yaml.safe_load((ROOT / "configs/gpt3-175b.yaml").read_text())
+    data["workload"]["parallelism"]["zero"] = 3
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError) as e:
+        load_train_config(str(path))
+    assert str(e.value.field).endswith("workload.parallelism.zero")
+    assert "accepted: 0, 1 or 2" in str(e.value) and "\n" not in str(e.value)

@@ -76,7 +76,8 @@ class ParallelismSection(_Strict):
     schedule : str
         Pipeline schedule: gpipe or 1f1b.
     zero : int
-        0 (data-parallel all-reduce) or 2 (ZeRO-2: reduce-scatter + all-gather).
+        0 (data-parallel all-reduce), 1 (Megatron-LM's distributed optimizer: optimizer states
+        sharded) or 2 (ZeRO-2: gradients too); 1 and 2 reduce-scatter, then all-gather.
     dp_bucket : float
         Data-parallel bucket size, bytes (units accepted); 0 = one collective per layer.
     placement : list of str
@@ -120,7 +121,7 @@ class ParallelismSection(_Strict):
     pp: StrictInt = Field(default=1, ge=1)
     microbatches: StrictInt = Field(default=1, ge=1)
     schedule: Literal["gpipe", "1f1b"] = "1f1b"
-    zero: Literal[0, 2] = 0
+    zero: Literal[0, 1, 2] = 0
     dp_bucket: float = 0.0
     placement: list[Literal["mp", "pp", "dp"]] = Field(default_factory=lambda: ["mp", "pp", "dp"])
     weight_streaming: StrictBool = False  # weights in from I/O controllers each pass, gradients out (FRED)
@@ -140,7 +141,9 @@ class ParallelismSection(_Strict):
     @classmethod
     def _zero(cls, v):
         if isinstance(v, (bool, float)):  # false would pass as 0, 2.0 as 2
-            raise ConfigError("zero", v, "accepted: 0 (plain all-reduce) or 2 (ZeRO stage 2)")
+            from .workload.strategy import ZERO_ACCEPTED
+
+            raise ConfigError("zero", v, ZERO_ACCEPTED)
         return v
 
 

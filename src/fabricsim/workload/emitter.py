@@ -381,7 +381,7 @@ class _Emitter:
             g = tuple(self.R[mi, s, :].tolist())
             price = tuple(int(x) for x in self.RR[0, s, :]) if self.folded else None
             deps = [wg_tasks[p] for p in g]
-            if st.zero == 2:
+            if st.zero >= 1:  # distributed optimizer (1) and ZeRO-2: each replica updates its shard
                 rs = b.collective("reduce-scatter", nbytes, g, "DP", f"{name} DP reduce-scatter", deps=deps, price=price)
                 c = b.collective("all-gather", nbytes, g, "DP", f"{name} DP all-gather", deps=[rs], price=price)
             else:

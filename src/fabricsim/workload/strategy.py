@@ -29,6 +29,9 @@ def _pos(field: str, v) -> int:
     return int(v)
 
 
+ZERO_ACCEPTED = ("accepted: 0 (plain all-reduce), 1 (distributed optimizer: optimizer states sharded) or 2 "
+                 "(ZeRO-2: gradients too)")
+
 @dataclass(frozen=True)
 class Strategy:
     """A parallelization MP(x)-DP(y)-PP(z) and how it runs (module doc).
@@ -45,7 +48,9 @@ class Strategy:
         Pipeline schedule of contiguous stages: gpipe or 1f1b (the interleaved layout is
         breadth-first by construction and ignores it).
     zero : int
-        0 (data-parallel all-reduce) or 2 (ZeRO-2: reduce-scatter, then all-gather).
+        0 (data-parallel all-reduce), 1 (Megatron-LM's distributed optimizer: optimizer states
+        sharded over the replicas) or 2 (ZeRO-2: gradients too); 1 and 2 reduce-scatter the
+        gradients and all-gather the updated parameters.
     dp_bucket : float
         Data-parallel bucket size, bytes; 0 = one collective per layer.
     placement : tuple of str
@@ -137,8 +142,8 @@ class Strategy:
             raise ConfigError("parallelism.pp_send", self.pp_send, f"accepted: {', '.join(PP_SENDS)}")
         if not isinstance(self.input_prefetch, (bool, np.bool_)):
             raise ConfigError("workload.input_prefetch", self.input_prefetch, "accepted: true or false")
-        if self.zero not in (0, 2):
-            raise ConfigError("parallelism.zero", self.zero, "accepted: 0 (plain all-reduce) or 2 (ZeRO stage 2)")
+        if self.zero not in (0, 1, 2):
+            raise ConfigError("parallelism.zero", self.zero, ZERO_ACCEPTED)
         if not self.dp_bucket >= 0:
             raise ConfigError("parallelism.dp_bucket", self.dp_bucket, "accepted: a size >= 0 (0 = per layer)")
         pl = tuple(self.placement)
