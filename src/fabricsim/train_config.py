@@ -147,6 +147,11 @@ class ParallelismSection(_Strict):
         return v
 
 
+DENSE_KEYS = ("layers", "hidden", "heads", "seq", "vocab", "kv_heads", "ffn", "ffn_act", "norm", "bias",
+              "tied_embeddings", "position")
+"""The keys of a dense transformer shape (`ShapeSection`); the others are a mixture of experts'."""
+
+
 class ShapeSection(_Strict):
     """`workload.model:` a decoder-only transformer by its shape (`workload.shapes.transformer`):
     GPT-2/3 by default; Llama with `kv_heads`, `ffn_act: swiglu`, `norm: rmsnorm`, `bias: false`,
@@ -186,6 +191,13 @@ class ShapeSection(_Strict):
     bias: StrictBool | None = None
     tied_embeddings: StrictBool | None = None
     position: Literal["learned", "rope"] | None = None
+    experts: StrictInt | None = Field(default=None, ge=0)
+    top_k: StrictInt | None = Field(default=None, ge=1)
+    shared_experts: StrictInt | None = Field(default=None, ge=0)
+    expert_ffn: StrictInt | None = Field(default=None, ge=1)
+    moe_layers: Literal["all"] | StrictInt | list[StrictInt] | None = None
+    capacity_factor: float | None = None
+    moe_imbalance: float | None = None
 
     @model_validator(mode="after")
     def _shape(self):
@@ -193,35 +205,33 @@ class ShapeSection(_Strict):
         return self
 
     def shape(self):
-        """The architecture: the preset's, with the keys given here over it (defaults: GPT's).
+        """The architecture: the preset's, with the keys given here over it (defaults: GPT's, dense).
 
         Returns
         -------
         workload.shapes.TransformerShape
             ConfigError naming the key for a missing size, heads not dividing hidden, kv_heads
-            not dividing heads, or an unknown preset.
+            not dividing heads, top_k above experts, a bad moe_layers, or an unknown preset.
         """
-        from .workload.shapes import TransformerShape
+        from .workload.transformer_shape import TransformerShape, checked_shape
         from .workload.zoo_llm import SHAPES
 
+        fields = TransformerShape.__dataclass_fields__
         base: dict = {}
         if self.preset is not None:
             if self.preset not in SHAPES:
                 raise ConfigError("preset", self.preset, "accepted: " + ", ".join(SHAPES))
-            base = {f: getattr(SHAPES[self.preset], f) for f in TransformerShape.__dataclass_fields__}
-        given = {f: getattr(self, f) for f in TransformerShape.__dataclass_fields__ if getattr(self, f) is not None}
-        keys = {**base, **given}
+            base = {f: getattr(SHAPES[self.preset], f) for f in fields}
+            if not base["experts"]:  # a dense preset: no expert fields to carry over
+                base = {f: v for f, v in base.items() if f in DENSE_KEYS}
+            base["expert_ffn"] = base.get("expert_ffn") or None
+        keys = {**base, **{f: getattr(self, f) for f in fields if getattr(self, f) is not None}}
         for f in ("layers", "hidden", "heads", "seq", "vocab"):
             if f not in keys:
                 raise ConfigError(f, None, "required without a preset; accepted: an integer >= 1")
-        h, a = keys["hidden"], keys["heads"]
-        if h % a:
-            raise ConfigError("heads", a, f"accepted: a divisor of hidden = {h}")
-        keys.setdefault("kv_heads", a)
-        keys.setdefault("ffn", 4 * h)
-        if a % keys["kv_heads"]:
-            raise ConfigError("kv_heads", keys["kv_heads"], f"accepted: a divisor of heads = {a}")
-        return TransformerShape(**keys)
+        defaults = dict(kv_heads=None, ffn=None, ffn_act="gelu", norm="layernorm", bias=True, tied_embeddings=True,
+                        position="learned")
+        return checked_shape(**{**defaults, **keys})
 
     def model_name(self) -> str:
         """Its name in reports: `name`, else the preset's, else "transformer"."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..errors import ConfigError
+from .transformer_shape import FFN_ACTS, NORMS, POSITIONS, TransformerShape, checked_shape  # noqa: F401 (re-exported)
 
 DTYPES = {"fp16": 2, "bf16": 2, "fp32": 4}
 _DTYPE_ACCEPTED = "accepted: " + ", ".join(DTYPES)
@@ -266,116 +267,6 @@ def _positive(field_name: str, value) -> int:
     return value
 
 
-FFN_ACTS = ("gelu", "swiglu")
-NORMS = ("layernorm", "rmsnorm")
-POSITIONS = ("learned", "rope")
-
-
-@dataclass(frozen=True)
-class TransformerShape:
-    """The architecture of a decoder-only transformer, as a model card states it (`transformer`).
-
-    Parameters
-    ----------
-    layers, hidden, heads, seq, vocab : int
-        Transformer blocks, hidden size h, attention (query) heads a, sequence length s, vocabulary.
-    kv_heads : int
-        Key/value heads k (grouped-query attention; k = a: multi-head, k = 1: multi-query); a
-        divisor of `heads`.
-    ffn : int
-        MLP inner size f.
-    ffn_act : str
-        gelu (two matrices, h x f and f x h) or swiglu (three: gate and up h x f, down f x h).
-    norm : str
-        layernorm (weight and bias, 2h per norm) or rmsnorm (weight only, h).
-    bias : bool
-        The linear layers have biases (GPT-2/3: yes; Llama: no).
-    tied_embeddings : bool
-        The logits reuse the token embedding (no parameters of their own).
-    position : str
-        learned (a position embedding of s x h) or rope (rotary: no parameters).
-    """
-
-    layers: int
-    hidden: int
-    heads: int
-    seq: int
-    vocab: int
-    kv_heads: int
-    ffn: int
-    ffn_act: str = "gelu"
-    norm: str = "layernorm"
-    bias: bool = True
-    tied_embeddings: bool = True
-    position: str = "learned"
-
-    @property
-    def head_dim(self) -> int:
-        """Elements per attention head, h / a."""
-        return self.hidden // self.heads
-
-    @property
-    def qkv_out(self) -> int:
-        """Outputs of the QKV projection: queries h plus keys and values 2 k h / a."""
-        return self.hidden + 2 * self.kv_heads * self.head_dim
-
-    @property
-    def mlp_mats(self) -> int:
-        """Matrices of h x f in the MLP: 2 (gelu) or 3 (swiglu)."""
-        return 3 if self.ffn_act == "swiglu" else 2
-
-    @property
-    def norm_params(self) -> int:
-        """Parameters of one norm: 2h (layernorm) or h (rmsnorm)."""
-        return (2 if self.norm == "layernorm" else 1) * self.hidden
-
-    def block_weights(self) -> int:
-        """Weight elements of one block's linear layers: h (h + 2kh/a) + h^2 + m h f."""
-        h = self.hidden
-        return h * self.qkv_out + h * h + self.mlp_mats * h * self.ffn
-
-    def block_params(self) -> int:
-        """Parameters of one block: its weights, biases (QKV outputs, h, then f per MLP input
-        matrix and h) and two norms."""
-        biases = self.qkv_out + self.hidden + (self.mlp_mats - 1) * self.ffn + self.hidden if self.bias else 0
-        return self.block_weights() + biases + 2 * self.norm_params
-
-    def embedding_params(self) -> int:
-        """Token embedding v h, plus s h for learned positions."""
-        return self.vocab * self.hidden + (self.seq * self.hidden if self.position == "learned" else 0)
-
-    def head_params(self) -> int:
-        """The final norm, plus v h logits when the embedding is not tied."""
-        return self.norm_params + (0 if self.tied_embeddings else self.vocab * self.hidden)
-
-    @property
-    def params(self) -> int:
-        """All parameters: embedding, blocks and head."""
-        return self.embedding_params() + self.layers * self.block_params() + self.head_params()
-
-
-def _checked_shape(layers, hidden, heads, seq, vocab, kv_heads, ffn, ffn_act, norm, bias, tied_embeddings,
-                   position) -> TransformerShape:
-    """The `TransformerShape` of `transformer`'s arguments; ConfigError naming the first bad one."""
-    layers, hidden, heads, seq, vocab = (_positive(f, v) for f, v in (
-        ("layers", layers), ("hidden", hidden), ("heads", heads), ("seq", seq), ("vocab", vocab)))
-    ffn = 4 * hidden if ffn is None else _positive("ffn", ffn)
-    kv_heads = heads if kv_heads is None else _positive("kv_heads", kv_heads)
-    if hidden % heads:
-        raise ConfigError("heads", heads, f"accepted: a divisor of hidden={hidden}")
-    if heads % kv_heads:
-        raise ConfigError("kv_heads", kv_heads, f"accepted: a divisor of heads={heads}")
-    for field_name, value, accepted in (("ffn_act", ffn_act, FFN_ACTS), ("norm", norm, NORMS),
-                                        ("position", position, POSITIONS)):
-        if value not in accepted:
-            raise ConfigError(field_name, value, "accepted: " + ", ".join(accepted))
-    for field_name, value in (("bias", bias), ("tied_embeddings", tied_embeddings)):
-        if not isinstance(value, bool):
-            raise ConfigError(field_name, value, "accepted: true or false")
-    return TransformerShape(layers, hidden, heads, seq, vocab, kv_heads, ffn, ffn_act, norm, bias, tied_embeddings,
-                            position)
-
-
 def transformer(
     name: str,
     layers: int,
@@ -393,6 +284,7 @@ def transformer(
     bias: bool = True,
     tied_embeddings: bool = True,
     position: str = "learned",
+    **moe,
 ) -> Model:
     """A decoder-only transformer from its shape (`TransformerShape`): GPT-2/3 by default, Llama
     with grouped-query attention, SwiGLU, RMSNorm, no biases, untied embeddings and rotary positions.
@@ -426,6 +318,10 @@ def transformer(
         gelu or swiglu; layernorm or rmsnorm; learned or rope.
     bias, tied_embeddings : bool
         Linear layers with biases; logits tied to the token embedding.
+    **moe
+        A mixture of experts (`TransformerShape`): experts, top_k, shared_experts, expert_ffn,
+        moe_layers ("all", every N-th, or a list), capacity_factor, moe_imbalance; a block's FLOPs
+        count its active parameters (router, top_k and shared experts), its parameters all.
 
     Returns
     -------
@@ -434,16 +330,16 @@ def transformer(
         ConfigError naming the field for a non-positive size, heads not dividing hidden, kv_heads
         not dividing heads, or an unknown activation, norm or position.
     """
-    shape = _checked_shape(layers, hidden, heads, seq, vocab, kv_heads, ffn, ffn_act, norm, bias, tied_embeddings,
-                           position)
+    shape = checked_shape(layers, hidden, heads, seq, vocab, kv_heads, ffn, ffn_act, norm, bias, tied_embeddings,
+                          position, **moe)
     h, ffn, kv_heads = shape.hidden, shape.ffn, shape.kv_heads
-    per_block, weights_block = shape.block_params(), shape.block_weights()
     out: list[Layer] = []
     emb = shape.embedding_params()
     out.append(Layer("embedding", "embedding", emb, 0.0, 0.0, 0.0, seq * h, emb))
-    f_block = 2.0 * per_block * seq + 2.0 * 2.0 * seq * seq * h
-    for i in range(layers):
-        out.append(Layer(f"block{i}", "transformer_block", per_block, f_block, f_block, f_block, seq * h, weights_block))
+    for i in range(layers):  # FLOPs from the parameters a token computes with (a mixture of experts: its top_k)
+        f_block = 2.0 * shape.active_params(i) * seq + 2.0 * 2.0 * seq * seq * h
+        out.append(Layer(f"block{i}", "transformer_block", shape.block_params(i), f_block, f_block, f_block, seq * h,
+                         shape.block_weights(i)))
     f_head = 2.0 * seq * h * vocab
     out.append(Layer("head", "lm_head", shape.head_params(), f_head, f_head, f_head, seq * vocab,
                      vocab * h + shape.norm_params))
@@ -452,6 +348,9 @@ def transformer(
         note += f" kv_heads={kv_heads}"
     if (ffn_act, norm, bias, position) != ("gelu", "layernorm", True, "learned"):
         note += f" {ffn_act} {norm}{'' if bias else ' no-bias'} {position}"
+    if shape.experts:
+        note += (f"; {shape.experts} experts top-{shape.top_k}" + (f" + {shape.shared_experts} shared" if shape.shared_experts
+                 else "") + f" of ffn {shape.moe_ffn} in {len(shape.moe_layers)} blocks")
     note += "; tied embeddings" if tied_embeddings else "; untied embeddings"
     return Model(name, tuple(out), dtype, seq=seq, notes=(note + "; " + notes) if notes else note, hidden=h,
                  input_bytes=4 * seq, heads=heads, ffn=ffn, vocab=vocab, shape=shape)  # int32 token ids
