@@ -186,6 +186,7 @@ def test_registry():
     assert set(M.MODELS) == {
         "resnet50", "resnet152", "gnmt", "dlrm", "gpt3-175b", "transformer-17b", "transformer-1t",
         "vgg16", "dlrm-topoopt", "candle-uno", "ncf", "bert-topoopt", "llama3-8b", "llama3-70b", "llama3-405b",
+        "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3",
     }
     for name in M.MODELS:
         m = M.get_model(name)

@@ -159,3 +159,77 @@ def test_zero_3_is_refused_in_one_line(tmp_path):
         load_train_config(str(path))
     assert str(e.value.field).endswith("workload.parallelism.zero")
     assert "accepted: 0, 1 or 2" in str(e.value) and "\n" not in str(e.value)
+
+
+def _moe_params(L, h, a, k, f, v, E, shared=0, fe=None, dense=(), fd=None):
+    """A SwiGLU / RMSNorm / no-bias / untied model's parameters by hand: per MoE block attention
+    h^2 + 2h (kh/a) + h^2, router h E, (E + shared) experts of 3 h fe, two norms h; dense blocks
+    (`dense`) an MLP of 3 h fd instead."""
+    attn = 2 * h * h + 2 * h * (k * h // a)
+    moe = attn + h * E + (E + shared) * 3 * h * (fe or f) + 2 * h
+    dense_block = attn + 3 * h * (fd or f) + 2 * h
+    return 2 * v * h + (L - len(dense)) * moe + len(dense) * dense_block + h
+
+
+@pytest.mark.parametrize("name,want,published", [
+    ("mixtral-8x7b", _moe_params(32, 4096, 32, 8, 14336, 32000, 8), 46.7e9),
+    ("mixtral-8x22b", _moe_params(56, 6144, 48, 8, 16384, 32000, 8), 141e9),
+    ("deepseek-v3", _moe_params(61, 7168, 128, 128, 18432, 129280, 256, 1, 2048, dense=(0, 1, 2)), 671e9),
+])
+def test_mixture_of_experts_presets_have_their_published_sizes(name, want, published):
+    m = get_model(name)
+    assert m.params == want
+    assert m.params / published == pytest.approx(1.0, abs=0.01)
+
+
+def test_a_token_computes_with_its_top_k_experts():
+    """Mixtral 8x7B: 12.9B active parameters published (Jiang et al. 2024, Section 2.1); by hand the
+    embedding, logits, attention, router and 2 of 8 experts per block. DeepSeek-V3's 37B is matched
+    within 5%: its latent attention is approximated by multi-head attention (zoo_llm's doc)."""
+    h, f, v, L = 4096, 14336, 32000, 32
+    active = 2 * v * h + L * (2 * h * h + 2 * h * 1024 + h * 8 + 2 * 3 * h * f + 2 * h) + h
+    m = get_model("mixtral-8x7b")
+    assert m.shape.active == active
+    assert active / 12.9e9 == pytest.approx(1.0, abs=0.01)
+    assert get_model("deepseek-v3").shape.active / 37e9 == pytest.approx(1.0, abs=0.05)
+    # a block's forward FLOPs: 2 s x its active parameters + 4 s^2 h
+    s = m.seq
+    assert m.blocks()[0].fwd_flops == 2.0 * (2 * h * h + 2 * h * 1024 + h * 8 + 2 * 3 * h * f + 2 * h) * s + 4.0 * s * s * h
+
+
+def test_moe_layers_every_n_and_a_list(tmp_path):
+    base = {"layers": 6, "hidden": 256, "heads": 8, "seq": 128, "vocab": 1000, "experts": 4}
+    every = load_train_config(str(_config(tmp_path, {**base, "moe_layers": 2}))).workload.model.shape()
+    assert every.moe_layers == (1, 3, 5)
+    listed = load_train_config(str(_config(tmp_path, {**base, "moe_layers": [0, 5]}))).workload.model.shape()
+    assert listed.moe_layers == (0, 5) and listed.top_k == 2
+
+
+@pytest.mark.parametrize("extra,field,accepted", [
+    ({"experts": 4, "top_k": 5}, "top_k", "accepted: at most experts = 4"),
+    ({"experts": 4, "moe_layers": [6]}, "moe_layers", "a list of blocks 0..5"),
+    ({"experts": 4, "moe_imbalance": 0.5}, "moe_imbalance", "accepted: a number >= 1"),
+    ({"experts": 4, "capacity_factor": 0.5}, "capacity_factor", "accepted: 0 (dropless) or a number >= 1"),
+])
+def test_a_bad_expert_key_is_named(tmp_path, extra, field, accepted):
+    model = {"layers": 6, "hidden": 256, "heads": 8, "seq": 128, "vocab": 1000, **extra}
+    with pytest.raises(ConfigError) as e:
+        load_train_config(str(_config(tmp_path, model)))
+    assert str(e.value.field).endswith(f"workload.model.{field}")
+    assert accepted in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("kw", [dict(mp=4, pp=2, dp=4, ep=2), dict(mp=1, pp=2, dp=4, ep=4),
+                                dict(mp=1, pp=1, dp=4, ep=2, zero=1), dict(mp=2, pp=2, dp=4, ep=4, zero=2, recompute="full"),
+                                dict(mp=2, pp=1, dp=2, zero=1)])
+@pytest.mark.parametrize("fold", [False, True])
+def test_the_task_estimate_counts_expert_and_distributed_optimizer_tasks(kw, fold):
+    """`training_tasks` (the `tasks` limit's count before building) equals the built graph's size with
+    experts (all-to-alls per EP group, expert-data-parallel syncs) and zero: 1."""
+    from fabricsim.workload.estimate import training_tasks
+    from fabricsim.workload.parallelism import Strategy, build_training
+
+    m = transformer("moe", 4, 256, 8, 128, 1000, ffn=512, kv_heads=4, ffn_act="swiglu", norm="rmsnorm", bias=False,
+                    tied_embeddings=False, position="rope", experts=8, top_k=2)
+    st = Strategy(batch=16, microbatches=2, **kw)
+    assert training_tasks(m, st, fold) == len(build_training(m, st, fold=fold))

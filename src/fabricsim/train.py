@@ -121,7 +121,7 @@ def strategy_of(cfg: TrainConfig):
                         stage_layout=p.stage_layout, pp_send=p.pp_send, input_prefetch=w.input_prefetch,
                         recompute=p.recompute, sequence_parallel=p.sequence_parallel, virtual_stages=p.virtual_stages,
                         stage_split=p.stage_split, optimizer=p.optimizer, tp_overlap=p.tp_overlap,
-                        attention=p.attention)
+                        attention=p.attention, ep=p.ep, etp=p.etp)
 
 
 def graph_of(cfg: TrainConfig, n_npus: int, fold: bool = False) -> WorkloadGraph:
@@ -235,7 +235,8 @@ def memory_of(cfg: TrainConfig, system: System):
         shape = dict(shape_arguments(model), tp=st.mp, pp=st.pp, dp=st.dp,
                      microbatch=st.microbatch, microbatches=st.microbatches, schedule=st.schedule,
                      virtual_stages=st.virtual_stages, recompute=st.recompute, sequence_parallel=st.sequence_parallel,
-                     zero=st.zero, stage_blocks=blocks, grad_bytes=DTYPES[st.grad_dtype] if st.grad_dtype else 4)
+                     zero=st.zero, stage_blocks=blocks, grad_bytes=DTYPES[st.grad_dtype] if st.grad_dtype else 4,
+                     ep=getattr(st, "ep", 1), etp=getattr(st, "etp", st.mp))  # expert (tensor) parallelism
         stages = stage_memory(**shape)
     cap = system.npu.memory_capacity
     if cap == float("inf"):

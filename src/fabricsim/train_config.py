@@ -114,6 +114,9 @@ class ParallelismSection(_Strict):
         unfused (Megatron-LM 2022: score GEMM, softmax, dropout, context GEMM) or fused (one causal
         kernel at the GPU preset's measured fused-attention rate: FlashAttention, Transformer
         Engine).
+    ep, etp : int
+        Expert parallelism (a MoE model's experts over ep of the dp replicas: a divisor of dp and of
+        the experts) and expert tensor parallelism (default and only layout modelled: mp).
     """
 
     mp: StrictInt = Field(default=1, ge=1)
@@ -134,6 +137,8 @@ class ParallelismSection(_Strict):
     optimizer: Literal["none", "adam"] = "none"
     tp_overlap: StrictBool = True
     attention: Literal["unfused", "fused"] = "unfused"
+    ep: StrictInt = Field(default=1, ge=1)
+    etp: StrictInt | None = Field(default=None, ge=1)
 
     _bucket = field_validator("dp_bucket", mode="before")(lambda v: parse_size(v, "dp_bucket"))
 
@@ -145,6 +150,14 @@ class ParallelismSection(_Strict):
 
             raise ConfigError("zero", v, ZERO_ACCEPTED)
         return v
+
+    @model_validator(mode="after")
+    def _experts(self):
+        if self.dp % self.ep:
+            raise ConfigError("ep", self.ep, f"accepted: a divisor of dp = {self.dp} (ranks from the replicas)")
+        if self.etp is not None and self.etp != self.mp:
+            raise ConfigError("etp", self.etp, f"accepted: mp = {self.mp} (experts split like the dense MLP)")
+        return self
 
 
 DENSE_KEYS = ("layers", "hidden", "heads", "seq", "vocab", "kv_heads", "ffn", "ffn_act", "norm", "bias",

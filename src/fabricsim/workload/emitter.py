@@ -6,6 +6,14 @@ stage-boundary transfer, data-parallel collective, weight-streaming and input-lo
 optimizer step; `workload.pipeline` (FRED's interleaved layout) and `workload.megatron` (virtual
 stages) subclass it. It lives apart from `build_training`, which picks the emitter, so that the
 entry point and its rules are read in one short module and the task-by-task mechanics in this one.
+
+Mixture of experts (`workload.moe`): the dispatch and combine all-to-alls of a MoE block run over
+each expert-parallel group, the ep NPUs at the same stage and tensor rank in consecutive replicas
+(replicas j ep .. j ep + ep - 1), category "MP" (`vocab.CATEGORIES` has no expert category; expert
+parallelism is model parallelism of the experts). Expert gradients are reduced over the
+expert-data-parallel group, the dp / ep replicas holding the same experts (r, r + ep, r + 2 ep, ...),
+the dense ones over all dp replicas; the next iteration's forward waits for both. Folded, each
+collective carries the first copy's real group (`price`).
 """
 
 from __future__ import annotations
@@ -78,7 +86,7 @@ class _Emitter:
         self.last = [None] * n  # last compute task per NPU (program order)
         self._mp_price: dict[int, tuple] = {}  # first NPU of a local MP group -> the real group it stands for
         self._merged: dict[int, Step] = {}  # id(part) -> its backward up to and with the input gradient
-        self.dp_wait: dict[tuple[int, int], int] = {}  # (layer, npu) -> collective the next forward waits for
+        self.dp_wait: dict[tuple[int, int], tuple] = {}  # (layer, npu) -> collectives the next forward waits for
         self.dp_done: dict[int, list] = {}  # stage -> its DP collectives of this iteration (the optimizer waits)
         self.act_in: dict = {}  # (key, npu) -> transfer the receiving forward waits for
         self.grad_in: dict = {}  # (key, npu) -> transfer the receiving backward waits for
@@ -91,7 +99,7 @@ class _Emitter:
         self.b.meta.update(model=model.name, strategy=st.name, microbatch=st.microbatch)
         self._describe()
         for k, default in (("pp_send", "p2p"), ("input_prefetch", False), ("recompute", "none"),
-                           ("sequence_parallel", False), ("virtual_stages", 1), ("optimizer", "none")):
+                           ("sequence_parallel", False), ("virtual_stages", 1), ("optimizer", "none"), ("ep", 1)):
             if getattr(st, k) != default:
                 self.b.meta[k] = getattr(st, k)
 
@@ -186,12 +194,36 @@ class _Emitter:
         """One part on every NPU of `groups`: the collectives `pre` (after `tail` and `extra`), the
         compute (`compute(p, deps)`), the collectives `post`; returns the tail after it."""
         if pre:
-            tail = self._tp_comm(groups, pre, f"{name} MP", {p: [tail.get(p), *extra.get(p, ())] for g in groups for p in g})
+            tail = self._comm(groups, pre, name, {p: [tail.get(p), *extra.get(p, ())] for g in groups for p in g})
             extra = {}
         for g in groups:
             for p in g:
                 compute(p, [tail.get(p), *extra.get(p, ())])
-        return self._tp_comm(groups, post, f"{name} MP", {})
+        return self._comm(groups, post, name, {})
+
+    def _comm(self, groups, comms, name: str, extra: dict) -> dict:
+        """`_tp_comm` over the MP groups, or `_ep_comm` for a mixture of experts' all-to-alls."""
+        if comms and comms[0].over == "ep":
+            return self._ep_comm(groups, comms, name, extra)
+        return self._tp_comm(groups, comms, f"{name} MP", extra)
+
+    def _ep_comm(self, groups, comms, name: str, extra: dict) -> dict:
+        """A MoE block's all-to-alls over each expert-parallel group of the stage of `groups` (module
+        doc), category "MP", each member after its last compute and `extra[p]`; {npu: last one}."""
+        st = self.st
+        s = self.coord[groups[0][0]][1]
+        width = min(st.ep, self.dp_n)  # folded: the stage's one NPU stands for the group
+        price = tuple(int(x) for x in self.RR[0, s, :st.ep]) if self.folded else None
+        tail: dict = {}
+        for a in range(self.mp_n):
+            for d0 in range(0, self.dp_n, width):
+                g = tuple(int(x) for x in self.R[a, s, d0:d0 + width])
+                deps = [self.last[p] for p in g] + [d for p in g for d in extra.get(p, ()) if d is not None]
+                for c in comms:
+                    t = self.b.collective(c.coll, c.size, g, "MP", f"{name} {c.coll}", deps=deps, price=price)
+                    deps = [t]
+                tail.update({p: t for p in g})
+        return tail
 
     def _fwd_layer(self, s: int, li: int, m: int, groups, tail: dict, entry: dict, phase: str = "fwd") -> dict:
         """Forward of layer `li`, microbatch `m`, on stage `s`'s NPUs: its weights streamed in first
@@ -202,7 +234,8 @@ class _Emitter:
         load = self._stream(s, li, "load") if (st.weight_streaming and m == 0 and phase == "fwd") else None
         tag = "F" if phase == "fwd" else "R"
         for j, part in enumerate(self.plans[li].parts):
-            extra = {p: [load, entry.get(p) if j == 0 else None, self.dp_wait.get((li, p))] for g in groups for p in g}
+            extra = {p: [load, entry.get(p) if j == 0 else None, *self.dp_wait.get((li, p), ())]
+                     for g in groups for p in g}
             tail = self._part(groups, part.fwd_pre, part.fwd_post, f"{tag}{m} {part.name}", phase, tail, extra,
                               lambda p, deps, part=part: self._comp(p, f"{tag}{m} {part.name}", part.fwd_flops,
                                                                     part.fwd_mem, phase, deps, part.fwd_work))
@@ -366,30 +399,41 @@ class _Emitter:
             return
         if st.dp == 1:
             return
-        layers, nbytes = self.bucket.pop(s, ([], 0.0))
-        if plan.grad_bytes > 0:
-            layers, nbytes = layers + [li], nbytes + plan.grad_bytes
-        if layers and (nbytes >= st.dp_bucket or flush):
-            self._dp_sync(s, layers, nbytes, wg_tasks, m)
+        layers, nbytes, ebytes = self.bucket.pop(s, ([], 0.0, 0.0))
+        if plan.grad_bytes > 0 or plan.expert_grad_bytes > 0:
+            layers, nbytes, ebytes = layers + [li], nbytes + plan.grad_bytes, ebytes + plan.expert_grad_bytes
+        if layers and (nbytes + ebytes >= st.dp_bucket or flush):
+            done = self._dp_sync(s, layers, nbytes, wg_tasks, 1)
+            if ebytes > 0 and st.dp > st.ep:  # expert gradients over the replicas holding the same experts
+                got = self._dp_sync(s, layers, ebytes, wg_tasks, st.ep)
+                done = {p: done.get(p, ()) + got.get(p, ()) for p in {*done, *got}}
+            for li in layers:
+                for p, cs in done.items():
+                    self.dp_wait[(li, p)] = cs
         elif layers:
-            self.bucket[s] = (layers, nbytes)
+            self.bucket[s] = (layers, nbytes, ebytes)
 
-    def _dp_sync(self, s: int, layers: list[int], nbytes: float, wg_tasks: dict, m: int):
+    def _dp_sync(self, s: int, layers: list[int], nbytes: float, wg_tasks: dict, step: int) -> dict:
+        """The data-parallel collectives of `layers`' `nbytes` gradients per NPU on stage `s`: over
+        each MP rank's replicas r, r + step, r + 2 step, ... (step 1: all dp; ep: the
+        expert-data-parallel groups); {npu: (its collective,)}."""
         b, st = self.b, self.st
         name = self.plans[layers[0]].name if len(layers) == 1 else f"{self.plans[layers[-1]].name}..{self.plans[layers[0]].name}"
+        price = tuple(int(x) for x in self.RR[0, s, ::step]) if self.folded else None
+        done: dict = {}
         for mi in range(self.mp_n):
-            g = tuple(self.R[mi, s, :].tolist())
-            price = tuple(int(x) for x in self.RR[0, s, :]) if self.folded else None
-            deps = [wg_tasks[p] for p in g]
-            if st.zero >= 1:  # distributed optimizer (1) and ZeRO-2: each replica updates its shard
-                rs = b.collective("reduce-scatter", nbytes, g, "DP", f"{name} DP reduce-scatter", deps=deps, price=price)
-                c = b.collective("all-gather", nbytes, g, "DP", f"{name} DP all-gather", deps=[rs], price=price)
-            else:
-                c = b.collective("all-reduce", nbytes, g, "DP", f"{name} DP all-reduce", deps=deps, price=price)
-            self.dp_done.setdefault(s, []).append(c)
-            for li in layers:
-                for p in g:
-                    self.dp_wait[(li, p)] = c
+            for r in range(min(step, self.dp_n)):
+                g = tuple(self.R[mi, s, r::step].tolist())
+                deps = [wg_tasks[p] for p in g]
+                if st.zero >= 1:  # distributed optimizer (1) and ZeRO-2: each replica updates its shard
+                    rs = b.collective("reduce-scatter", nbytes, g, "DP", f"{name} DP reduce-scatter", deps=deps,
+                                      price=price)
+                    c = b.collective("all-gather", nbytes, g, "DP", f"{name} DP all-gather", deps=[rs], price=price)
+                else:
+                    c = b.collective("all-reduce", nbytes, g, "DP", f"{name} DP all-reduce", deps=deps, price=price)
+                self.dp_done.setdefault(s, []).append(c)
+                done.update({p: (c,) for p in g})
+        return done
 
     def _optimizer_step(self) -> None:
         """The optimizer step of this iteration on every NPU (`Strategy.optimizer`): after its last

@@ -44,20 +44,30 @@ def training_tasks(model: Model, st: Strategy, fold: bool = False) -> int:
                          + n * (len(top) - len([x for x in top if x.kind != "interaction"])))  # interaction ig
         return st.iterations * per_iteration
     mp, dp = (1, 1) if fold else (st.mp, st.dp)
-    per_microbatch = with_grads = 0
+    ep = getattr(st, "ep", 1)
+    per_microbatch = with_grads = with_expert_grads = 0
     for li, plan in enumerate(_plan_layers(model, st)):
-        computes = colls = 0
+        computes = colls = ep_colls = 0
         for part in plan.parts:
             full = st.recompute == "full" and part.block
             computes += 1 + (1 if part.ig_flops < 0 else 1 + (part.ig_flops > 0 and li != 0)) + (part.rc_flops > 0) + full
             if part.bwd_steps is not None:  # the backward in tasks around Megatron's async TP collective:
                 computes += 3 if part.bwd_pre else 2  # + input gradient (sequence parallel), weight gradient, layer norm
-            if st.mp > 1:
-                colls += len(part.fwd_pre) + len(part.fwd_post) + len(part.bwd_pre) + len(part.bwd_post)
-                colls += (len(part.fwd_pre) + len(part.fwd_post)) * full
-                colls += len(part.bwd_pre) * (part.bwd_steps is not None)  # sequence parallel: the input gathered again
-        per_microbatch += mp * dp * computes + dp * colls
-        with_grads += plan.grad_bytes > 0
+            for over in ("mp", "ep"):  # tensor-parallel collectives, and a mixture of experts' all-to-alls
+                def n(comms, over=over):
+                    return sum(getattr(c, "over", "mp") == over for c in comms)
+
+                k = n(part.fwd_pre) + n(part.fwd_post) + n(part.bwd_pre) + n(part.bwd_post)
+                k += (n(part.fwd_pre) + n(part.fwd_post)) * full
+                k += n(part.bwd_pre) * (part.bwd_steps is not None)  # sequence parallel: the input gathered again
+                if over == "mp" and st.mp > 1:
+                    colls += k
+                elif over == "ep" and ep > 1:
+                    ep_colls += k
+        # MP collectives: one per MP group (dp of them); all-to-alls: one per EP group (mp dp / ep)
+        per_microbatch += mp * dp * computes + dp * colls + (1 if fold else mp * dp // ep) * ep_colls
+        with_grads += plan.grad_bytes > 0 or getattr(plan, "expert_grad_bytes", 0) > 0
+        with_expert_grads += getattr(plan, "expert_grad_bytes", 0) > 0 and st.dp > ep
     if st.stage_layout == "interleaved":
         boundaries = n_layers - 1 if st.pp > 1 else 0
     else:
@@ -66,7 +76,9 @@ def training_tasks(model: Model, st: Strategy, fold: bool = False) -> int:
     gathers = dp if (st.pp_send == "scatter-gather" and st.mp > 1 and not st.sequence_parallel) else 0
     per_microbatch += 2 * boundaries * (senders + gathers)
     # DP syncs: one per layer with gradients and MP rank (fewer when buckets gather layers)
-    syncs = 0 if (st.dp == 1 or st.weight_streaming) else with_grads * mp * (2 if st.zero == 2 else 1)
+    # (expert gradients: one more per layer, MP rank and expert-data-parallel group, `emitter._grads_done`)
+    per_sync = 2 if st.zero >= 1 else 1  # reduce-scatter + all-gather, or one all-reduce
+    syncs = 0 if (st.dp == 1 or st.weight_streaming) else (with_grads * mp + with_expert_grads * mp * min(ep, dp)) * per_sync
     streams = 3 * n_layers if st.weight_streaming else 0
     steps = mp * dp * st.pp if st.optimizer != "none" else 0
     loads = (st.iterations - st.input_prefetch) if (st.input_loading and model.input_bytes) else 0

@@ -6,8 +6,9 @@ gradients and optimizer states of the stage's parameters (sharded over the `dp` 
 ZeRO stage), plus the activations of the microbatches in flight at the stage's peak, after
 Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models" (arXiv
 2205.05198), Section 4 and Table 2, for any `TransformerShape` (grouped-query attention, SwiGLU,
-RMSNorm, no biases, untied embeddings, rotary positions: `stage_memory`'s keywords, read off a model
-by `shape_arguments`); what it leaves out is listed in its module doc. A strategy dict with those
+RMSNorm, no biases, untied embeddings, rotary positions, mixture-of-experts blocks under expert
+parallelism (`workload.memory_moe`): `stage_memory`'s keywords, read off a model by
+`shape_arguments`); what it leaves out is listed in its module doc. A strategy dict with those
 keywords keeps them through every change `fitting_changes` tries.
 
 `fitting_changes` says which single changes of the strategy (or pairs of them) bring every stage
@@ -25,6 +26,7 @@ from ..units import format_size
 # re-exported: the model, importable from here as before
 from .memory_model import RECOMPUTE, SCHEDULES, StageMemory, activation_bytes_per_block, block_params  # noqa: F401
 from .memory_model import shape_arguments, stage_memory  # noqa: F401
+from .memory_moe import moe_mlp_activation_bytes, moe_mlp_params  # noqa: F401
 
 ON_EXCEED = ("error", "warn", "ignore")
 ZERO_STAGES = (1, 2, 3)

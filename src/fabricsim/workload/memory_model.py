@@ -22,6 +22,31 @@ the one block whose activations are rebuilt at a time under recomputation, ZeRO-
 layer, the gradient of the activation in flight between stages, Megatron's padding of the
 vocabulary to a multiple of 128 t, and the norms' statistics (2sb per LayerNorm, Section 4.1; sb
 per RMSNorm).
+
+Per stage (`stage_memory`):
+
+Parameters: each stage's blocks (`block_params`); the word embedding, ceil(V/t) rows of h per
+rank (vocabulary-parallel), and learned positions, s h replicated on every tensor rank as
+Megatron-LM keeps them (none with rotary positions), on stage 0; on the last stage the final
+norm (2h layernorm, h rmsnorm) and the output head's ceil(V/t) x h: its own when untied, the
+tied embedding's copy with pp > 1 (none with p = 1: the head reuses the embedding). Weights
+take `dtype_bytes`, gradients `grad_bytes` and optimizer states `optimizer_bytes` per
+parameter; ZeRO divides the optimizer states by dp from stage 1, gradients from 2, weights at 3,
+and a mixture of experts' routed experts by the expert-data-parallel d t / (ep etp) instead.
+The stages hold consecutive blocks in model order; a MoE block's MLP is `workload.memory_moe`'s.
+
+Activations (stage i): c_i chunk-microbatches in flight, each storing its chunk's blocks
+(the stage's blocks / v) times `activation_bytes_per_block`. c_i is m with GPipe,
+min(p - i, m) with 1F1B, and with interleaved 1F1B (v > 1, Megatron-LM's schedule)
+min(2(p - i - 1) + (v - 1)p + 1, m v) (m v when m = p): with m > p stage 0 holds p v + p - 1 chunks,
+p (1 + (p - 1)/(p v)) stage-microbatches, the factor of Section 4.2.3 (Eq. 5), where with
+v = 1 the first stage holds p microbatches of L/p blocks, sbhL/t(34 + 5as/h) in all.
+Section 4.3 adds the embedding's dropout mask (with `dropout`), sbh/t per microbatch in flight
+through stage 0's first chunk (sbhp/t on the first stage; sbh without sequence parallelism),
+and on the last stage, per microbatch in flight through its last chunk, the final norm's and
+output layer's inputs (2e sbh/t each; not split without sequence parallelism) and the fp32
+logits 4sbV/t: 4sbh/t(1 + V/h). The paper counts these on the first stage only when p = 1;
+here they sit on the stage that holds them. Recomputation leaves them stored.
 """
 
 from __future__ import annotations
@@ -30,10 +55,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..errors import ConfigError
+from .memory_block import RECOMPUTE, _choice, _int, activation_bytes_per_block, block_params  # noqa: F401 (re-exported)
+from .memory_moe import checked_moe, moe_block_memory, stage_moe_blocks
 from .shapes import FFN_ACTS, NORMS, POSITIONS
 
 SCHEDULES = ("gpipe", "1f1b")
-RECOMPUTE = ("none", "selective", "full")
 
 
 @dataclass(frozen=True)
@@ -55,6 +81,8 @@ class StageMemory:
         `virtual_stages` is 1).
     total : float
         Peak bytes: weights + gradients + optimizer + activations.
+    expert_params : int
+        Of `params`, the routed experts' (sharded by ZeRO over the expert-data-parallel group).
     """
 
     stage: int
@@ -65,159 +93,7 @@ class StageMemory:
     activations: float
     in_flight: int
     total: float
-
-
-def _int(field: str, value, least: int = 1) -> int:
-    """`value` when it is an integer >= `least`, else ConfigError naming `field`."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ConfigError(field, value, f"accepted: an integer >= {least}")
-    return value
-
-
-def _choice(field: str, value, accepted: tuple) -> None:
-    """None when `value` is one of `accepted` (True and False for booleans), else ConfigError naming `field`."""
-    if accepted == (True, False):
-        if not isinstance(value, bool):
-            raise ConfigError(field, value, "accepted: true or false")
-    elif value not in accepted:
-        raise ConfigError(field, value, "accepted: " + ", ".join(accepted))
-
-
-def _kv_width(hidden: int, heads: int | None, kv_heads: int | None) -> int:
-    """Elements of the keys (or of the values) per token, k h / a: h without grouped-query attention."""
-    if kv_heads is None or kv_heads == heads:
-        return hidden
-    if heads is None:
-        raise ConfigError("heads", heads, f"accepted: the attention heads, to split hidden={hidden} "
-                                          f"among kv_heads={kv_heads}")
-    return kv_heads * (hidden // heads)
-
-
-def block_params(hidden: int, ffn: int, tp: int = 1, *, heads: int | None = None, kv_heads: int | None = None,
-                 ffn_act: str = "gelu", norm: str = "layernorm", bias: bool = True) -> int:
-    """Parameters of one transformer block held by one tensor-parallel rank.
-
-    With w = k h / a the key (and value) width, m the MLP's matrices (2 gelu, 3 swiglu) and n the
-    parameters of one norm (2h layernorm, h rmsnorm): QKV h (h + 2w) weights and h + 2w biases,
-    the output projection h^2 and h, the MLP m h ffn weights, (m - 1) ffn biases on its input
-    matrices (gelu's fc1; swiglu's gate and up) and h on fc2, two norms 2n. Megatron splits QKV
-    and the MLP's input matrices by columns (weights and biases; t divides k) and the output
-    projection and fc2 by rows (weights only), so the two row-parallel biases (2h) and the norms
-    are replicated on every rank and counted on each. Without `bias` no biases. GPT (k = a, gelu,
-    layernorm, biases): 4h^2 + 2 h ffn + ffn + 9h, 12h^2 + 13h with ffn = 4h.
-
-    Parameters
-    ----------
-    hidden : int
-        Hidden size h.
-    ffn : int
-        MLP inner size, a multiple of `tp`.
-    tp : int
-        Tensor-parallel ranks t, dividing the key/value heads.
-    heads, kv_heads : int, optional
-        Attention (query) heads a and key/value heads k (k = a when either is not given).
-    ffn_act, norm : str
-        gelu or swiglu; layernorm or rmsnorm.
-    bias : bool
-        The linear layers have biases.
-
-    Returns
-    -------
-    int
-        (h (h + 2w) + h^2 + m h ffn + [h + 2w + (m - 1) ffn]) / t + [2h] + 2n, the bracketed
-        terms with `bias` only.
-
-    Examples
-    --------
-    >>> block_params(64, 256), 12 * 64**2 + 13 * 64
-    (49984, 49984)
-    >>> h, f = 4096, 14336  # a Llama 3 8B block: 8 of 32 heads for keys and values, swiglu, rmsnorm, no biases
-    >>> block_params(h, f, heads=32, kv_heads=8, ffn_act="swiglu", norm="rmsnorm", bias=False)
-    218112000
-    """
-    _choice("ffn_act", ffn_act, FFN_ACTS)
-    _choice("norm", norm, NORMS)
-    _choice("bias", bias, (True, False))
-    h, qkv = hidden, hidden + 2 * _kv_width(hidden, heads, kv_heads)
-    m = 3 if ffn_act == "swiglu" else 2
-    split = h * qkv + h * h + m * h * ffn + (qkv + (m - 1) * ffn if bias else 0)
-    replicated = (2 * h if bias else 0) + 2 * (2 if norm == "layernorm" else 1) * h
-    return split // tp + replicated
-
-
-def activation_bytes_per_block(s: int, b: int, h: int, a: int, t: int, sequence_parallel: bool,
-                               recompute: str, ffn: int | None = None, dtype_bytes: int = 2, *,
-                               kv_heads: int | None = None, ffn_act: str = "gelu", dropout: bool = True) -> float:
-    """Activation bytes one transformer block stores for one microbatch on one tensor rank.
-
-    Korthikanti et al. Section 4.1, term by term, with e bytes per element (2 in the paper), 1-byte
-    dropout masks, w = k h / a the key (and value) width (h without grouped-query attention) and f
-    the MLP inner size; [S] marks a term split by t, [R] one replicated on the tensor ranks (and
-    split by t with sequence parallelism, Section 4.2.2):
-      attention (paper: 11sbh + 5as^2b): QKV input e sbh [R]; Q e sbh and K e sbw [S] (paper 4sbh:
-        grouped-query attention stores its k heads of keys, not a; rotary positions rotate Q and K
-        with no stored input of their own); softmax output e as^2b [S] (a query heads score every
-        key); its dropout mask as^2b [S]; dropout output e as^2b [S]; V e sbw [S] (paper 2sbh);
-        projection input e sbh [S]; dropout mask sbh [R];
-      MLP (paper: 19sbh): fc1 input e sbh [R]; gelu: its input and output (fc2's input) e sbf each
-        [S] (paper 8sbh each); swiglu: fc1's output, gate and up, 2e sbf, and its output (fc2's
-        input) e sbf [S]; that is m e sbf with m = 2 (gelu) or 3 (swiglu) matrices; mask sbh [R];
-      norms (paper: 4sbh): the two inputs, 2e sbh [R]; an RMSNorm stores its input as a LayerNorm.
-    Per block: e sb(2h + 2w + m f)/t [S] + (4e + 2)sbh [R] + (2e + 1)as^2b/t, which with e = 2,
-    w = h, m = 2 and f = 4h is 24sbh/t + 10sbh + 5as^2b/t: sbh(34 + 5as/h) at t = 1 (Eq. 1),
-    sbh(10 + 24/t + 5as/(ht)) (Eq. 2), sbh/t(34 + 5as/h) with sequence parallelism.
-    Without `dropout` (Llama-style training) the three masks and the dropout output go: [R] 4e sbh,
-    scores e as^2b/t (the softmax output is the values' matmul input too). Selective recomputation
-    (Section 5) drops the scores; full recomputation keeps only the block's input, e sbh (2sbh),
-    split by t with sequence parallelism as Megatron stores it. These are the rows of Table 2.
-
-    Parameters
-    ----------
-    s, b, h, a : int
-        Sequence length (tokens), microbatch size (sequences), hidden size, attention (query) heads.
-    t : int
-        Tensor-parallel ranks.
-    sequence_parallel : bool
-        Megatron sequence parallelism in the norm and dropout regions.
-    recompute : str
-        "none", "selective" or "full".
-    ffn : int, optional
-        MLP inner size; 4h when not given.
-    dtype_bytes : int
-        Bytes per stored activation element (2: fp16/bf16).
-    kv_heads : int, optional
-        Key/value heads k (a when not given).
-    ffn_act : str
-        gelu or swiglu.
-    dropout : bool
-        Dropout in attention and after the attention and MLP (GPT's training; Llama's runs without).
-
-    Returns
-    -------
-    float
-        Bytes.
-
-    Examples
-    --------
-    >>> s, b, h, a, t = 2048, 1, 12288, 96, 8
-    >>> activation_bytes_per_block(s, b, h, a, t, True, "selective") == 34 * s * b * h / t
-    True
-    >>> activation_bytes_per_block(s, b, h, a, t, False, "none") == s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
-    True
-    """
-    _choice("recompute", recompute, RECOMPUTE)
-    _choice("ffn_act", ffn_act, FFN_ACTS)
-    _choice("dropout", dropout, (True, False))
-    f = 4 * h if ffn is None else ffn
-    e, w, m = dtype_bytes, _kv_width(h, a, kv_heads), 3 if ffn_act == "swiglu" else 2
-    sbh = s * b * h
-    shared_split = 1 / t if sequence_parallel else 1.0  # the regions that sequence parallelism splits
-    if recompute == "full":
-        return e * sbh * shared_split
-    split = e * s * b * (2 * h + 2 * w + m * f) / t
-    replicated = (4 * e + (2 if dropout else 0)) * sbh * shared_split
-    scores = 0.0 if recompute == "selective" else (2 * e + 1 if dropout else e) * a * s * s * b / t
-    return split + replicated + scores
+    expert_params: int = 0
 
 
 def shape_arguments(model) -> dict:
@@ -232,8 +108,9 @@ def shape_arguments(model) -> dict:
     -------
     dict
         layers, hidden, heads, seq, vocab, ffn, kv_heads, ffn_act, norm, bias, tied_embeddings and
-        position (and dtype_bytes, bytes per element, for a model). ConfigError for a model
-        without a shape.
+        position (and dtype_bytes, bytes per element, for a model); for a mixture of experts
+        (experts > 0) also experts, top_k, shared_experts, expert_ffn, moe_layers, capacity_factor
+        and moe_imbalance. ConfigError for a model without a shape.
 
     Examples
     --------
@@ -248,6 +125,9 @@ def shape_arguments(model) -> dict:
         raise ConfigError("model", getattr(model, "name", model), "accepted: a transformer by shape")
     out = {k: getattr(shape, k) for k in ("layers", "hidden", "heads", "seq", "vocab", "ffn", "kv_heads", "ffn_act",
                                           "norm", "bias", "tied_embeddings", "position")}
+    if getattr(shape, "experts", 0):
+        out.update({k: getattr(shape, k) for k in ("experts", "top_k", "shared_experts", "expert_ffn", "moe_layers",
+                                                    "capacity_factor", "moe_imbalance")})
     if shape is not model:
         out["dtype_bytes"] = model.dtype_bytes
     return out
@@ -279,29 +159,12 @@ def stage_memory(*, layers: int, hidden: int, heads: int, seq: int, vocab: int, 
                  stage_blocks: list[int] | None = None, grad_bytes: int = 4, optimizer_bytes: int = 12,
                  kv_heads: int | None = None, ffn_act: str = "gelu", norm: str = "layernorm", bias: bool = True,
                  tied_embeddings: bool = True, position: str = "learned", dropout: bool = True,
-                 ) -> tuple[StageMemory, ...]:
+                 experts: int = 0, top_k: int = 2, shared_experts: int = 0, expert_ffn: int | None = None,
+                 moe_layers=None, capacity_factor: float = 0.0, moe_imbalance: float = 1.0, ep: int = 1,
+                 etp: int | None = None) -> tuple[StageMemory, ...]:
     """Peak memory of one NPU of each pipeline stage (module doc; Korthikanti et al. Section 4).
 
-    Parameters: each stage's blocks (`block_params`); the word embedding, ceil(V/t) rows of h per
-    rank (vocabulary-parallel), and learned positions, s h replicated on every tensor rank as
-    Megatron-LM keeps them (none with rotary positions), on stage 0; on the last stage the final
-    norm (2h layernorm, h rmsnorm) and the output head's ceil(V/t) x h: its own when untied, the
-    tied embedding's copy with pp > 1 (none with p = 1: the head reuses the embedding). Weights
-    take `dtype_bytes`, gradients `grad_bytes` and optimizer states `optimizer_bytes` per
-    parameter; ZeRO divides the optimizer states by dp from stage 1, gradients from 2, weights at 3.
-
-    Activations (stage i): c_i chunk-microbatches in flight, each storing its chunk's blocks
-    (the stage's blocks / v) times `activation_bytes_per_block`. c_i is m with GPipe,
-    min(p - i, m) with 1F1B, and with interleaved 1F1B (v > 1, Megatron-LM's schedule)
-    min(2(p - i - 1) + (v - 1)p + 1, m v) (m v when m = p): with m > p stage 0 holds p v + p - 1 chunks,
-    p (1 + (p - 1)/(p v)) stage-microbatches, the factor of Section 4.2.3 (Eq. 5), where with
-    v = 1 the first stage holds p microbatches of L/p blocks, sbhL/t(34 + 5as/h) in all.
-    Section 4.3 adds the embedding's dropout mask (with `dropout`), sbh/t per microbatch in flight
-    through stage 0's first chunk (sbhp/t on the first stage; sbh without sequence parallelism),
-    and on the last stage, per microbatch in flight through its last chunk, the final norm's and
-    output layer's inputs (2e sbh/t each; not split without sequence parallelism) and the fp32
-    logits 4sbV/t: 4sbh/t(1 + V/h). The paper counts these on the first stage only when p = 1;
-    here they sit on the stage that holds them. Recomputation leaves them stored.
+    What a stage holds and stores is the module doc's "Per stage" section.
 
     Parameters
     ----------
@@ -331,6 +194,12 @@ def stage_memory(*, layers: int, hidden: int, heads: int, seq: int, vocab: int, 
         The architecture as `TransformerShape` states it (`shape_arguments`), and dropout masks
         stored (Llama trains without): GPT's by default (kv_heads = heads, gelu, layernorm, biases,
         tied embeddings, learned positions, dropout).
+    experts, top_k, shared_experts, expert_ffn, moe_layers, capacity_factor, moe_imbalance
+        A mixture of experts as `TransformerShape` states it (experts 0: dense; moe_layers None: all
+        blocks; expert_ffn None: ffn); `workload.memory_moe`.
+    ep, etp : int
+        Expert-parallel ranks (from the dp replicas; dividing experts) and expert-tensor-parallel
+        ranks (None: tp).
 
     Returns
     -------
@@ -349,9 +218,14 @@ def stage_memory(*, layers: int, hidden: int, heads: int, seq: int, vocab: int, 
     arch = _Arch(ffn_act, norm, bias, tied_embeddings, position, dropout)
     _check_choices(z, arch, schedule, recompute, sequence_parallel, zero)
     blocks = _checked_stage_blocks(z, stage_blocks)
+    moe = checked_moe(layers=z.L, ffn=z.f, tp=z.t, dp=z.d, experts=experts, top_k=top_k, shared_experts=shared_experts,
+                      expert_ffn=expert_ffn, moe_layers=moe_layers, capacity_factor=capacity_factor,
+                      moe_imbalance=moe_imbalance, ep=ep, etp=etp)
     per_block = activation_bytes_per_block(z.s, z.b, z.h, z.a, z.t, sequence_parallel, recompute, z.f, z.e,
                                            kv_heads=z.k, ffn_act=ffn_act, dropout=dropout)
-    return tuple(_stage(z, arch, i, blocks[i], per_block, schedule, sequence_parallel, zero) for i in range(z.p))
+    moe_block = moe_block_memory(z, arch, moe, sequence_parallel, recompute)
+    return tuple(_stage(z, arch, i, blocks[i], per_block, schedule, sequence_parallel, zero, n_moe, moe_block)
+                 for i, n_moe in enumerate(stage_moe_blocks(blocks, moe)))
 
 
 class _Sizes(NamedTuple):
@@ -446,15 +320,19 @@ def _checked_stage_blocks(z: _Sizes, stage_blocks) -> list[int]:
 
 
 def _stage(z: _Sizes, arch: _Arch, i: int, n_blocks: int, per_block: float, schedule: str, sequence_parallel: bool,
-           zero: int) -> StageMemory:
-    """The `StageMemory` of stage `i`, holding `n_blocks` transformer blocks (`stage_memory` doc)."""
+           zero: int, n_moe: int = 0, moe_block: tuple = (0, 0, 0.0, 1)) -> StageMemory:
+    """The `StageMemory` of stage `i`, holding `n_blocks` transformer blocks of which `n_moe` MoE
+    blocks (`memory_moe.moe_block_memory`; `stage_memory` doc). With v > 1 each chunk holds the stage's
+    mean block."""
     _, h, a, s, V, t, p, d, b, m, v, e, gb, ob, f, kv = z  # the paper's letters; L is not needed here
     shared_split = t if sequence_parallel else 1
     vocab_rows = -(-V // t)
-    params = n_blocks * block_params(h, f, t, heads=a, kv_heads=kv, ffn_act=arch.ffn_act, norm=arch.norm,
-                                     bias=arch.bias)
+    moe_dense, moe_expert, moe_acts, edp = moe_block
+    params = (n_blocks - n_moe) * block_params(h, f, t, heads=a, kv_heads=kv, ffn_act=arch.ffn_act, norm=arch.norm,
+                                               bias=arch.bias) + n_moe * moe_dense
+    expert = n_moe * moe_expert
     chunks = _peak_chunks(i, p, m, v, schedule)
-    acts = chunks * n_blocks / v * per_block
+    acts = chunks * (n_blocks - n_moe) / v * per_block + chunks * n_moe / v * moe_acts
     if i == 0:
         params += vocab_rows * h + (s * h if arch.position == "learned" else 0)
         if arch.dropout:
@@ -464,6 +342,8 @@ def _stage(z: _Sizes, arch: _Arch, i: int, n_blocks: int, per_block: float, sche
         params += norm + (vocab_rows * h if p > 1 or not arch.tied else 0)  # tied, p = 1: the embedding's
         head = 2 * e * s * b * h / shared_split + 4 * s * b * vocab_rows  # norm and output inputs, fp32 logits
         acts += _chunk_share(chunks, p, v, v - 1) * head
-    # ZeRO stage k shards optimizer states from k = 1, gradients from k = 2, weights at k = 3
-    weights, grads, opt = (params * n / (d if zero >= k else 1) for n, k in ((e, 3), (gb, 2), (ob, 1)))
-    return StageMemory(i, params, weights, grads, opt, acts, chunks, weights + grads + opt + acts)
+    # ZeRO stage k shards optimizer states from k = 1, gradients from k = 2, weights at k = 3; the
+    # routed experts over their expert-data-parallel group (Megatron-Core's expert distributed optimizer)
+    weights, grads, opt = (params * n / (d if zero >= k else 1) + expert * n / (edp if zero >= k else 1)
+                           for n, k in ((e, 3), (gb, 2), (ob, 1)))
+    return StageMemory(i, params + expert, weights, grads, opt, acts, chunks, weights + grads + opt + acts, expert)

@@ -39,65 +39,10 @@ attention), so the two add up to the block's `fwd_flops`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import ConfigError
 from .models import DTYPES, Model
+from .plan_parts import Comm, LayerPlan, Part, Step  # re-exported: their home is plan_parts
 from .strategy import Strategy
-
-
-@dataclass(frozen=True)
-class Comm:
-    """One collective over the MP group around a part: `coll` of `size` bytes (nccl-tests' size)."""
-
-    coll: str
-    size: float
-
-
-@dataclass(frozen=True)
-class Step:
-    """One compute task's share of a part's backward: FLOPs, bytes and kernels."""
-
-    flops: float
-    mem: float
-    work: tuple | None = None
-
-
-@dataclass(frozen=True)
-class Part:
-    """One compute unit of a layer, per NPU per microbatch (module doc). FLOPs, bytes; kernels
-    (tuples of `system.compute.Gemm`/`Memory`) or None where the shape is unknown."""
-
-    name: str
-    fwd_flops: float
-    fwd_mem: float
-    bwd_flops: float  # combined input+weight gradient (block parts) or weight gradient
-    bwd_mem: float
-    ig_flops: float  # input gradient run separately after the weight gradient (-1: combined)
-    ig_mem: float
-    fwd_pre: tuple[Comm, ...] = ()  # before the forward compute (sequence parallel all-gather)
-    fwd_post: tuple[Comm, ...] = ()  # after it (all-reduce, or reduce-scatter)
-    bwd_pre: tuple[Comm, ...] = ()
-    bwd_post: tuple[Comm, ...] = ()
-    fwd_work: tuple | None = None
-    bwd_work: tuple | None = None
-    ig_work: tuple | None = None
-    rc_flops: float = 0.0  # selective recompute before the backward (0: none)
-    rc_mem: float = 0.0
-    rc_work: tuple | None = None
-    block: bool = False  # a transformer block part (full recompute re-runs its forward)
-    bwd_steps: tuple[Step, ...] | None = None  # the backward cut for overlapped TP communication (below)
-
-
-@dataclass(frozen=True)
-class LayerPlan:
-    """A layer's parts, its gradient bytes per NPU and its output activation of one microbatch."""
-
-    name: str
-    parts: tuple[Part, ...]
-    grad_bytes: float  # per NPU
-    act_bytes: float  # output activation of one microbatch (full)
-    params: float  # parameters per NPU (the optimizer step)
 
 
 def _tp_comms(st: Strategy, size: float) -> tuple[tuple[Comm, ...], tuple[Comm, ...]]:
@@ -172,6 +117,9 @@ def plan_layers(model: Model, st: Strategy) -> list[LayerPlan]:
     mb, mp, B = st.microbatch, st.mp, model.dtype_bytes
     gB = DTYPES[st.grad_dtype] if st.grad_dtype else B
     _check_kv_heads(model, mp)
+    from . import moe
+
+    moe.check(model.shape, st.ep, model.name)
     shaped = by_shape(model, mp)
     if (st.recompute != "none" or st.sequence_parallel) and not model.blocks():
         field = "parallelism.recompute" if st.recompute != "none" else "parallelism.sequence_parallel"
@@ -180,10 +128,12 @@ def plan_layers(model: Model, st: Strategy) -> list[LayerPlan]:
     if shaped:
         from . import kernels as K
     plans = []
+    n_block = 0
     for layer in model.layers:
         act = layer.activation_elems * mb * B
         if layer.kind == "transformer_block":
-            plans.append(_plan_block(model, st, layer, act, gB, K if shaped else None))
+            plans.append(_plan_block(model, st, layer, act, gB, K if shaped else None, n_block))
+            n_block += 1
             continue
         shard = mp if layer.kind in ("embedding", "lm_head") and model.hidden is not None else 1
         if mp > 1 and shard == 1:
@@ -219,8 +169,10 @@ def plan_layers(model: Model, st: Strategy) -> list[LayerPlan]:
     return plans
 
 
-def _plan_block(model: Model, st: Strategy, layer, act: float, gB: int, K) -> LayerPlan:
-    """A transformer block's attention and MLP parts (module doc)."""
+def _plan_block(model: Model, st: Strategy, layer, act: float, gB: int, K, index: int = -1) -> LayerPlan:
+    """A transformer block's attention and MLP parts (module doc); block `index` (0-based) of a
+    mixture of experts (`TransformerShape.is_moe`): its MLP as `workload.moe.mlp_parts`."""
+    moe = model.shape is not None and model.shape.is_moe(index)
     mb, mp, B = st.microbatch, st.mp, model.dtype_bytes
     h, s = model.hidden, model.seq
     linear = 4 * h * h if model.shape is None else h * model.shape.qkv_out + h * h  # QKV and output weights
@@ -236,6 +188,14 @@ def _plan_block(model: Model, st: Strategy, layer, act: float, gB: int, K) -> La
         works = {"attn": (a_f, K.backward(a_f)), "mlp": (m_f, K.backward(m_f))}
     parts = []
     for nm, f in zip(("attn", "mlp"), fr):
+        if moe and nm == "mlp":
+            from .moe import mlp_parts
+
+            more, dense, expert = mlp_parts(model, st, layer, layer.fwd_flops - attn, pre, post, K)
+            if st.ep == 1:  # the expert-data-parallel group is the data-parallel group: one sync
+                return LayerPlan(layer.name, (*parts, *more), (dense + expert) * gB, act, dense + expert)
+            return LayerPlan(layer.name, (*parts, *more), dense * gB, act, dense + expert, expert * gB)
+        w = linear if moe else layer.weight_elems * f  # a MoE block's attention reads its own weights only
         rc_flops = rc_mem = 0.0
         rc_work = None
         if st.recompute == "selective" and nm == "attn":
@@ -246,11 +206,11 @@ def _plan_block(model: Model, st: Strategy, layer, act: float, gB: int, K) -> La
                                              kv_heads=a_kw.get("kv_heads")) if K is not None else None)
         fw, bw = works.get(nm, (None, None))
         bwd_flops = layer.bwd_flops * f * mb / mp
-        bwd_mem = (2 * layer.weight_elems * f / mp + 3 * layer.activation_elems * mb) * B
+        bwd_mem = (2 * w / mp + 3 * layer.activation_elems * mb) * B
         steps = _overlap_steps(K, fw, bwd_flops, B) if (fw is not None and st.tp_overlap and mp > 1) else None
         parts.append(Part(
             f"{layer.name}.{nm}", layer.fwd_flops * f * mb / mp,
-            (layer.weight_elems * f / mp + 2 * layer.activation_elems * mb) * B,
+            (w / mp + 2 * layer.activation_elems * mb) * B,
             bwd_flops, bwd_mem, -1.0, 0.0, pre, post, pre, post, fw, bw, None, rc_flops, rc_mem, rc_work, block=True,
             bwd_steps=steps))
     return LayerPlan(layer.name, tuple(parts), layer.params / mp * gB, act, layer.params / mp)

@@ -267,6 +267,20 @@ def _positive(field_name: str, value) -> int:
     return value
 
 
+def _shape_note(shape: TransformerShape) -> str:
+    """The shape in one line, for `Model.notes`."""
+    z = shape
+    note = f"L={z.layers} h={z.hidden} heads={z.heads} seq={z.seq} vocab={z.vocab} ffn={z.ffn}"
+    if z.kv_heads != z.heads:
+        note += f" kv_heads={z.kv_heads}"
+    if (z.ffn_act, z.norm, z.bias, z.position) != ("gelu", "layernorm", True, "learned"):
+        note += f" {z.ffn_act} {z.norm}{'' if z.bias else ' no-bias'} {z.position}"
+    if z.experts:
+        shared = f" + {z.shared_experts} shared" if z.shared_experts else ""
+        note += f"; {z.experts} experts top-{z.top_k}{shared} of ffn {z.moe_ffn} in {len(z.moe_layers)} blocks"
+    return note + ("; tied embeddings" if z.tied_embeddings else "; untied embeddings")
+
+
 def transformer(
     name: str,
     layers: int,
@@ -343,14 +357,6 @@ def transformer(
     f_head = 2.0 * seq * h * vocab
     out.append(Layer("head", "lm_head", shape.head_params(), f_head, f_head, f_head, seq * vocab,
                      vocab * h + shape.norm_params))
-    note = f"L={layers} h={h} heads={heads} seq={seq} vocab={vocab} ffn={ffn}"
-    if kv_heads != heads:
-        note += f" kv_heads={kv_heads}"
-    if (ffn_act, norm, bias, position) != ("gelu", "layernorm", True, "learned"):
-        note += f" {ffn_act} {norm}{'' if bias else ' no-bias'} {position}"
-    if shape.experts:
-        note += (f"; {shape.experts} experts top-{shape.top_k}" + (f" + {shape.shared_experts} shared" if shape.shared_experts
-                 else "") + f" of ffn {shape.moe_ffn} in {len(shape.moe_layers)} blocks")
-    note += "; tied embeddings" if tied_embeddings else "; untied embeddings"
+    note = _shape_note(shape)
     return Model(name, tuple(out), dtype, seq=seq, notes=(note + "; " + notes) if notes else note, hidden=h,
                  input_bytes=4 * seq, heads=heads, ffn=ffn, vocab=vocab, shape=shape)  # int32 token ids

@@ -130,6 +130,8 @@ class Strategy:
     optimizer: str = "none"  # or "adam": a memory-bound optimizer step per iteration
     tp_overlap: bool = True  # Megatron's async TP communication in backward (overlaps the column linear's matmuls)
     attention: str = "unfused"  # or "fused": the attention core as one fused kernel (FlashAttention, TE)
+    ep: int = 1  # expert-parallel ranks (a divisor of dp and of the model's experts)
+    etp: int | None = None  # expert tensor parallelism: None = mp (the only layout modelled)
 
     def __post_init__(self):
         for f in ("mp", "pp", "dp", "batch", "microbatches", "iterations"):
@@ -175,9 +177,27 @@ class Strategy:
                 raise ConfigError("parallelism.microbatches", self.microbatches,
                                   f"accepted with virtual_stages > 1: pp >= 2 and a multiple of pp = {self.pp} "
                                   "(Megatron's interleaved schedule)")
+        self._check_experts()
         if self.batch % (self.dp * self.microbatches):
             raise ConfigError("workload.batch", self.batch,
                               f"accepted: a multiple of dp x microbatches = {self.dp * self.microbatches}")
+
+    def _check_experts(self) -> None:
+        """ConfigError for an ep that is not a divisor of dp, or an etp other than mp."""
+        _pos("parallelism.ep", self.ep)
+        if self.dp % self.ep:
+            raise ConfigError("parallelism.ep", self.ep, f"accepted: a divisor of dp = {self.dp} (expert-parallel "
+                                                         "ranks are taken from the data-parallel replicas)")
+        if self.etp is not None and (isinstance(self.etp, bool) or not isinstance(self.etp, (int, np.integer))
+                                     or self.etp != self.mp):
+            raise ConfigError("parallelism.etp", self.etp,
+                              f"accepted: mp = {self.mp} (each expert split over the tensor-parallel ranks like the "
+                              "dense MLP; 1 only with mp = 1)")
+
+    @property
+    def expert_tp(self) -> int:
+        """Tensor-parallel ranks each expert is split over: `etp`, default mp."""
+        return self.mp if self.etp is None else int(self.etp)
 
     @property
     def npus(self) -> int:
