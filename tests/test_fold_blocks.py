@@ -188,3 +188,24 @@ def test_sc21s_529b_job_folds_with_a_leaf_per_replica():
         assert (why == "") == folds, why
         if not folds:
             assert why.startswith("a transfer of ") and "is priced differently from NPU" in why
+
+
+def test_expert_parallel_groups_are_checked_on_their_own_copies_and_fold_exactly():
+    """MP1-PP4-DP16 with EP8 on 64 GPUs of dgx-h100 (NPU = stage + 4 x replica): an all-to-all group is 8
+    consecutive replicas, which sit on 4 nodes for replicas 0-7 and on 4 others for 8-15. Its copies
+    are the groups of 8 replicas (shifts by multiples of 8, `meta["replica_period"]`), not every
+    replica shift: shifting by 1 would give NPUs no group of the job holds. Folded equals unfolded."""
+    from fabricsim.engine import simulate
+    from fabricsim.system import NPU, Scheduling, System
+
+    moe = transformer("moe", 4, 256, 8, 128, 1000, ffn=512, kv_heads=4, ffn_act="swiglu", norm="rmsnorm", bias=False,
+                      tied_embeddings=False, position="rope", experts=8, top_k=2)
+    st = Strategy(mp=1, pp=4, dp=16, ep=8, batch=32, microbatches=2)
+    pr = CommPricer(parse_topology("dgx-h100:nodes=8"), "analytical")
+    system = System(NPU(1e14, 2e12, 0.5), scheduling=Scheduling())
+    gf, gu = build_training(moe, st, fold=True), build_training(moe, st)
+    assert set(gf.meta["replica_period"].values()) == {8}
+    assert check_fold(gf, pr.for_system(system.endpoint, system.npu)).why == ""
+    assert simulate(gf, system, pr).iteration_time == simulate(gu, system, pr).iteration_time
+    every_shift = dict(gf.meta, replica_period={})  # as if every replica shift made a copy: found different
+    assert check_fold(replace(gf, meta=every_shift), pr.for_system(system.endpoint, system.npu)).why.startswith("all-to-all")

@@ -14,7 +14,9 @@ only on task order within an NPU, which the emitter keeps alike on every copy, a
 model's prices are checked here (`check_fold`), for every collective and transfer of the folded
 graph on every distinct copy: its phase times, endpoint floor and endpoint demand must be equal.
 A copy is the job's communicator for its NPUs, so a shift that maps a group onto its own NPUs (a
-data-parallel group under a replica shift) has nothing new to check. A copy is proved alike
+data-parallel group under a replica shift) has nothing new to check; an expert-parallel group of ep
+consecutive replicas has as copies its images under shifts by multiples of ep only (the emitter
+states the period, `meta["replica_period"]`): other shifts give NPUs no group of the job holds. A copy is proved alike
 without pricing it where a symmetry says so:
 
 - a collective inside one block of the topology's identical blocks (`topology.blocks`: a dgx node,
@@ -103,24 +105,26 @@ class _Copies:
         s, r, a = self.coord[members].T
         return self.real[s[None, :], (r[None, :] + y[:, None]) % self.dp, (a[None, :] + x[:, None]) % self.mp]
 
-    def _representatives(self, members: np.ndarray, n: int, axis: int) -> np.ndarray:
-        """One shift per distinct image of the set of `members` under shifts along one axis (MP
-        rank or replica): 0 .. d-1, where d is the least shift that maps the set onto itself.
+    def _representatives(self, members: np.ndarray, n: int, axis: int, step: int = 1) -> np.ndarray:
+        """One shift per distinct image of the set of `members` under the shifts k x step along one
+        axis (MP rank or replica): 0, step, .., (d - 1) step, where d step is the least such shift
+        that maps the set onto itself.
 
-        The shifts that keep a set form a subgroup of the cyclic group of n shifts, so they are the
-        multiples of one divisor d of n; the first divisor that keeps the set is d, and shifts below
-        d give distinct images. Each test sorts the set once: a 2,048-member group on 2,048 replicas
-        costs a few divisors, not 2,048 images."""
-        codes = np.sort(self._at(members, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))[0])
-        for d in (k for k in range(1, n + 1) if n % k == 0):
-            k = np.array([d], dtype=np.int64)
-            zero = np.zeros(1, dtype=np.int64)
+        The shifts that keep a set form a subgroup of the cyclic group of n / step shifts, so they are
+        the multiples of one divisor d of n / step; the first divisor that keeps the set is d, and
+        shifts below it give distinct images. Each test sorts the set once: a 2,048-member group on
+        2,048 replicas costs a few divisors, not 2,048 images."""
+        zero = np.zeros(1, dtype=np.int64)
+        codes = np.sort(self._at(members, zero, zero)[0])
+        m = n // step
+        for d in (k for k in range(1, m + 1) if m % k == 0):
+            k = np.array([d * step], dtype=np.int64)
             img = self._at(members, k, zero) if axis == 0 else self._at(members, zero, k)
-            if d == n or np.array_equal(np.sort(img[0]), codes):
-                return np.arange(d)
-        return np.arange(n)  # pragma: no cover - d = n always keeps the set
+            if d == m or np.array_equal(np.sort(img[0]), codes):
+                return np.arange(d) * step
+        return np.arange(m) * step  # pragma: no cover - d = m always keeps the set
 
-    def group_images(self, group: np.ndarray) -> np.ndarray:
+    def group_images(self, group: np.ndarray, replica_period: int = 1) -> np.ndarray:
         """The distinct groups the copies of `group` run on, without `group` itself: [K, m].
 
         A shift lists a copy's NPUs in a rotated order (a data-parallel group under a replica shift
@@ -128,9 +132,12 @@ class _Copies:
         the training builder lists in ascending order as it does `group` (`build_training`: every
         group is its members in coordinate order, so ascending). So where `group` is ascending, a copy
         is its NPUs sorted; otherwise each image as the shift lists it. Shifts that map the set onto
-        itself along one axis are left out before the product of both axes is formed."""
+        itself along one axis are left out before the product of both axes is formed. A group whose
+        copies are its images under replica shifts by multiples of `replica_period` only (an
+        expert-parallel group of ep consecutive replicas: `WorkloadGraph.meta["replica_period"]`) is
+        shifted by those."""
         xs = self._representatives(group, self.mp, 0)
-        ys = self._representatives(group, self.dp, 1)
+        ys = self._representatives(group, self.dp, 1, replica_period)
         img = self._at(group, np.repeat(xs, len(ys)), np.tile(ys, len(xs)))
         if np.all(np.diff(group) > 0):
             img = np.sort(img, axis=1)
@@ -176,9 +183,11 @@ def check_fold(g: WorkloadGraph, pricer: CommPricer, chunks: int = 1, in_flight:
     coll = np.flatnonzero((g.kind == TaskKind.COLLECTIVE) & ~g.moves_nothing())
     keys = sorted({(int(g.coll[t]), int(g.group[t]), float(g.size[t])) for t in coll.tolist()})
     stats["collectives"] = len(keys)
+    periods = g.meta.get("replica_period", {})
     for c, grp, size in keys:
-        why = _check_collective(pricer, blocks, COLLECTIVES[c], np.asarray(g.price_group(grp), dtype=np.int64),
-                                size, fracs, want, copies, budget, stats)
+        group = g.price_group(grp)
+        why = _check_collective(pricer, blocks, COLLECTIVES[c], np.asarray(group, dtype=np.int64), size, fracs, want,
+                                copies, budget, stats, periods.get(tuple(group), 1))
         if why:
             return FoldCheck(why, **stats)
     p2p = np.flatnonzero((g.kind == TaskKind.P2P) & ~g.moves_nothing())
@@ -211,12 +220,12 @@ def asymmetry(g: WorkloadGraph, pricer: CommPricer, chunks: int = 1, in_flight: 
     return check_fold(g, pricer, chunks, in_flight).why
 
 
-def _check_collective(pricer: CommPricer, blocks: Blocks | None, name: str, group: np.ndarray, size: float, fracs: list, want: bool,
-                      copies: _Copies, budget: int, stats: dict) -> str:
+def _check_collective(pricer: CommPricer, blocks: Blocks | None, name: str, group: np.ndarray, size: float,
+                      fracs: list, want: bool, copies: _Copies, budget: int, stats: dict, period: int = 1) -> str:
     """Check every copy of one collective (module doc); '' or why one differs."""
     own = tuple(group.tolist())
     bases = [_collective_price(pricer, name, own, size * f, want) for f in fracs]
-    img = copies.group_images(group)
+    img = copies.group_images(group, period)
     stats["copies"] += len(img)
     proved = _in_identical_blocks(pricer, blocks, name, group, img)
     stats["by_blocks"] += int(proved.sum())

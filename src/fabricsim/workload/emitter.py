@@ -214,6 +214,8 @@ class _Emitter:
         s = self.coord[groups[0][0]][1]
         width = min(st.ep, self.dp_n)  # folded: the stage's one NPU stands for the group
         price = tuple(int(x) for x in self.RR[0, s, :st.ep]) if self.folded else None
+        if price is not None:  # its copies are the groups of ep replicas: shifts by multiples of ep (`engine.fold`)
+            self.b.meta.setdefault("replica_period", {})[price] = st.ep
         tail: dict = {}
         for a in range(self.mp_n):
             for d0 in range(0, self.dp_n, width):
