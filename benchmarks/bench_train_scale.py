@@ -10,7 +10,8 @@ GPT-3 175B (`configs/gpt3-175b.yaml`: TP8, PP8, 8 microbatches, full recompute) 
 preset at 1,024 / 4,096 / 16,384 / 65,536 / 131,072 GPUs, DP grown with the cluster, and SC21's 529.6B
 interleaved job (`configs/megatron/sc21-529b-interleaved.yaml`, 2,520 GPUs, 3 iterations) (issue 42),
 each in its own process.
-Run: `.venv/bin/python benchmarks/bench_train_scale.py [--only 1t|sc21|gpt3|GPUS]` -> benchmarks/results/train_scale.json.
+Llama 3.1 405B on 16,384 H100s and a 64-expert MoE with EP64 on 1,024 H100s (issue 43).
+Run: `.venv/bin/python benchmarks/bench_train_scale.py [--only 1t|sc21|llama405b|moe64|gpt3|GPUS]` -> benchmarks/results/train_scale.json.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ GPT3_BEFORE = {1024: "3.1 s, 231 MB", 4096: "13.5 s, 2.4 GB (21.3 s, 2,403 MiB r
                131072: "not run (16,384 GPUs already failed)"}
 SC21 = "configs/megatron/sc21-529b-interleaved.yaml"
 SC21_BEFORE = "8 minutes (issue 42)"
+# issue 43: this year's models at scale (targets: each under 30 s and 2 GiB)
+MODERN = {"llama405b": ("Llama 3.1 405B, TP8 PP16 DP128, 16,384 H100s", "configs/llama3-405b-16k.yaml"),
+          "moe64": ("64-expert MoE, TP1 EP64 PP4 DP256, 1,024 H100s", "configs/moe-64e-1024.yaml")}
 
 
 def gpt3_config(gpus: int, folder: Path) -> Path:
@@ -91,6 +95,12 @@ def main(argv: list[str]) -> dict:
                "before": SC21_BEFORE, **run_child(ROOT / SC21)}
         print(f"{row['case']}: {row['total_s']:.1f} s, peak {row['peak_rss_MiB']:.0f} MiB, iteration "
               f"{row['iteration_time_s']:.4f} s (before: {row['before']})")
+        rows.append(row)
+    for key, (case, config) in MODERN.items():
+        if only not in ("", key):
+            continue
+        row = {"case": case, "config": config, **run_child(ROOT / config)}
+        print(f"{case}: {row['total_s']:.1f} s, peak {row['peak_rss_MiB']:.0f} MiB, iteration {row['iteration_time_s']:.4f} s")
         rows.append(row)
     with tempfile.TemporaryDirectory() as tmp:
         for gpus in GPT3_SIZES:

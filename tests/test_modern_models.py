@@ -150,15 +150,15 @@ def test_the_distributed_optimizer_reduce_scatters_and_all_gathers_each_layers_g
     assert dp_collectives(1) == dp_collectives(2) == {"reduce-scatter": grads, "all-gather": grads}
 
 
-def test_zero_3_is_refused_in_one_line(tmp_path):
+def test_zero_4_is_refused_in_one_line(tmp_path):
     data = yaml.safe_load((ROOT / "configs/gpt3-175b.yaml").read_text())
-    data["workload"]["parallelism"]["zero"] = 3
+    data["workload"]["parallelism"]["zero"] = 4
     path = tmp_path / "t.yaml"
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(ConfigError) as e:
         load_train_config(str(path))
     assert str(e.value.field).endswith("workload.parallelism.zero")
-    assert "accepted: 0, 1 or 2" in str(e.value) and "\n" not in str(e.value)
+    assert "accepted: 0, 1, 2 or 3" in str(e.value) and "\n" not in str(e.value)
 
 
 def _moe_params(L, h, a, k, f, v, E, shared=0, fe=None, dense=(), fd=None):

@@ -475,7 +475,7 @@ def test_offload_engine_rate_bounds_a_collective_in_both_engines(model):
 
 @pytest.mark.parametrize("kwargs,field", [
     (dict(mp=0), "parallelism.mp"), (dict(batch=3, dp=2), "workload.batch"), (dict(schedule="zb"), "parallelism.schedule"),
-    (dict(zero=3), "parallelism.zero"), (dict(placement=("mp", "dp")), "parallelism.placement"),
+    (dict(zero=4), "parallelism.zero"), (dict(placement=("mp", "dp")), "parallelism.placement"),
 ])
 def test_strategy_errors_name_the_field(kwargs, field):
     with pytest.raises(ConfigError) as e:

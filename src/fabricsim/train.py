@@ -250,9 +250,9 @@ def memory_of(cfg: TrainConfig, system: System):
         return True
 
     with errors_in(cfg.source, "system.npu"):
-        # a refusal names the changes that fit: only those a config can make (ZeRO 1 and 2 of `parallelism.zero`)
+        # a refusal names the changes that fit: only those a config can make (ZeRO 1, 2 and 3 of `parallelism.zero`)
         warnings = check_memory(stages, cap, cfg.system.npu.memory_check, field="memory", strategy=shape,
-                                zero_stages=(1, 2), blocks_for=blocks_for, accepts=accepts)
+                                zero_stages=(1, 2, 3), blocks_for=blocks_for, accepts=accepts)
     return stages, warnings
 
 

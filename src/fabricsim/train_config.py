@@ -77,7 +77,7 @@ class ParallelismSection(_Strict):
         Pipeline schedule: gpipe or 1f1b.
     zero : int
         0 (data-parallel all-reduce), 1 (Megatron-LM's distributed optimizer: optimizer states
-        sharded) or 2 (ZeRO-2: gradients too); 1 and 2 reduce-scatter, then all-gather.
+        sharded), 2 (ZeRO-2: gradients too) or 3 (FSDP: parameters too, gathered per layer).
     dp_bucket : float
         Data-parallel bucket size, bytes (units accepted); 0 = one collective per layer.
     placement : list of str
@@ -124,7 +124,7 @@ class ParallelismSection(_Strict):
     pp: StrictInt = Field(default=1, ge=1)
     microbatches: StrictInt = Field(default=1, ge=1)
     schedule: Literal["gpipe", "1f1b"] = "1f1b"
-    zero: Literal[0, 1, 2] = 0
+    zero: Literal[0, 1, 2, 3] = 0  # 3: FSDP / ZeRO-3 (parameters sharded too)
     dp_bucket: float = 0.0
     placement: list[Literal["mp", "pp", "dp"]] = Field(default_factory=lambda: ["mp", "pp", "dp"])
     weight_streaming: StrictBool = False  # weights in from I/O controllers each pass, gradients out (FRED)

@@ -14,6 +14,18 @@ parallelism is model parallelism of the experts). Expert gradients are reduced o
 expert-data-parallel group, the dp / ep replicas holding the same experts (r, r + ep, r + 2 ep, ...),
 the dense ones over all dp replicas; the next iteration's forward waits for both. Folded, each
 collective carries the first copy's real group (`price`).
+
+FSDP / ZeRO-3 (`Strategy.zero` 3): before each forward of a layer with parameters, every microbatch,
+its parameters (the MP rank's shard of the layer, `LayerPlan.params` x the model's dtype bytes, the
+whole gathered buffer as nccl-tests counts it) are all-gathered over each MP rank's DP group of its
+stage, category "DP"; the gathers of a stage and MP rank run in their own stream ahead of compute
+(prefetch: each after the previous one only; the stage's first gather of an iteration also after
+its NPUs' last task of the previous iteration, the optimizer step) and the layer's forward waits for
+its gather. With `reshard_after_forward` the parameters are gathered again before the layer's
+backward (before its recompute with full recompute). After the last microbatch's backward, the
+layer's gradients (`LayerPlan.grad_bytes`, bucketed as `dp_bucket` says) are reduce-scattered over
+the DP group, once per iteration; no all-gather follows (each replica keeps its shard). With dp = 1
+nothing is gathered or reduced.
 """
 
 from __future__ import annotations
@@ -94,6 +106,7 @@ class _Emitter:
         self.input_load = None  # the input load this iteration's first forwards wait for
         self.input_issued = None  # the last input load task issued
         self.bucket: dict[int, tuple[list[int], float]] = {}  # stage -> DP bucket being filled (layers, bytes)
+        self.gather_last: dict = {}  # (stage, MP rank) -> (iteration, its last zero-3 parameter gather)
         for s in range(st.pp):
             self.b.stage[self.R[:, s, :].ravel()] = s
         self.b.meta.update(model=model.name, strategy=st.name, microbatch=st.microbatch)
@@ -227,17 +240,44 @@ class _Emitter:
                 tail.update({p: t for p in g})
         return tail
 
-    def _fwd_layer(self, s: int, li: int, m: int, groups, tail: dict, entry: dict, phase: str = "fwd") -> dict:
+    def _gather(self, s: int, li: int, groups, name: str) -> dict:
+        """Zero 3 (module doc): the all-gather of layer `li`'s parameters (`plan.params` x dtype
+        bytes per NPU, bytes) over each MP rank's DP group of stage `s`, in the gather stream;
+        {npu: its gather} ({} without zero 3, dp = 1 or parameters)."""
+        st, plan = self.st, self.plans[li]
+        if st.zero != 3 or st.dp == 1 or plan.params <= 0:
+            return {}
+        size = plan.params * self.model.dtype_bytes
+        price = tuple(int(x) for x in self.RR[0, s, :]) if self.folded else None
+        out: dict = {}
+        for mi in range(self.mp_n):
+            g = tuple(self.R[mi, s, :].tolist())
+            it, prev = self.gather_last.get((s, mi), (None, None))
+            deps = [prev] + [d for p in g for d in self.dp_wait.get((li, p), ())]  # its previous reduce-scatter
+            if it != self.b.iteration:  # the iteration's first gather: after the previous optimizer step
+                deps += [self.last[p] for p in g]
+            t = self.b.collective("all-gather", size, g, "DP", f"{name} {plan.name} DP all-gather", deps=deps,
+                                  price=price)
+            self.gather_last[(s, mi)] = (self.b.iteration, t)
+            out.update({p: t for p in g})
+        return out
+
+    def _fwd_layer(self, s: int, li: int, m: int, groups, tail: dict, entry: dict, phase: str = "fwd",
+                   gather: dict | None = None) -> dict:
         """Forward of layer `li`, microbatch `m`, on stage `s`'s NPUs: its weights streamed in first
         (m = 0), each part after `tail` (the previous part's MP collective), the first part also
         after `entry` (activation in, input load); returns the tail after the layer. `phase`
-        "recompute": the same forward run again before the backward (full recompute)."""
+        "recompute": the same forward run again before the backward (full recompute). Zero 3: the
+        first part also after the layer's parameter gather (`gather`, default: one made here for a
+        forward)."""
         st = self.st
         load = self._stream(s, li, "load") if (st.weight_streaming and m == 0 and phase == "fwd") else None
         tag = "F" if phase == "fwd" else "R"
+        if gather is None:
+            gather = self._gather(s, li, groups, f"{tag}{m}") if phase == "fwd" else {}
         for j, part in enumerate(self.plans[li].parts):
-            extra = {p: [load, entry.get(p) if j == 0 else None, *self.dp_wait.get((li, p), ())]
-                     for g in groups for p in g}
+            extra = {p: [load, entry.get(p) if j == 0 else None, gather.get(p) if j == 0 else None,
+                         *self.dp_wait.get((li, p), ())] for g in groups for p in g}
             tail = self._part(groups, part.fwd_pre, part.fwd_post, f"{tag}{m} {part.name}", phase, tail, extra,
                               lambda p, deps, part=part: self._comp(p, f"{tag}{m} {part.name}", part.fwd_flops,
                                                                     part.fwd_mem, phase, deps, part.fwd_work))
@@ -326,11 +366,14 @@ class _Emitter:
         streamed in first if `load`; with full recompute of a transformer block its forward first
         (after `entry`, the gradient in, as Megatron recomputes when the gradient arrives); each
         part after `tail`, the first also after `entry`; a selective recompute before the part's
-        backward. Returns (tail after the layer, {npu: its last weight-gradient task})."""
+        backward. Zero 3 with `reshard_after_forward`: the layer's parameters gathered first (the
+        recompute and the first part wait for it). Returns (tail after the layer, {npu: its last
+        weight-gradient task})."""
         plan = self.plans[li]
+        gather = self._gather(s, li, groups, f"B{m}") if self.st.reshard_after_forward else {}
         if self.st.recompute == "full" and plan.parts[0].block:
-            tail = self._fwd_layer(s, li, m, groups, tail, entry, phase="recompute")
-            entry = {}
+            tail = self._fwd_layer(s, li, m, groups, tail, entry, phase="recompute", gather=gather)
+            entry, gather = {}, {}
         load_t = self._stream(s, li, "load") if load else None
         wg_tasks: dict = {}
 
@@ -347,7 +390,8 @@ class _Emitter:
                     self._comp(p, f"B{m} {part.name} ig", part.ig_flops, part.ig_mem, "bwd_ig", (), part.ig_work)
 
         for j, part in enumerate(plan.parts[::-1]):
-            extra = {p: [load_t, entry.get(p) if j == 0 else None] for g in groups for p in g}
+            extra = {p: [load_t, entry.get(p) if j == 0 else None, gather.get(p) if j == 0 else None]
+                     for g in groups for p in g}
             if part.bwd_steps is not None:
                 tail = self._bwd_overlapped(groups, part, m, tail, extra, wg_tasks)
                 continue
@@ -427,7 +471,10 @@ class _Emitter:
             for r in range(min(step, self.dp_n)):
                 g = tuple(self.R[mi, s, r::step].tolist())
                 deps = [wg_tasks[p] for p in g]
-                if st.zero >= 1:  # distributed optimizer (1) and ZeRO-2: each replica updates its shard
+                if st.zero == 3:  # FSDP: each replica keeps its shard of the gradients and parameters
+                    c = b.collective("reduce-scatter", nbytes, g, "DP", f"{name} DP reduce-scatter", deps=deps,
+                                     price=price)
+                elif st.zero >= 1:  # distributed optimizer (1) and ZeRO-2: each replica updates its shard
                     rs = b.collective("reduce-scatter", nbytes, g, "DP", f"{name} DP reduce-scatter", deps=deps,
                                       price=price)
                     c = b.collective("all-gather", nbytes, g, "DP", f"{name} DP all-gather", deps=[rs], price=price)

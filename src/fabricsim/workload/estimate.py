@@ -14,8 +14,8 @@ from .parallelism import Strategy, _plan_layers
 
 def training_tasks(model: Model, st: Strategy, fold: bool = False) -> int:
     """Tasks of `build_training(model, st, fold=fold)`: exact for compute, MP collectives,
-    stage-boundary transfers, input loads and optimizer steps; an upper bound for data-parallel
-    syncs (one per layer with gradients: exact without buckets) and weight streaming.
+    stage-boundary transfers, input loads, optimizer steps and zero 3's parameter gathers; an upper
+    bound for data-parallel syncs (one per layer with gradients: exact without buckets) and weight streaming.
 
     Parameters
     ----------
@@ -46,6 +46,9 @@ def training_tasks(model: Model, st: Strategy, fold: bool = False) -> int:
     mp, dp = (1, 1) if fold else (st.mp, st.dp)
     ep = getattr(st, "ep", 1)
     per_microbatch = with_grads = with_expert_grads = 0
+    # zero 3 (`emitter._gather`): per layer with parameters and MP rank, an all-gather before each
+    # forward and, resharding, one before each backward
+    gathers_per_layer = (1 + bool(st.reshard_after_forward)) * mp if (st.zero == 3 and st.dp > 1) else 0
     for li, plan in enumerate(_plan_layers(model, st)):
         computes = colls = ep_colls = 0
         for part in plan.parts:
@@ -66,6 +69,7 @@ def training_tasks(model: Model, st: Strategy, fold: bool = False) -> int:
                     ep_colls += k
         # MP collectives: one per MP group (dp of them); all-to-alls: one per EP group (mp dp / ep)
         per_microbatch += mp * dp * computes + dp * colls + (1 if fold else mp * dp // ep) * ep_colls
+        per_microbatch += gathers_per_layer * (plan.params > 0)
         with_grads += plan.grad_bytes > 0 or getattr(plan, "expert_grad_bytes", 0) > 0
         with_expert_grads += getattr(plan, "expert_grad_bytes", 0) > 0 and st.dp > ep
     if st.stage_layout == "interleaved":
@@ -77,7 +81,7 @@ def training_tasks(model: Model, st: Strategy, fold: bool = False) -> int:
     per_microbatch += 2 * boundaries * (senders + gathers)
     # DP syncs: one per layer with gradients and MP rank (fewer when buckets gather layers)
     # (expert gradients: one more per layer, MP rank and expert-data-parallel group, `emitter._grads_done`)
-    per_sync = 2 if st.zero >= 1 else 1  # reduce-scatter + all-gather, or one all-reduce
+    per_sync = 2 if st.zero in (1, 2) else 1  # reduce-scatter + all-gather; one all-reduce (0) or reduce-scatter (3)
     syncs = 0 if (st.dp == 1 or st.weight_streaming) else (with_grads * mp + with_expert_grads * mp * min(ep, dp)) * per_sync
     streams = 3 * n_layers if st.weight_streaming else 0
     steps = mp * dp * st.pp if st.optimizer != "none" else 0

@@ -29,8 +29,8 @@ def _pos(field: str, v) -> int:
     return int(v)
 
 
-ZERO_ACCEPTED = ("accepted: 0 (plain all-reduce), 1 (distributed optimizer: optimizer states sharded) or 2 "
-                 "(ZeRO-2: gradients too)")
+ZERO_ACCEPTED = ("accepted: 0 (plain all-reduce), 1 (distributed optimizer: optimizer states sharded), 2 "
+                 "(ZeRO-2: gradients too) or 3 (FSDP / ZeRO-3: parameters too)")
 
 @dataclass(frozen=True)
 class Strategy:
@@ -49,8 +49,15 @@ class Strategy:
         breadth-first by construction and ignores it).
     zero : int
         0 (data-parallel all-reduce), 1 (Megatron-LM's distributed optimizer: optimizer states
-        sharded over the replicas) or 2 (ZeRO-2: gradients too); 1 and 2 reduce-scatter the
-        gradients and all-gather the updated parameters.
+        sharded over the replicas), 2 (ZeRO-2: gradients too) or 3 (FSDP / ZeRO-3: parameters
+        too); 1 and 2 reduce-scatter the gradients and all-gather the updated parameters; 3
+        all-gathers each layer's parameters over the DP group before its forward of every
+        microbatch (the next layer's gather prefetched: gathers run ahead of compute) and, with
+        `reshard_after_forward`, again before its backward, and reduce-scatters its gradients once
+        per iteration (each replica keeps its shard: no all-gather after the optimizer).
+    reshard_after_forward : bool
+        With zero 3: each layer's gathered parameters are freed after its forward and gathered
+        again before its backward (FSDP's default); false keeps them from forward to backward.
     dp_bucket : float
         Data-parallel bucket size, bytes; 0 = one collective per layer.
     placement : tuple of str
@@ -114,6 +121,7 @@ class Strategy:
     microbatches: int = 1
     schedule: str = "1f1b"
     zero: int = 0
+    reshard_after_forward: bool = True  # zero 3: parameters gathered again before each backward (FSDP)
     dp_bucket: float = 0.0  # bytes; 0 = one collective per layer
     placement: tuple[str, ...] = AXES  # fastest-varying first
     iterations: int = 1
@@ -144,7 +152,7 @@ class Strategy:
             raise ConfigError("parallelism.pp_send", self.pp_send, f"accepted: {', '.join(PP_SENDS)}")
         if not isinstance(self.input_prefetch, (bool, np.bool_)):
             raise ConfigError("workload.input_prefetch", self.input_prefetch, "accepted: true or false")
-        if self.zero not in (0, 1, 2):
+        if isinstance(self.zero, (bool, np.bool_)) or self.zero not in (0, 1, 2, 3):
             raise ConfigError("parallelism.zero", self.zero, ZERO_ACCEPTED)
         if not self.dp_bucket >= 0:
             raise ConfigError("parallelism.dp_bucket", self.dp_bucket, "accepted: a size >= 0 (0 = per layer)")
@@ -178,9 +186,22 @@ class Strategy:
                                   f"accepted with virtual_stages > 1: pp >= 2 and a multiple of pp = {self.pp} "
                                   "(Megatron's interleaved schedule)")
         self._check_experts()
+        self._check_zero3()
         if self.batch % (self.dp * self.microbatches):
             raise ConfigError("workload.batch", self.batch,
                               f"accepted: a multiple of dp x microbatches = {self.dp * self.microbatches}")
+
+    def _check_zero3(self) -> None:
+        """ConfigError for a non-boolean `reshard_after_forward`, or zero 3 with weight streaming
+        (the weights live off the NPUs) or expert parallelism (expert shards not modelled)."""
+        if not isinstance(self.reshard_after_forward, (bool, np.bool_)):
+            raise ConfigError("parallelism.reshard_after_forward", self.reshard_after_forward, "accepted: true or false")
+        if self.zero == 3 and self.weight_streaming:
+            raise ConfigError("parallelism.zero", 3, "accepted with weight_streaming: 0, 1 or 2 (the weights "
+                                                     "stream in from the I/O controllers: nothing to gather)")
+        if self.zero == 3 and self.ep > 1:
+            raise ConfigError("parallelism.zero", 3, "accepted with ep > 1: 0, 1 or 2 (ZeRO-3 of expert "
+                                                     "parameters is not modelled)")
 
     def _check_experts(self) -> None:
         """ConfigError for an ep that is not a divisor of dp, or an etp other than mp."""
