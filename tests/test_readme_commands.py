@@ -92,6 +92,8 @@ COMMANDS: dict[tuple[str, str], str] = {
     ("README.md", ".venv/bin/python benchmarks/validate_nccl.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/bench_nccl_auto.py"): NOT_HERE,
     ("README.md", "fabricsim train configs/megatron/175b-sp-selective.yaml"): RUN,
+    ("README.md", "fabricsim train configs/llama3-70b.yaml"): RUN,
+    ("README.md", "fabricsim train configs/mixtral-8x7b.yaml"): RUN,
     ("docs/train.md", "fabricsim train configs/megatron/175b-sp-selective.yaml"): RUN,
     ("docs/train.md", "fabricsim train configs/transformer-1t-3072.yaml"): SLOW,
     ("README.md", ".venv/bin/python benchmarks/bench_sweep.py"): NOT_HERE,

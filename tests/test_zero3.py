@@ -151,3 +151,21 @@ def test_strategy_refusals_name_the_field(kw, field):
     with pytest.raises(ConfigError) as e:
         Strategy(**kw)
     assert str(e.value).startswith(field) and "\n" not in str(e.value)
+
+
+def test_reshard_after_forward_is_a_config_key(tmp_path):
+    """`workload.parallelism.reshard_after_forward: false` reaches the strategy (gathers only before
+    the forward); a non-boolean is one line naming the key."""
+    from fabricsim.train import load_train_config, strategy_of
+
+    root = Path(__file__).resolve().parents[1]
+    data = yaml.safe_load((root / "configs/gpt3-175b.yaml").read_text())
+    data["workload"]["parallelism"].update(zero=3, reshard_after_forward=False)
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert strategy_of(load_train_config(str(path))).reshard_after_forward is False
+    data["workload"]["parallelism"]["reshard_after_forward"] = "no"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError) as e:
+        load_train_config(str(path))
+    assert str(e.value.field).endswith("workload.parallelism.reshard_after_forward") and "\n" not in str(e.value)

@@ -121,7 +121,7 @@ def strategy_of(cfg: TrainConfig):
                         stage_layout=p.stage_layout, pp_send=p.pp_send, input_prefetch=w.input_prefetch,
                         recompute=p.recompute, sequence_parallel=p.sequence_parallel, virtual_stages=p.virtual_stages,
                         stage_split=p.stage_split, optimizer=p.optimizer, tp_overlap=p.tp_overlap,
-                        attention=p.attention, ep=p.ep, etp=p.etp)
+                        attention=p.attention, ep=p.ep, etp=p.etp, reshard_after_forward=p.reshard_after_forward)
 
 
 def graph_of(cfg: TrainConfig, n_npus: int, fold: bool = False) -> WorkloadGraph:

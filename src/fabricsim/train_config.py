@@ -75,9 +75,10 @@ class ParallelismSection(_Strict):
         Microbatches per minibatch (pipeline).
     schedule : str
         Pipeline schedule: gpipe or 1f1b.
-    zero : int
+    zero, reshard_after_forward : int, bool
         0 (data-parallel all-reduce), 1 (Megatron-LM's distributed optimizer: optimizer states
-        sharded), 2 (ZeRO-2: gradients too) or 3 (FSDP: parameters too, gathered per layer).
+        sharded), 2 (ZeRO-2: gradients too) or 3 (FSDP: parameters too, gathered per layer, and with
+        reshard_after_forward, FSDP's default, gathered again for the backward).
     dp_bucket : float
         Data-parallel bucket size, bytes (units accepted); 0 = one collective per layer.
     placement : list of str
@@ -125,6 +126,7 @@ class ParallelismSection(_Strict):
     microbatches: StrictInt = Field(default=1, ge=1)
     schedule: Literal["gpipe", "1f1b"] = "1f1b"
     zero: Literal[0, 1, 2, 3] = 0  # 3: FSDP / ZeRO-3 (parameters sharded too)
+    reshard_after_forward: StrictBool = True
     dp_bucket: float = 0.0
     placement: list[Literal["mp", "pp", "dp"]] = Field(default_factory=lambda: ["mp", "pp", "dp"])
     weight_streaming: StrictBool = False  # weights in from I/O controllers each pass, gradients out (FRED)
