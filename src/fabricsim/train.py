@@ -236,7 +236,7 @@ def memory_of(cfg: TrainConfig, system: System):
                      microbatch=st.microbatch, microbatches=st.microbatches, schedule=st.schedule,
                      virtual_stages=st.virtual_stages, recompute=st.recompute, sequence_parallel=st.sequence_parallel,
                      zero=st.zero, stage_blocks=blocks, grad_bytes=DTYPES[st.grad_dtype] if st.grad_dtype else 4,
-                     ep=getattr(st, "ep", 1), etp=getattr(st, "etp", st.mp))  # expert (tensor) parallelism
+                     ep=st.ep, etp=st.expert_tp)  # expert (tensor) parallelism
         stages = stage_memory(**shape)
     cap = system.npu.memory_capacity
     if cap == float("inf"):

@@ -44,7 +44,7 @@ def training_tasks(model: Model, st: Strategy, fold: bool = False) -> int:
                          + n * (len(top) - len([x for x in top if x.kind != "interaction"])))  # interaction ig
         return st.iterations * per_iteration
     mp, dp = (1, 1) if fold else (st.mp, st.dp)
-    ep = getattr(st, "ep", 1)
+    ep = st.ep
     per_microbatch = with_grads = with_expert_grads = 0
     # zero 3 (`emitter._gather`): per layer with parameters and MP rank, an all-gather before each
     # forward and, resharding, one before each backward
@@ -56,22 +56,15 @@ def training_tasks(model: Model, st: Strategy, fold: bool = False) -> int:
             computes += 1 + (1 if part.ig_flops < 0 else 1 + (part.ig_flops > 0 and li != 0)) + (part.rc_flops > 0) + full
             if part.bwd_steps is not None:  # the backward in tasks around Megatron's async TP collective:
                 computes += 3 if part.bwd_pre else 2  # + input gradient (sequence parallel), weight gradient, layer norm
-            for over in ("mp", "ep"):  # tensor-parallel collectives, and a mixture of experts' all-to-alls
-                def n(comms, over=over):
-                    return sum(getattr(c, "over", "mp") == over for c in comms)
-
-                k = n(part.fwd_pre) + n(part.fwd_post) + n(part.bwd_pre) + n(part.bwd_post)
-                k += (n(part.fwd_pre) + n(part.fwd_post)) * full
-                k += n(part.bwd_pre) * (part.bwd_steps is not None)  # sequence parallel: the input gathered again
-                if over == "mp" and st.mp > 1:
-                    colls += k
-                elif over == "ep" and ep > 1:
-                    ep_colls += k
+            if st.mp > 1:
+                colls += _part_collectives(part, "mp", full)
+            if st.ep > 1:  # a mixture of experts' all-to-alls
+                ep_colls += _part_collectives(part, "ep", full)
         # MP collectives: one per MP group (dp of them); all-to-alls: one per EP group (mp dp / ep)
         per_microbatch += mp * dp * computes + dp * colls + (1 if fold else mp * dp // ep) * ep_colls
         per_microbatch += gathers_per_layer * (plan.params > 0)
-        with_grads += plan.grad_bytes > 0 or getattr(plan, "expert_grad_bytes", 0) > 0
-        with_expert_grads += getattr(plan, "expert_grad_bytes", 0) > 0 and st.dp > ep
+        with_grads += plan.grad_bytes > 0 or plan.expert_grad_bytes > 0
+        with_expert_grads += plan.expert_grad_bytes > 0 and st.dp > ep
     if st.stage_layout == "interleaved":
         boundaries = n_layers - 1 if st.pp > 1 else 0
     else:
@@ -87,6 +80,17 @@ def training_tasks(model: Model, st: Strategy, fold: bool = False) -> int:
     steps = mp * dp * st.pp if st.optimizer != "none" else 0
     loads = (st.iterations - st.input_prefetch) if (st.input_loading and model.input_bytes) else 0
     return st.iterations * (st.microbatches * per_microbatch + syncs + streams + steps) + loads
+
+
+def _part_collectives(part, over: str, full: bool) -> int:
+    """Collectives around one part over the MP group (`over` "mp") or the EP group ("ep") per
+    microbatch: its forward's again under full recompute, the backward's pre collective again beside
+    an overlapped backward (sequence parallel: the input gathered again)."""
+    def n(comms) -> int:
+        return sum(c.over == over for c in comms)
+
+    k = n(part.fwd_pre) + n(part.fwd_post) + n(part.bwd_pre) + n(part.bwd_post)
+    return k + (n(part.fwd_pre) + n(part.fwd_post)) * full + n(part.bwd_pre) * (part.bwd_steps is not None)
 
 
 def text_tasks(layers: int, npus: int, iterations: int) -> int:
