@@ -14,7 +14,8 @@ import pytest
 from fabricsim.errors import ConfigError
 from fabricsim.system import compute
 from fabricsim.system import gpus
-from fabricsim.system.compute import FIGURES, Gemm, GpuCompute, Memory, adam_step_bytes
+from fabricsim.system.compute import FIGURES, Gemm, GpuCompute, Memory
+from fabricsim.system.optimizer import adam_step_bytes
 from fabricsim.system.gpus import A100_SXM4_40GB, A100_SXM4_80GB, GPUS, H100_SXM5_80GB, get_gpu
 
 A100 = A100_SXM4_80GB
@@ -239,7 +240,7 @@ def test_attention_core_by_hand():
 
 
 def test_megatron_optimizer_step_bytes_by_hand():
-    from fabricsim.system.compute import megatron_optimizer_step
+    from fabricsim.system.optimizer import megatron_optimizer_step
 
     # fp16: unscale (read + write fp32 grad) 8, norm (read) 4, Adam (read g, p, m, v; write p, m, v) 28,
     # copy to the model (read fp32, write fp16) 6, zero the buffer 4

@@ -24,7 +24,8 @@ MODULES = [
     "fabricsim.workload.memory_model",
     "fabricsim.collectives.nvls", "fabricsim.collectives.nccl_ring", "fabricsim.collectives.nccl_tree",
     "fabricsim.network.lowering.quotient", "fabricsim.ir.facts", "fabricsim.ir.schedule", "fabricsim.ir.step",
-    "fabricsim.network.lowering.plans",
+    "fabricsim.network.lowering.plans", "fabricsim.system.optimizer", "fabricsim.workload.fp8",
+    "fabricsim.workload.memory_block",
 ]
 
 

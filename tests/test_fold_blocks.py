@@ -112,16 +112,16 @@ def test_without_blocks_every_collective_copy_is_priced():
 
 
 def test_a_degraded_nvlink_is_found_on_the_copy_in_that_node():
-    """Node 5 (NPUs 40-47) holds stage 1 of replica 2 (NPU = rank + 8 (stage + 2 replica)): its
-    tensor-parallel all-reduce is the copy of stage 1's (NPUs 8-15), priced because node 5 is of
-    another class, and found slower."""
+    """Node 5 (NPUs 40-47) holds stage 1 of replica 1 (Megatron's order: NPU = rank + 8 (replica +
+    4 stage)): its tensor-parallel all-reduce is the copy of stage 1's (NPUs 32-39), priced because
+    node 5 is of another class, and found slower."""
     topo = parse_topology("dgx-h100:nodes=8")
     nv = np.flatnonzero((topo.link_class == topo.link_classes.index("nvlink")) & (topo.link_src == 42))
     bw = topo.link_bw.copy()
     bw[nv] /= 2
     st = Strategy(mp=8, pp=2, dp=4, batch=16, microbatches=4)
     c = check_fold(build_training(MODEL, st, fold=True), CommPricer(replace(topo, link_bw=bw), "analytical"))
-    assert c.why == ("all-reduce of 65536 B over NPUs [8, 9, 10, 11, 12, 13, 14, 15] is priced differently on "
+    assert c.why == ("all-reduce of 65536 B over NPUs [32, 33, 34, 35, 36, 37, 38, 39] is priced differently on "
                      "NPUs [40, 41, 42, 43, 44, 45, 46, 47]")
 
 

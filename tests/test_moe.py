@@ -52,7 +52,7 @@ def test_all_to_all_bytes_per_layer_and_direction():
     sizes = g.size[_a2a(g)]
     assert len(sizes) and np.all(sizes == want)
     assert {len(g.members(t)) for t in _a2a(g).tolist()} == {st.ep}
-    assert {CATEGORIES[c] for c in g.category[_a2a(g)]} == {"MP"}
+    assert {CATEGORIES[c] for c in g.category[_a2a(g)]} == {"EP"}
 
 
 @pytest.mark.parametrize("kw,moe_layers", [(dict(mp=1, pp=2, dp=4, ep=2, batch=16, microbatches=4), "all"),
@@ -169,7 +169,7 @@ def test_all_to_alls_cost_time():
 
 
 @pytest.mark.parametrize("model,kw,field,accepted", [
-    (MOE, dict(dp=4, ep=3, batch=4), "parallelism.ep", "a divisor of dp = 4"),
+    (MOE, dict(dp=4, ep=3, batch=4), "parallelism.ep", "a divisor of dp x cp = 4"),
     (moe(experts=6), dict(dp=4, ep=4, batch=4), "parallelism.ep", "a divisor of experts = 6"),
     (transformer("dense", L, H, HEADS, S, V, **LLAMA), dict(dp=2, ep=2, batch=2), "parallelism.ep", "dense"),
     (MOE, dict(mp=2, dp=2, etp=4, batch=2), "parallelism.etp", "mp = 2"),
@@ -200,7 +200,7 @@ def test_config_fields_reach_the_strategy():
     assert (p.ep, p.etp) == (2, None)
     with pytest.raises(Exception) as e:
         ParallelismSection(dp=4, ep=3)
-    assert "ep" in str(e.value) and "divisor of dp = 4" in str(e.value)
+    assert "ep" in str(e.value) and "divisor of dp x cp = 4" in str(e.value)
     with pytest.raises(Exception) as e:
         ParallelismSection(mp=2, etp=1)
     assert "etp" in str(e.value)

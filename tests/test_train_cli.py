@@ -379,7 +379,8 @@ def test_export_generated_workload_to_chakra_and_back(tmp_path, capsys):
     assert main(["export", "chakra", "--train", str(cfg), "-o", str(tmp_path / "et" / "gpt")]) == 0
     capsys.readouterr()
     groups = json.loads((tmp_path / "et" / "gpt.groups.json").read_text())
-    assert sorted(map(tuple, groups.values())) == [(0, 1), (0, 4), (1, 5), (2, 3), (2, 6), (3, 7), (4, 5), (6, 7)]
+    # MP pairs and DP pairs (Megatron's order: dp right after mp)
+    assert sorted(map(tuple, groups.values())) == [(0, 1), (0, 2), (1, 3), (2, 3), (4, 5), (4, 6), (5, 7), (6, 7)]
     direct = train_json(capsys, cfg)
     back = dict(yaml.safe_load(cfg.read_text()))
     back["workload"] = {"chakra": "et/gpt", "comm_groups": "et/gpt.groups.json"}

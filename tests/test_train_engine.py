@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fabricsim.vocab import COLLECTIVES
+from fabricsim.vocab import CATEGORIES, COLLECTIVES
 from fabricsim.engine.pricing import CommPricer
 from fabricsim.engine.simulator import simulate
 from fabricsim.errors import ConfigError
@@ -236,12 +236,14 @@ def test_megatron_mp_exposed_time():
         (m.fwd_flops + m.bwd_flops - m.layers[0].bwd_flops) / (PEAK * EFF), rel=1e-6)
 
 
-def test_placement_mp_consecutive_then_pp_then_dp():
-    st = Strategy(mp=2, pp=2, dp=3, batch=6)
+def test_placement_megatron_order_by_default_and_any_order_given():
+    st = Strategy(mp=2, pp=2, dp=3, batch=6)  # Megatron-Core's tp-cp-ep-dp-pp
     R = st.ranks()
     assert R[:, 0, 0].tolist() == [0, 1]  # MP group: consecutive
-    assert R[0, :, 0].tolist() == [0, 2]  # PP: stride mp
-    assert R[0, 0, :].tolist() == [0, 4, 8]  # DP: stride mp*pp
+    assert R[0, 0, :].tolist() == [0, 2, 4]  # DP: stride mp
+    assert R[0, :, 0].tolist() == [0, 6]  # PP: stride mp*dp
+    old = Strategy(mp=2, pp=2, dp=3, batch=6, placement=("mp", "pp", "dp"))  # FRED's: PP before DP
+    assert old.ranks()[0, :, 0].tolist() == [0, 2] and old.ranks()[0, 0, :].tolist() == [0, 4, 8]
     st2 = Strategy(mp=2, pp=2, dp=3, batch=6, placement=("dp", "mp", "pp"))
     assert st2.ranks()[0, 0, :].tolist() == [0, 1, 2]
 
@@ -251,8 +253,8 @@ def test_3d_parallel_graph_groups_and_counts():
     st = Strategy(mp=2, pp=2, dp=2, batch=8, microbatches=2)
     g = build_training(m, st)
     assert g.n_npus == 8
-    dp = np.flatnonzero((g.kind == COLLECTIVE) & (g.category == 2))
-    assert {g.groups[g.group[t]] for t in dp} == {(0, 4), (1, 5), (2, 6), (3, 7)}
+    dp = np.flatnonzero((g.kind == COLLECTIVE) & (g.category == CATEGORIES.index("DP")))
+    assert {g.groups[g.group[t]] for t in dp} == {(0, 2), (1, 3), (4, 6), (5, 7)}  # Megatron's order: dp after mp
     # every layer's gradients all-reduced once per iteration: per DP group, the layers of its stage
     assert len(dp) == sum(1 for layer in m.layers if layer.params) * st.mp
     pp = np.flatnonzero(g.kind == P2P)

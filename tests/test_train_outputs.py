@@ -195,7 +195,7 @@ def test_pipeline_warm_up_steady_state_and_cool_down_closed_form():
     # layers: A on NPU 0, B on NPU 1, the transfer in "(pipeline)"; values are means over the 2 NPUs
     layers, values, npus = layer_breakdown(res)
     assert layers == ["A", "(pipeline)", "B"] and list(npus) == [1, 0, 1]
-    pp_col = 1 + 1  # compute, MP, PP, ...
+    pp_col = BREAKDOWN.index("PP")  # compute, MP, CP, EP, PP, ...
     assert values[0, 0, 0] == pytest.approx((2 * c + tp) / 2) and values[0, 1, pp_col] == pytest.approx(tp / 2)
     assert values[1, 0, 0] == pytest.approx((c - tp) / 2) and values[1, 1, pp_col] == pytest.approx(tp / 2)
     assert values[1, 2, 0] == pytest.approx(c / 2) and values[2, 0].sum() == pytest.approx(0, abs=1e-15)

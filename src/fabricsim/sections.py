@@ -264,7 +264,7 @@ class SchedulingSection(_Strict):
     policy : {"LIFO", "FIFO"}
         Among ready collectives of the same category, the newest or the oldest goes first.
     priorities : list of str
-        Distinct communication categories (MP, PP, DP, IO, other), highest priority first; a
+        Distinct communication categories (MP, CP, EP, PP, DP, IO, other), highest priority first; a
         non-empty list (those left out follow in the default order).
     chunks : int
         Chunks a collective is split into, >= 1 (at most the `chunks` limit).

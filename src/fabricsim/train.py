@@ -111,17 +111,7 @@ def strategy_of(cfg: TrainConfig):
     -------
     Strategy
     """
-    from .workload.strategy import Strategy
-
-    w, p = cfg.workload, cfg.workload.parallelism
-    with errors_in(cfg.source, "workload"):
-        return Strategy(mp=p.mp, pp=p.pp, dp=p.dp, batch=w.batch, microbatches=p.microbatches, schedule=p.schedule,
-                        zero=p.zero, dp_bucket=p.dp_bucket, placement=tuple(p.placement), iterations=w.iterations,
-                        grad_dtype=w.grad_dtype, weight_streaming=p.weight_streaming, input_loading=w.input_loading,
-                        stage_layout=p.stage_layout, pp_send=p.pp_send, input_prefetch=w.input_prefetch,
-                        recompute=p.recompute, sequence_parallel=p.sequence_parallel, virtual_stages=p.virtual_stages,
-                        stage_split=p.stage_split, optimizer=p.optimizer, tp_overlap=p.tp_overlap,
-                        attention=p.attention, ep=p.ep, etp=p.etp, reshard_after_forward=p.reshard_after_forward)
+    return cfg.workload.strategy(cfg.source)  # one place builds a strategy from a config: WorkloadSection
 
 
 def graph_of(cfg: TrainConfig, n_npus: int, fold: bool = False) -> WorkloadGraph:
@@ -143,6 +133,7 @@ def graph_of(cfg: TrainConfig, n_npus: int, fold: bool = False) -> WorkloadGraph
         in bytes. A transformer's `meta` has `global_batch` (sequences) and `seq` (tokens per
         sequence): `TrainResult.tokens_per_iteration` is their product.
     """
+    _single(cfg)
     w, where = cfg.workload, cfg.source
     with errors_in(where, "workload"):  # iterations may come from --iterations or Python, past the validator
         check_limit("iterations", w.iterations, "iterations", "iterations", w.iterations)
@@ -236,7 +227,8 @@ def memory_of(cfg: TrainConfig, system: System):
                      microbatch=st.microbatch, microbatches=st.microbatches, schedule=st.schedule,
                      virtual_stages=st.virtual_stages, recompute=st.recompute, sequence_parallel=st.sequence_parallel,
                      zero=st.zero, stage_blocks=blocks, grad_bytes=DTYPES[st.grad_dtype] if st.grad_dtype else 4,
-                     ep=st.ep, etp=st.expert_tp)  # expert (tensor) parallelism
+                     ep=st.ep, etp=st.expert_tp, cp=st.cp,
+                     fused_attention=st.attention == "fused")  # expert (tensor) and context parallelism
         stages = stage_memory(**shape)
     cap = system.npu.memory_capacity
     if cap == float("inf"):
@@ -319,6 +311,7 @@ def run_train(cfg: TrainConfig, progress: Progress | None = None) -> TrainRun:
     >>> sorted(k for k, v in run.result.mean_breakdown().items() if v > 0)   # s per NPU
     ['DP', 'compute']
     """
+    _single(cfg)
     report(progress, 0, 0, "building the topology")
     topo = topology_of(cfg)
     system = system_of(cfg)
@@ -345,6 +338,15 @@ def run_train(cfg: TrainConfig, progress: Progress | None = None) -> TrainRun:
     tasks = None if progress is None else (lambda done, total: progress(done, total, "simulating"))
     with errors_in(cfg.source, "network.algorithms"):  # an algorithm that cannot serve a group of the workload
         return TrainRun(cfg, topo, simulate(graph, system, pricer, progress=tasks), pricer, memory, tuple(notes))
+
+
+def _single(cfg: TrainConfig) -> None:
+    """None for a config with `workload:`; a ConfigError for one with `jobs:`, which runs through
+    `fabricsim train` (`multi_job.run_jobs`), not as one workload."""
+    if cfg.workload is None:
+        raise ConfigError(f"{cfg.source}: jobs" if cfg.source else "jobs", f"<{len(cfg.jobs or ())} jobs>",
+                          "accepted here: a config with workload:; several jobs run with fabricsim train "
+                          "(fabricsim.multi_job.run_jobs)")
 
 
 def _fold_wanted(cfg: TrainConfig, pricer: CommPricer, n_npus: int) -> bool:

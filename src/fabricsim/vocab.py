@@ -21,8 +21,9 @@ from .errors import ConfigError
 Collective = Literal["all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast", "reduce"]
 COLLECTIVES: tuple[str, ...] = get_args(Collective)
 
-# communication categories, in the default priority order (index 0 = served first)
-Category = Literal["MP", "PP", "DP", "IO", "other"]
+# communication categories, in the default priority order (index 0 = served first): tensor (MP),
+# context (CP: K/V exchanges) and expert (EP: token all-to-alls) parallel, pipeline, data parallel
+Category = Literal["MP", "CP", "EP", "PP", "DP", "IO", "other"]
 CATEGORIES: tuple[str, ...] = get_args(Category)
 
 # what a compute task belongs to (reports)

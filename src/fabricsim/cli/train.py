@@ -109,6 +109,8 @@ def train(
     _apply_overrides(cfg, endpoint, iterations, trace_format)
     ranks, npus_text, npus_field = _trace_ranks(config, cfg, trace_npus)
     out_dir, out_field = _output_dir(config, cfg, out, force)
+    if cfg.jobs is not None:  # several jobs on one fabric (`fabricsim.multi_job`)
+        return _train_jobs(cfg, quiet, ranks, out_dir, out_field, force, no_trace, json_out)
     with progress_bar("train", quiet) as progress:
         run, usage, files, config_echo = _run_and_write(cfg, progress, ranks, npus_text, npus_field, out_dir,
                                                         out_field, force, no_trace, no_plot)
@@ -137,7 +139,8 @@ def _apply_overrides(cfg, endpoint: Optional[str], iterations: Optional[int], tr
         from ..limits import check_limit
 
         check_limit("iterations", iterations, "iterations", "--iterations", iterations)
-        cfg.workload.iterations = iterations
+        for _, w in cfg.workloads():
+            w.iterations = iterations
     if trace_format is not None:
         trace_file_name(trace_format, "--trace-format")  # ConfigError for anything else
         cfg.output.trace_format = trace_format
@@ -233,8 +236,39 @@ def _train_inputs(config: str, cfg) -> list[str]:
     trace prefix), resolved as the config resolves them: the output folder may hold none of them."""
     import os
 
-    w = cfg.workload
-    return [config] + [os.path.join(cfg.base_dir, f) for f in (w.astra_text, w.comm_groups, w.chakra) if f]
+    return [config] + [os.path.join(cfg.base_dir, f) for _, w in cfg.workloads()
+                       for f in (w.astra_text, w.comm_groups, w.chakra) if f]
+
+
+def _train_jobs(cfg, quiet: bool, ranks, out_dir: str, out_field: str, force: bool, no_trace: bool,
+                json_out: bool) -> None:
+    """None: a config with `jobs:` run together and each job alone (`multi_job.run_jobs`), its
+    summary.json (and trace) written to `out_dir`, its tables (or the summary as JSON) on stdout."""
+    import json
+    import os
+
+    from ..multi_job import run_jobs
+    from ..report.jobs import jobs_summary, jobs_tables, memory_lines, write_jobs_outputs
+
+    with progress_bar("train", quiet) as progress:
+        run = run_jobs(cfg, progress=progress)
+        progress(0, 0, f"writing {out_dir}")
+        echo = {"config": cfg.model_dump(mode="json", exclude={"base_dir"})}
+        files = write_jobs_outputs(run, out_dir, trace=cfg.output.trace and not no_trace, trace_npus=ranks,
+                                   trace_format=cfg.output.trace_format, extra=echo, force=force, field=out_field)
+    if json_out:
+        print(json.dumps(jobs_summary(run, {**echo, "files": {k: str(v) for k, v in files.items()}}), indent=2))
+        return
+    con = _out()
+    con.print(f"# fabricsim train: {run.title}", highlight=False, markup=False)
+    con.print(f"# {run.topology.describe()}; network model {cfg.network.model}; {len(run.jobs)} jobs, "
+              f"{len(run.result.graph)} tasks", highlight=False, markup=False)
+    for line in [*memory_lines(run), *run.notes]:
+        con.print(line, highlight=False, markup=False)
+    for table in jobs_tables(run):
+        con.print(table)
+    for k, v in files.items():
+        con.print(f"wrote {k}: {os.path.relpath(v)}", highlight=False, markup=False)
 
 
 # ---- paper reproductions: `fabricsim reproduce PAPER` (add a command per paper here) ---------

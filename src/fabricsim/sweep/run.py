@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..vocab import CATEGORIES
 from .spec import SweepPoint
 
-METRICS_TRAIN = ("compute", "MP", "PP", "DP", "IO", "other", "idle")
+METRICS_TRAIN = ("compute", *CATEGORIES, "idle")
 
 
 def _version() -> str:

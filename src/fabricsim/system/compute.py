@@ -15,6 +15,9 @@ the GEMM takes the minimum over the tiles, plus one launch. Limitation: every ti
 same per-SM rate, while the guide notes smaller tiles reuse less data and run slower, so shapes
 where small tiles win are priced optimistically.
 
+An FP8 GEMM (`Gemm.fp8`, Transformer Engine's; `workload.fp8`) is the same tile model at the FP8
+peak and ceiling (`GpuCompute.fp8_peak_flops`, `fp8_gemm_ceiling`) with 1-byte operands.
+
 The GPU presets and their sources are in `system.gpus`.
 
 A memory-bound kernel (layer norm, softmax, GeLU, dropout, residual add, the optimizer step)
@@ -39,7 +42,11 @@ CUBLAS_TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 
 
 # The figures each preset cites a source for (one `sources` entry per figure, "figure: ...").
 FIGURES = ("peak_flops", "memory_bandwidth", "memory_capacity", "sms", "tiles", "gemm_ceiling",
-           "memory_efficiency", "kernel_overhead", "l2_bandwidth", "tile_overhead", "attention_rates")
+           "memory_efficiency", "kernel_overhead", "l2_bandwidth", "tile_overhead", "attention_rates",
+           "fp8_peak_flops", "fp8_gemm_ceiling")
+
+# Bytes of one FP8 element (E4M3 or E5M2): the operands of a `Gemm` with `fp8` (`workload.fp8`).
+FP8_BYTES = 1
 
 
 def _count(field: str, value) -> int:
@@ -59,22 +66,31 @@ class Gemm:
         Each output is m x n, reduced over k; each >= 1.
     count : int
         Independent GEMMs of this shape run as one batched kernel, >= 1.
+    fp8 : bool
+        Both operands in FP8 (`FP8_BYTES` each), run at the GPU's FP8 tensor-core rate
+        (`GpuCompute.fp8_peak_flops`); the output stays in the activations' type (bf16), as
+        Transformer Engine's FP8 GEMMs write it (`workload.fp8`).
 
     Examples
     --------
     >>> g = Gemm(2048, 4608, 12288)
     >>> g.flops == 2 * 2048 * 4608 * 12288, g.bytes(2) == (2048 * 12288 + 12288 * 4608 + 2048 * 4608) * 2
     (True, True)
+    >>> Gemm(2048, 4608, 12288, fp8=True).bytes(2) == 2048 * 12288 + 12288 * 4608 + 2048 * 4608 * 2
+    True
     """
 
     m: int
     n: int
     k: int
     count: int = 1
+    fp8: bool = False
 
     def __post_init__(self):
         for name in ("m", "n", "k", "count"):
             object.__setattr__(self, name, _count(f"gemm.{name}", getattr(self, name)))
+        if not isinstance(self.fp8, bool):
+            raise ConfigError("gemm.fp8", self.fp8, "accepted: True or False")
 
     @property
     def flops(self) -> int:
@@ -92,8 +108,11 @@ class Gemm:
         Returns
         -------
         float
-            (m k + k n + m n) x count x dtype_bytes, bytes.
+            (m k + k n + m n) x count x dtype_bytes, bytes; with `fp8` the operands at `FP8_BYTES`:
+            ((m k + k n) FP8_BYTES + m n dtype_bytes) x count.
         """
+        if self.fp8:
+            return ((self.m * self.k + self.k * self.n) * FP8_BYTES + self.m * self.n * dtype_bytes) * self.count
         return (self.m * self.k + self.k * self.n + self.m * self.n) * self.count * dtype_bytes
 
 
@@ -219,6 +238,13 @@ class GpuCompute:
     attention_rates : tuple
         Measured fused-attention throughput: ((direction, causal, head_dim, ((seq, FLOP/s), ...)),
         ...) with direction "forward" or "backward"; empty: the GPU has no fused attention here.
+    fp8_peak_flops : float
+        Dense FP8 tensor-core peak, FLOP/s, >= 0 (0: no FP8 tensor cores; a `Gemm` with `fp8` is
+        then refused).
+    fp8_gemm_ceiling : float
+        Fraction of `fp8_peak_flops` a full wave of the best tile sustains, in (0, 1] (0 without
+        FP8): an FP8 GEMM takes the same tiles, waves and tile overhead (k-steps) at this peak and
+        ceiling, its operands 1 byte in the L2 and memory bounds.
 
     Examples
     --------
@@ -242,6 +268,8 @@ class GpuCompute:
     l2_bandwidth: float = math.inf
     tile_overhead: float = 0.0
     attention_rates: tuple = ()
+    fp8_peak_flops: float = 0.0
+    fp8_gemm_ceiling: float = 0.0
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -260,6 +288,11 @@ class GpuCompute:
             _real(f"npu.{field}", getattr(self, field), lambda v: 0 < v <= 1, "accepted: a fraction in (0, 1]")
         _real("npu.kernel_overhead", self.kernel_overhead, lambda v: 0 <= v < math.inf, "accepted: seconds >= 0, e.g. 1e-6")
         _real("npu.tile_overhead", self.tile_overhead, lambda v: 0 <= v < math.inf, "accepted: k-steps >= 0, e.g. 545")
+        _real("npu.fp8_peak_flops", self.fp8_peak_flops, lambda v: 0 <= v < math.inf,
+              "accepted: a number >= 0 (0: no FP8 tensor cores), e.g. 1978.9e12")
+        fp8 = self.fp8_peak_flops > 0  # FP8 tensor cores: their ceiling is a fraction; none: 0
+        _real("npu.fp8_gemm_ceiling", self.fp8_gemm_ceiling, lambda v: 0 < v <= 1 if fp8 else v == 0,
+              "accepted: a fraction in (0, 1] with fp8_peak_flops > 0, else 0")
         if isinstance(self.sources, str) or not all(isinstance(s, str) for s in self.sources):
             raise ConfigError("npu.sources", self.sources, "accepted: a tuple of citation strings")
         object.__setattr__(self, "sources", tuple(self.sources))
@@ -272,7 +305,8 @@ class GpuCompute:
         g : Gemm
             The GEMM.
         dtype_bytes : float
-            Bytes per element of its operands (2 for fp16/bf16).
+            Bytes per element of its operands (2 for fp16/bf16) and, for an FP8 GEMM (`Gemm.fp8`),
+            of its output; its operands are then `FP8_BYTES`.
 
         Returns
         -------
@@ -280,18 +314,32 @@ class GpuCompute:
             min over tiles (tm, tn) of max(waves x 2 tm tn (k + tile_overhead) / per-SM rate,
             compulsory bytes / (bandwidth x memory efficiency)), plus `kernel_overhead`; waves = ceil(ceil(m / tm)
             ceil(n / tn) count / sms); per-SM rate = min(peak x ceiling, l2_bandwidth x 2 tm tn /
-            ((tm + tn) dtype bytes)) / sms.
+            ((tm + tn) operand bytes)) / sms; peak and ceiling those of the GEMM's precision
+            (`fp8_peak_flops` and `fp8_gemm_ceiling` for an FP8 GEMM). ConfigError for an FP8 GEMM
+            on a GPU without FP8 tensor cores.
         """
-        per_sm = self.peak_flops * self.gemm_ceiling / self.sms  # FLOP/s of one SM at the ceiling
+        peak, ceiling = self.peak_of(g), self.fp8_gemm_ceiling if g.fp8 else self.gemm_ceiling
+        operand = FP8_BYTES if g.fp8 else dtype_bytes  # bytes per operand element read through L2
+        per_sm = peak * ceiling / self.sms  # FLOP/s of one SM at the ceiling
         memory = g.bytes(dtype_bytes) / (self.memory_bandwidth * self.memory_efficiency)
         best = math.inf
         for tm, tn in self.tiles:
             # integer ceilings: a partial tile does a full tile's work, a partial wave takes a full wave's time
             tiles = -(-g.m // tm) * -(-g.n // tn) * g.count
             waves = -(-tiles // self.sms)
-            rate = min(per_sm, self.l2_bandwidth / self.sms * 2.0 * tm * tn / ((tm + tn) * dtype_bytes))
+            rate = min(per_sm, self.l2_bandwidth / self.sms * 2.0 * tm * tn / ((tm + tn) * operand))
             best = min(best, max(waves * 2.0 * tm * tn * (g.k + self.tile_overhead) / rate, memory))
         return best + self.kernel_overhead
+
+    def peak_of(self, g: Gemm) -> float:
+        """The dense tensor-core peak of `g`'s precision, FLOP/s: `fp8_peak_flops` for an FP8 GEMM,
+        else `peak_flops`; ConfigError naming `workload.dtype` for an FP8 GEMM on a GPU without FP8."""
+        if not g.fp8:
+            return self.peak_flops
+        if not self.fp8_peak_flops:
+            raise ConfigError("workload.dtype", "fp8", f"needs a GPU with FP8 tensor cores, not {self.name}; "
+                                                       "accepted: fp16, bf16, fp32")
+        return self.fp8_peak_flops
 
     def memory_time(self, k: Memory) -> float:
         """Seconds of a memory-bound kernel.
@@ -379,7 +427,8 @@ class GpuCompute:
         return gemm + memory, gemm, memory
 
     def efficiency(self, g: Gemm, dtype_bytes: float = 2) -> float:
-        """Achieved fraction of peak of one GEMM, flops / `gemm_time` / peak_flops (reports, tests).
+        """Achieved fraction of peak of one GEMM, flops / `gemm_time` / the peak of its precision
+        (`peak_of`: the FP8 peak for an FP8 GEMM) (reports, tests).
 
         Parameters
         ----------
@@ -391,76 +440,6 @@ class GpuCompute:
         Returns
         -------
         float
-            In (0, gemm_ceiling].
+            In (0, gemm_ceiling] (fp8: (0, fp8_gemm_ceiling]).
         """
-        return g.flops / self.gemm_time(g, dtype_bytes) / self.peak_flops
-
-
-def adam_step_bytes(params: float, param_bytes: float = 2, grad_bytes: float = 4, master_bytes: float = 4,
-                    state_bytes: float = 8) -> float:
-    """Bytes the mixed-precision Adam step reads and writes, as Megatron-LM runs it.
-
-    Megatron-LM keeps fp32 main gradients, fp32 master weights and two fp32 moments. The step reads
-    the gradient (4), reads and writes the master weight (2 x 4), reads and writes both moments
-    (2 x 8, state_bytes being the two 4-byte moments) and writes the fp16/bf16 weight (2):
-    4 + 8 + 16 + 2 = 30 bytes per parameter with the defaults. Gradient-norm clipping (another
-    read of the gradients) and zeroing the gradient buffers are left out.
-
-    Parameters
-    ----------
-    params : float
-        Parameters this GPU updates (its shard), >= 0.
-    param_bytes, grad_bytes, master_bytes, state_bytes : float
-        Bytes per parameter of the model weight, main gradient, master weight and both moments.
-
-    Returns
-    -------
-    float
-        params x (grad + 2 master + 2 state + param), bytes.
-
-    Examples
-    --------
-    >>> adam_step_bytes(1e9) / 1e9
-    30.0
-    """
-    _real("params", params, lambda v: 0 <= v < math.inf, "accepted: a finite parameter count >= 0")
-    return params * (grad_bytes + 2 * master_bytes + 2 * state_bytes + param_bytes)
-
-
-def megatron_optimizer_step(params: float, loss_scaling: bool = True) -> tuple[Memory, ...]:
-    """Megatron-LM's optimizer step over `params` parameters, kernel by kernel (memory-bound).
-
-    What `Float16OptimizerWithFloat16Params.step` and `train_step` run per iteration with fp32 main
-    gradients accumulated in place (NVIDIA/Megatron-LM at 2755bcb, June 2022, the code of
-    Korthikanti et al. 2022: megatron/optimizer/optimizer.py, clip_grads.py, training.py), in bytes
-    per parameter: with fp16's loss scaling, unscale and check for inf/nan
-    (`_amp_foreach_non_finite_check_and_unscale_`: read and write the fp32 gradient, 8); the
-    gradient norm for clipping (`multi_tensor_l2norm`: read, 4; the scaling that follows runs only
-    when the norm exceeds the limit, left out); Apex's fused Adam on the fp32 main parameters (read
-    gradient, parameter and both moments, write parameter and moments: 28); copying the main
-    parameters to the fp16/bf16 model (read 4, write 2: 6); zeroing the gradient buffer for the next
-    iteration (`zero_grad_buffer`: write 4). 50 bytes per parameter with loss scaling (fp16), 42
-    without (bf16).
-
-    Parameters
-    ----------
-    params : float
-        Parameters this GPU updates, >= 0.
-    loss_scaling : bool
-        fp16's dynamic loss scaling (bf16 runs without it).
-
-    Returns
-    -------
-    tuple of Memory
-        The step's kernels in order.
-
-    Examples
-    --------
-    >>> sum(k.nbytes for k in megatron_optimizer_step(1e9)) / 1e9, sum(k.nbytes for k in megatron_optimizer_step(1e9, False)) / 1e9
-    (50.0, 42.0)
-    """
-    _real("params", params, lambda v: 0 <= v < math.inf, "accepted: a finite parameter count >= 0")
-    steps = ((("unscale and inf check", 8),) if loss_scaling else ()) + (
-        ("gradient norm", 4), ("adam", adam_step_bytes(1, param_bytes=0)),  # fp32 main parameters: no 16-bit write
-        ("copy main to model parameters", 6), ("zero gradient buffer", 4))
-    return tuple(Memory(params * per, name) for name, per in steps)
+        return g.flops / self.gemm_time(g, dtype_bytes) / self.peak_of(g)

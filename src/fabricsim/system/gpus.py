@@ -1,6 +1,7 @@
 """The GPU presets of the shape-aware compute model (`system.compute.GpuCompute`): A100 SXM4 (80 and
-40 GB) and H100 SXM5, every figure with its source (`GpuCompute.sources`: one per `compute.FIGURES`
-entry), and `get_gpu` to name them in configs (`system.npu.gpu`).
+40 GB; no FP8 tensor cores) and H100 SXM5 (FP8 too: `workload.dtype: fp8`), every figure with its
+source (`GpuCompute.sources`: one per `compute.FIGURES` entry), and `get_gpu` to name them in
+configs (`system.npu.gpu`). No H200 or B200 preset exists yet (their FP8 peaks would come with them).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ _MAMF = ("S. Bekman, ml-engineering, 'Maximum Achievable Matmul FLOPS comparison
 _AZURE = "Microsoft Azure, AI-benchmarking-guide, https://github.com/Azure/AI-benchmarking-guide, Azure_Results/"
 _AZURE_A100_GEMM = ("Azure's cuBLASLt FP16 GEMM table on ND A100 v4 (A100-SXM4-80GB, random data, 10,000 warm-up "
                     "iterations; CUDA 12.5, PyTorch 2.4.1), " + _AZURE + "ND_A100_v4_results.md")
+_AZURE_H100_FP8 = ("Azure's cuBLASLt FP8 GEMM table on ND H100 v5 (H100 80GB HBM3, random data, 10,000 warm-up "
+                   "iterations; CUDA 12.6, PyTorch 2.4.0), " + _AZURE + "ND_H100_v5_results.md (kept in its forks, "
+                   "e.g. github.com/samuel-bohman/AI-benchmarking-guide)")
 _A100_DS = ("NVIDIA A100 Tensor Core GPU datasheet, https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/"
             "a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf")
 _A100_WP = ("NVIDIA A100 Tensor Core GPU Architecture whitepaper, https://images.nvidia.com/aem-dam/en-zz/"
@@ -61,6 +65,9 @@ A100_SXM4_80GB = GpuCompute(
         f"tile_overhead: 545 k-steps, the ONE figure inferred here, from ONE row of {_AZURE_A100_GEMM}: m=802816, "
         "n=192, k=768, 157.8 TFLOP/s, the row where a tile's fixed cost dominates (k = 768) and no wave is partial "
         "(3,136 x 2 tiles); the table's other seven rows are predictions (benchmarks/validate_compute.py)",
+        "fp8_peak_flops: 0, no FP8 tensor cores (the A100's tensor cores take TF32, FP16, BF16, INT8, INT4), "
+        + _A100_DS,
+        f"fp8_gemm_ceiling: 0, no FP8 tensor cores, {_A100_DS}",
     ),
 )
 
@@ -97,6 +104,8 @@ H100_SXM5_80GB = GpuCompute(
     kernel_overhead=0.9e-6,
     l2_bandwidth=5120 / 108 * 132 * 1.98e9,  # ASSUMPTION: A100's L2 bytes/clk per SM, 132 SMs, 1,980 MHz boost
     tile_overhead=545,            # ASSUMPTION: the A100's (sources)
+    fp8_peak_flops=1978.9e12,     # dense FP8 tensor core (3,957.8 with sparsity)
+    fp8_gemm_ceiling=1382.2 / 1978.9,  # best row of Azure's cuBLASLt FP8 table on H100 80GB HBM3, 0.698
     # cuDNN fused attention (what Transformer Engine runs on Hopper), BF16, head dim 128, TFLOP/s by
     # sequence length: FlashAttention-3 paper, figures "Attention forward/backward speed" (sources)
     attention_rates=(
@@ -119,8 +128,14 @@ H100_SXM5_80GB = GpuCompute(
         f"attention_rates: cuDNN fused attention, BF16, head dim 128: forward 497-617 TFLOP/s non-causal, 315-539 "
         f"causal, backward 305-518 (the causal backward at the non-causal rate: ASSUMPTION), {_FA3}, "
         "https://arxiv.org/abs/2407.08608",
-        "tile_overhead: ASSUMPTION 545 k-steps, the A100's (inferred from Azure's A100 table): no published bf16 "
-        "GEMM table by shape for H100 was found (Azure's H200 table is FP8), " + _AZURE + "ND_A100_v4_results.md",
+        "tile_overhead: ASSUMPTION 545 k-steps, the A100's (inferred from Azure's A100 table), at bf16 and FP8 alike: "
+        "no published bf16 GEMM table by shape for H100 was found (Azure's H100 and H200 tables are FP8; with this "
+        "overhead the H100 FP8 table's other eight rows are predictions, tests/test_fp8.py), "
+        + _AZURE + "ND_A100_v4_results.md",
+        f"fp8_peak_flops: 1,978.9 TFLOP/s dense FP8 Tensor Core (3,957.8 with sparsity), H100 SXM5, {_H100_WP}; "
+        f"1,979 TFLOP/s in {_H100_DS}",
+        "fp8_gemm_ceiling: 1,382.2 of 1,978.9 TFLOP/s (69.8%), the best row (32768 x 32768 x 32768) of "
+        + _AZURE_H100_FP8,
     ),
 )
 

@@ -1,7 +1,7 @@
 """How collectives are scheduled on an NPU's communication streams.
 
 Each NPU serves collectives on `comm_streams` streams ("one": one collective in flight per NPU,
-ASTRA-sim's rule; "per-category": one stream each for MP, PP, DP, IO, other). A stream picks,
+ASTRA-sim's rule; "per-category": one stream each for MP, CP, EP, PP, DP, IO, other). A stream picks,
 among ready collectives, the highest-priority category first, then the newest (LIFO) or oldest
 (FIFO) by ready time, then the lowest task id. A collective is split into `chunks` chunks that run
 in waves of `chunks_in_flight` (per phase: chunks in one phase share its links, so a wave costs one
@@ -68,7 +68,7 @@ class Scheduling:
         Parameters
         ----------
         category : str
-            MP, PP, DP, IO or other.
+            MP, CP, EP, PP, DP, IO or other.
 
         Returns
         -------

@@ -242,3 +242,31 @@ def topology_from_config(value: Any, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAUL
             raise ConfigError(f"topology: {key}", rest[key], f"accepted: the {key} beside the topology (as the "
                                                            f"network's {key}), not inside its mapping")
     return build_topology(value["family"], bandwidth=bandwidth, latency=latency, **rest)
+
+
+def topology_npus(value: Any) -> int | None:
+    """NPUs of a topology as a config gives it (a spec string or a mapping with `family`), counted
+    from its parameters without building it; None where only building it can tell (or it is refused).
+
+    Parameters
+    ----------
+    value : str or mapping
+        `KIND:SHAPE[,option...]`, or `{family: KIND, ...parameters}`.
+
+    Returns
+    -------
+    int or None
+        NPUs; ConfigError naming `topology <spec>` for parameters the family refuses.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        kind, sep, rest = text.partition(":")
+        fam = _lookup(kind)
+        if fam is not None and sep and fam.parse is not None:
+            parts = rest.split(",")
+            return int(fam.size(validate(fam.params, fam.parse(text, parts[0], parts[1:]), f"topology {text}"))[0])
+    elif isinstance(value, dict) and _lookup(value.get("family")) is not None:
+        fam = _lookup(value["family"])
+        params = {str(k): v for k, v in value.items() if k not in ("family", "bandwidth", "latency")}
+        return int(fam.size(validate(fam.params, params, f"topology {fam.name}"))[0])
+    return None

@@ -10,7 +10,7 @@
 - COMM_SEND_NODE / COMM_RECV_NODE -> one p2p task: the k-th send from a to b with a tag meets the
   k-th receive on b from a with that tag; it waits for the dependencies of both.
 - METADATA nodes -> zero-time compute tasks (they only carry dependencies).
-Collectives take the category named by a `comm_category` attribute (MP, PP, DP, IO), else "other".
+Collectives take the category named by a `comm_category` attribute (MP, CP, EP, PP, DP, IO), else "other".
 With several iterations, iteration k+1 of an NPU starts after everything of iteration k on it.
 
 `graph_to_traces` goes the other way: a workload graph (e.g. GPT-3 under MP-DP-PP) as one trace per

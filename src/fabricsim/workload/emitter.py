@@ -9,11 +9,17 @@ entry point and its rules are read in one short module and the task-by-task mech
 
 Mixture of experts (`workload.moe`): the dispatch and combine all-to-alls of a MoE block run over
 each expert-parallel group, the ep NPUs at the same stage and tensor rank in consecutive replicas
-(replicas j ep .. j ep + ep - 1), category "MP" (`vocab.CATEGORIES` has no expert category; expert
-parallelism is model parallelism of the experts). Expert gradients are reduced over the
+(replicas j ep .. j ep + ep - 1), category "EP". Expert gradients are reduced over the
 expert-data-parallel group, the dp / ep replicas holding the same experts (r, r + ep, r + 2 ep, ...),
 the dense ones over all dp replicas; the next iteration's forward waits for both. Folded, each
 collective carries the first copy's real group (`price`).
+
+Replicas: the third axis of the rank array (`Strategy.ranks`) holds the dp x cp replicas of each
+MP rank, replica r being context rank r mod cp of data-parallel replica r div cp; data-parallel
+collectives run over all of them (the context ranks share the weights). Context parallelism
+(`workload.context`): an attention part runs the tasks up to and with its core, and its K/V
+exchanges over each context-parallel group (cp consecutive replicas, category "CP"), before the
+rest of the part (`ReplicaCollectives._cp_prefix`, `workload.emitter_groups`).
 
 FSDP / ZeRO-3 (`Strategy.zero` 3): before each forward of a layer with parameters, every microbatch,
 its parameters (the MP rank's shard of the layer, `LayerPlan.params` x the model's dtype bytes, the
@@ -33,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
+from .emitter_groups import ReplicaCollectives
 from .graph import IO_LOAD, IO_STORE, PHASE_INDEX, GraphBuilder, WorkloadGraph
 from .plan import Step, layer_stages, optimizer_step, plan_layers
 from .shapes import DTYPES, Model
@@ -72,7 +79,7 @@ def _program(schedule: str, s: int, pp: int, m: int) -> list[tuple[str, int]]:
     return prog + [("B", i) for i in range(m - warm, m)]
 
 
-class _Emitter:
+class _Emitter(ReplicaCollectives):
     """Emits the graph of contiguous stages (GPipe or 1F1B); `workload.pipeline` and
     `workload.megatron` subclass it for FRED's interleaved layout and for virtual stages. The
     per-layer steps (`_fwd_layer`, `_bwd_layer`, `_grads_done`), stage-boundary transfers (`_send`),
@@ -91,8 +98,8 @@ class _Emitter:
         n = self.R.size
         self.b = GraphBuilder(n)
         if fold:
-            self.b.fold = self.RR.transpose(1, 2, 0).reshape(st.pp, st.dp * st.mp)  # stage -> its real NPUs
-            self.b.meta["fold_shape"] = (st.mp, st.dp)
+            self.b.fold = self.RR.transpose(1, 2, 0).reshape(st.pp, st.replicas * st.mp)  # stage -> its real NPUs
+            self.b.meta["fold_shape"] = (st.mp, st.replicas)
         self.coord = {int(self.R[a, c, d]): (a, c, d) for a in range(self.mp_n) for c in range(st.pp)
                       for d in range(self.dp_n)}
         self.last = [None] * n  # last compute task per NPU (program order)
@@ -203,64 +210,29 @@ class _Emitter:
             self._send(groups, s, s + 1, self.plans[self.stages[s][-1]].act_bytes, m, self.act_in, tail,
                        f"F{m} activation {s}->{s + 1}")
 
-    def _part(self, groups, pre, post, name, phase, tail: dict, extra: dict, compute) -> dict:
-        """One part on every NPU of `groups`: the collectives `pre` (after `tail` and `extra`), the
-        compute (`compute(p, deps)`), the collectives `post`; returns the tail after it."""
+    def _part(self, groups, pre, post, name, phase, tail: dict, extra: dict, compute, cp=None) -> dict:
+        """One part on every NPU of `groups`: the collectives `pre` (after `tail` and `extra`), with
+        context parallelism the tasks up to the attention core and the K/V exchange (`cp`: (steps,
+        comms), `_cp_prefix`), the compute (`compute(p, deps)`), the collectives `post`; returns the
+        tail after it."""
         if pre:
             tail = self._comm(groups, pre, name, {p: [tail.get(p), *extra.get(p, ())] for g in groups for p in g})
             extra = {}
+        if cp is not None:
+            wait = self._cp_prefix(groups, *cp, name, phase, {p: [tail.get(p), *extra.get(p, ())] for g in groups
+                                                              for p in g})
+            tail, extra = {}, {p: (t,) for p, t in wait.items()}
         for g in groups:
             for p in g:
                 compute(p, [tail.get(p), *extra.get(p, ())])
         return self._comm(groups, post, name, {})
 
     def _comm(self, groups, comms, name: str, extra: dict) -> dict:
-        """`_tp_comm` over the MP groups, or `_ep_comm` for a mixture of experts' all-to-alls."""
-        if comms and comms[0].over == "ep":
-            return self._ep_comm(groups, comms, name, extra)
+        """`_tp_comm` over the MP groups, or `_replica_comm` for a mixture of experts' all-to-alls
+        (over "ep") and a context-parallel K/V exchange (over "cp")."""
+        if comms and comms[0].over != "mp":
+            return self._replica_comm(groups, comms, name, extra)
         return self._tp_comm(groups, comms, f"{name} MP", extra)
-
-    def _ep_comm(self, groups, comms, name: str, extra: dict) -> dict:
-        """A MoE block's all-to-alls over each expert-parallel group of the stage of `groups` (module
-        doc), category "MP", each member after its last compute and `extra[p]`; {npu: last one}."""
-        st = self.st
-        s = self.coord[groups[0][0]][1]
-        width = min(st.ep, self.dp_n)  # folded: the stage's one NPU stands for the group
-        price = tuple(int(x) for x in self.RR[0, s, :st.ep]) if self.folded else None
-        if price is not None:  # its copies are the groups of ep replicas: shifts by multiples of ep (`engine.fold`)
-            self.b.meta.setdefault("replica_period", {})[price] = st.ep
-        tail: dict = {}
-        for a in range(self.mp_n):
-            for d0 in range(0, self.dp_n, width):
-                g = tuple(int(x) for x in self.R[a, s, d0:d0 + width])
-                deps = [self.last[p] for p in g] + [d for p in g for d in extra.get(p, ()) if d is not None]
-                for c in comms:
-                    t = self.b.collective(c.coll, c.size, g, "MP", f"{name} {c.coll}", deps=deps, price=price)
-                    deps = [t]
-                tail.update({p: t for p in g})
-        return tail
-
-    def _gather(self, s: int, li: int, groups, name: str) -> dict:
-        """Zero 3 (module doc): the all-gather of layer `li`'s parameters (`plan.params` x dtype
-        bytes per NPU, bytes) over each MP rank's DP group of stage `s`, in the gather stream;
-        {npu: its gather} ({} without zero 3, dp = 1 or parameters)."""
-        st, plan = self.st, self.plans[li]
-        if st.zero != 3 or st.dp == 1 or plan.params <= 0:
-            return {}
-        size = plan.params * self.model.dtype_bytes
-        price = tuple(int(x) for x in self.RR[0, s, :]) if self.folded else None
-        out: dict = {}
-        for mi in range(self.mp_n):
-            g = tuple(self.R[mi, s, :].tolist())
-            it, prev = self.gather_last.get((s, mi), (None, None))
-            deps = [prev] + [d for p in g for d in self.dp_wait.get((li, p), ())]  # its previous reduce-scatter
-            if it != self.b.iteration:  # the iteration's first gather: after the previous optimizer step
-                deps += [self.last[p] for p in g]
-            t = self.b.collective("all-gather", size, g, "DP", f"{name} {plan.name} DP all-gather", deps=deps,
-                                  price=price)
-            self.gather_last[(s, mi)] = (self.b.iteration, t)
-            out.update({p: t for p in g})
-        return out
 
     def _fwd_layer(self, s: int, li: int, m: int, groups, tail: dict, entry: dict, phase: str = "fwd",
                    gather: dict | None = None) -> dict:
@@ -280,7 +252,8 @@ class _Emitter:
                          *self.dp_wait.get((li, p), ())] for g in groups for p in g}
             tail = self._part(groups, part.fwd_pre, part.fwd_post, f"{tag}{m} {part.name}", phase, tail, extra,
                               lambda p, deps, part=part: self._comp(p, f"{tag}{m} {part.name}", part.fwd_flops,
-                                                                    part.fwd_mem, phase, deps, part.fwd_work))
+                                                                    part.fwd_mem, phase, deps, part.fwd_work),
+                              (part.cp_fwd_steps, part.cp_fwd) if part.cp_fwd else None)
         return tail
 
     def _stream(self, s: int, li: int, what: str) -> int:
@@ -323,7 +296,7 @@ class _Emitter:
         each NPU sends 1/mp of it to its peer, and the receiving MP group all-gathers it."""
         st = self.st
         if st.pp_send == "multicast" and st.mp > 1:
-            for d in range(st.dp):
+            for d in range(st.replicas):
                 src = int(self.R[0, s, d])
                 dst = [int(q) for q in self.R[:, to, d]]
                 c = self.b.collective("broadcast", size, (src, *dst), "PP", name, deps=(self.last[src], tail.get(src)))
@@ -396,7 +369,8 @@ class _Emitter:
                 tail = self._bwd_overlapped(groups, part, m, tail, extra, wg_tasks)
                 continue
             tail = self._part(groups, part.bwd_pre, part.bwd_post, f"B{m} {part.name}", "bwd", tail, extra,
-                              lambda p, deps, part=part: compute(p, deps, part))
+                              lambda p, deps, part=part: compute(p, deps, part),
+                              (part.cp_bwd_steps, part.cp_bwd) if part.cp_bwd else None)
         return tail, wg_tasks
 
     def _bwd_overlapped(self, groups, part, m: int, tail: dict, extra: dict, wg_tasks: dict) -> dict:
@@ -410,6 +384,10 @@ class _Emitter:
         if part.bwd_pre:
             tail = self._tp_comm(groups, part.bwd_pre, f"{name} MP", {p: [tail.get(p), *extra.get(p, ())] for g in groups for p in g})
             extra = {}
+        if part.cp_bwd:  # context parallel: the output projection's and the core's backward with the K/V exchange
+            wait = self._cp_prefix(groups, part.cp_bwd_steps, part.cp_bwd, name, "bwd",
+                                   {p: [tail.get(p), *extra.get(p, ())] for g in groups for p in g})
+            tail, extra = {}, {p: (t,) for p, t in wait.items()}
         members = [p for g in groups for p in g]
         sp = bool(part.bwd_pre)
         if not sp:  # nothing starts between the two: one task up to and with the input gradient
@@ -443,14 +421,14 @@ class _Emitter:
             if plan.grad_bytes > 0:
                 self._stream(s, li, "store")
             return
-        if st.dp == 1:
+        if st.replicas == 1:
             return
         layers, nbytes, ebytes = self.bucket.pop(s, ([], 0.0, 0.0))
         if plan.grad_bytes > 0 or plan.expert_grad_bytes > 0:
             layers, nbytes, ebytes = layers + [li], nbytes + plan.grad_bytes, ebytes + plan.expert_grad_bytes
         if layers and (nbytes + ebytes >= st.dp_bucket or flush):
             done = self._dp_sync(s, layers, nbytes, wg_tasks, 1)
-            if ebytes > 0 and st.dp > st.ep:  # expert gradients over the replicas holding the same experts
+            if ebytes > 0 and st.replicas > st.ep:  # expert gradients over the replicas holding the same experts
                 got = self._dp_sync(s, layers, ebytes, wg_tasks, st.ep)
                 done = {p: done.get(p, ()) + got.get(p, ()) for p in {*done, *got}}
             for li in layers:
@@ -458,31 +436,6 @@ class _Emitter:
                     self.dp_wait[(li, p)] = cs
         elif layers:
             self.bucket[s] = (layers, nbytes, ebytes)
-
-    def _dp_sync(self, s: int, layers: list[int], nbytes: float, wg_tasks: dict, step: int) -> dict:
-        """The data-parallel collectives of `layers`' `nbytes` gradients per NPU on stage `s`: over
-        each MP rank's replicas r, r + step, r + 2 step, ... (step 1: all dp; ep: the
-        expert-data-parallel groups); {npu: (its collective,)}."""
-        b, st = self.b, self.st
-        name = self.plans[layers[0]].name if len(layers) == 1 else f"{self.plans[layers[-1]].name}..{self.plans[layers[0]].name}"
-        price = tuple(int(x) for x in self.RR[0, s, ::step]) if self.folded else None
-        done: dict = {}
-        for mi in range(self.mp_n):
-            for r in range(min(step, self.dp_n)):
-                g = tuple(self.R[mi, s, r::step].tolist())
-                deps = [wg_tasks[p] for p in g]
-                if st.zero == 3:  # FSDP: each replica keeps its shard of the gradients and parameters
-                    c = b.collective("reduce-scatter", nbytes, g, "DP", f"{name} DP reduce-scatter", deps=deps,
-                                     price=price)
-                elif st.zero >= 1:  # distributed optimizer (1) and ZeRO-2: each replica updates its shard
-                    rs = b.collective("reduce-scatter", nbytes, g, "DP", f"{name} DP reduce-scatter", deps=deps,
-                                      price=price)
-                    c = b.collective("all-gather", nbytes, g, "DP", f"{name} DP all-gather", deps=[rs], price=price)
-                else:
-                    c = b.collective("all-reduce", nbytes, g, "DP", f"{name} DP all-reduce", deps=deps, price=price)
-                self.dp_done.setdefault(s, []).append(c)
-                done.update({p: (c,) for p in g})
-        return done
 
     def _optimizer_step(self) -> None:
         """The optimizer step of this iteration on every NPU (`Strategy.optimizer`): after its last

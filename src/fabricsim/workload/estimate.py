@@ -43,17 +43,20 @@ def training_tasks(model: Model, st: Strategy, fold: bool = False) -> int:
                          + sum(n + (n > 1) + n * (x.bwd_input_flops > 0) for x in mlp)  # wg, all-reduce, ig
                          + n * (len(top) - len([x for x in top if x.kind != "interaction"])))  # interaction ig
         return st.iterations * per_iteration
-    mp, dp = (1, 1) if fold else (st.mp, st.dp)
+    mp, dp = (1, 1) if fold else (st.mp, st.replicas)  # replicas: dp x cp
     ep = st.ep
     per_microbatch = with_grads = with_expert_grads = 0
     # zero 3 (`emitter._gather`): per layer with parameters and MP rank, an all-gather before each
     # forward and, resharding, one before each backward
-    gathers_per_layer = (1 + bool(st.reshard_after_forward)) * mp if (st.zero == 3 and st.dp > 1) else 0
+    gathers_per_layer = (1 + bool(st.reshard_after_forward)) * mp if (st.zero == 3 and st.replicas > 1) else 0
     for li, plan in enumerate(_plan_layers(model, st)):
-        computes = colls = ep_colls = 0
+        computes = colls = ep_colls = cp_colls = 0
         for part in plan.parts:
             full = st.recompute == "full" and part.block
             computes += 1 + (1 if part.ig_flops < 0 else 1 + (part.ig_flops > 0 and li != 0)) + (part.rc_flops > 0) + full
+            if part.cp_fwd:  # context parallel (`emitter._cp_prefix`): two tasks before the part, forward
+                computes += 2 * (2 + full)  # and backward (and the recompute's forward); its K/V exchanges:
+                cp_colls += len(part.cp_bwd) + len(part.cp_fwd) * (1 + full)
             if part.bwd_steps is not None:  # the backward in tasks around Megatron's async TP collective:
                 computes += 3 if part.bwd_pre else 2  # + input gradient (sequence parallel), weight gradient, layer norm
             if st.mp > 1:
@@ -62,9 +65,10 @@ def training_tasks(model: Model, st: Strategy, fold: bool = False) -> int:
                 ep_colls += _part_collectives(part, "ep", full)
         # MP collectives: one per MP group (dp of them); all-to-alls: one per EP group (mp dp / ep)
         per_microbatch += mp * dp * computes + dp * colls + (1 if fold else mp * dp // ep) * ep_colls
+        per_microbatch += (1 if fold else mp * dp // st.cp) * cp_colls  # one per cp group
         per_microbatch += gathers_per_layer * (plan.params > 0)
         with_grads += plan.grad_bytes > 0 or plan.expert_grad_bytes > 0
-        with_expert_grads += plan.expert_grad_bytes > 0 and st.dp > ep
+        with_expert_grads += plan.expert_grad_bytes > 0 and st.replicas > ep
     if st.stage_layout == "interleaved":
         boundaries = n_layers - 1 if st.pp > 1 else 0
     else:
@@ -75,7 +79,7 @@ def training_tasks(model: Model, st: Strategy, fold: bool = False) -> int:
     # DP syncs: one per layer with gradients and MP rank (fewer when buckets gather layers)
     # (expert gradients: one more per layer, MP rank and expert-data-parallel group, `emitter._grads_done`)
     per_sync = 2 if st.zero in (1, 2) else 1  # reduce-scatter + all-gather; one all-reduce (0) or reduce-scatter (3)
-    syncs = 0 if (st.dp == 1 or st.weight_streaming) else (with_grads * mp + with_expert_grads * mp * min(ep, dp)) * per_sync
+    syncs = 0 if (st.replicas == 1 or st.weight_streaming) else (with_grads * mp + with_expert_grads * mp * min(ep, dp)) * per_sync
     streams = 3 * n_layers if st.weight_streaming else 0
     steps = mp * dp * st.pp if st.optimizer != "none" else 0
     loads = (st.iterations - st.input_prefetch) if (st.input_loading and model.input_bytes) else 0

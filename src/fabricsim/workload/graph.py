@@ -43,7 +43,7 @@ def category_index(name: str) -> int:
     Parameters
     ----------
     name : str
-        MP, PP, DP, IO or other.
+        MP, CP, EP, PP, DP, IO or other.
 
     Returns
     -------
@@ -402,7 +402,7 @@ class GraphBuilder:
         members : iterable of int
             NPU ids of the group, in rank order.
         category : str
-            Communication category: MP, PP, DP, IO or other.
+            Communication category: MP, CP, EP, PP, DP, IO or other.
         name : str
             Task label.
         deps : iterable of int
@@ -429,7 +429,7 @@ class GraphBuilder:
         size : float
             Bytes.
         category : str
-            Communication category: MP, PP, DP, IO or other.
+            Communication category: MP, CP, EP, PP, DP, IO or other.
         name : str
             Task label.
         deps : iterable of int

@@ -2,6 +2,33 @@
 the activations it stores per microbatch (`activation_bytes_per_block`), after Korthikanti et al. 2022
 (arXiv 2205.05198), Section 4; the derivations are in the functions' docs. `memory_model` sums them
 over stages and `memory_moe` builds a mixture-of-experts block on them; both import this module.
+
+Activations of a block (`activation_bytes_per_block`): Korthikanti et al. Section 4.1, term by term,
+with e bytes per element (2 in the paper), 1-byte dropout masks, w = k h / a the key (and value) width (h without grouped-query attention) and f
+the MLP inner size; [S] marks a term split by t, [R] one replicated on the tensor ranks (and
+split by t with sequence parallelism, Section 4.2.2):
+  attention (paper: 11sbh + 5as^2b): QKV input e sbh [R]; Q e sbh and K e sbw [S] (paper 4sbh:
+    grouped-query attention stores its k heads of keys, not a; rotary positions rotate Q and K
+    with no stored input of their own); softmax output e as^2b [S] (a query heads score every
+    key); its dropout mask as^2b [S]; dropout output e as^2b [S]; V e sbw [S] (paper 2sbh);
+    projection input e sbh [S]; dropout mask sbh [R];
+  MLP (paper: 19sbh): fc1 input e sbh [R]; gelu: its input and output (fc2's input) e sbf each
+    [S] (paper 8sbh each); swiglu: fc1's output, gate and up, 2e sbf, and its output (fc2's
+    input) e sbf [S]; that is m e sbf with m = 2 (gelu) or 3 (swiglu) matrices; mask sbh [R];
+  norms (paper: 4sbh): the two inputs, 2e sbh [R]; an RMSNorm stores its input as a LayerNorm.
+Per block: e sb(2h + 2w + m f)/t [S] + (4e + 2)sbh [R] + (2e + 1)as^2b/t, which with e = 2,
+w = h, m = 2 and f = 4h is 24sbh/t + 10sbh + 5as^2b/t: sbh(34 + 5as/h) at t = 1 (Eq. 1),
+sbh(10 + 24/t + 5as/(ht)) (Eq. 2), sbh/t(34 + 5as/h) with sequence parallelism.
+Without `dropout` (Llama-style training) the three masks and the dropout output go: [R] 4e sbh,
+scores e as^2b/t (the softmax output is the values' matmul input too). Selective recomputation
+(Section 5) drops the scores; full recomputation keeps only the block's input, e sbh (2sbh),
+split by t with sequence parallelism as Megatron stores it. These are the rows of Table 2.
+With `fp8` (Transformer Engine's FP8 linears, `workload.fp8.input_saving`) the QKV and fc1 inputs
+[R], fc2's input [S] and the projection input [S] are stored at 1 byte instead of e: e sb(h + 2w
++ (m - 1) f)/t + sb(h + f)/t [S] + (2e + 2 + 2)sbh [R] (the norms' inputs, the FP8 QKV and fc1
+inputs, the masks) + scores; with a fused core the projection input is e + 1 bytes (the kernel
+keeps its bf16 output for its backward, the linear its FP8 copy). With a fused attention kernel
+(`fused`) the as^2b terms are replaced by the softmax statistics, 4 as b / t.
 """
 
 from __future__ import annotations
@@ -92,29 +119,12 @@ def block_params(hidden: int, ffn: int, tp: int = 1, *, heads: int | None = None
 
 def activation_bytes_per_block(s: int, b: int, h: int, a: int, t: int, sequence_parallel: bool,
                                recompute: str, ffn: int | None = None, dtype_bytes: int = 2, *,
-                               kv_heads: int | None = None, ffn_act: str = "gelu", dropout: bool = True) -> float:
+                               kv_heads: int | None = None, ffn_act: str = "gelu", dropout: bool = True,
+                               fused: bool = False, fp8: bool = False) -> float:
     """Activation bytes one transformer block stores for one microbatch on one tensor rank.
 
-    Korthikanti et al. Section 4.1, term by term, with e bytes per element (2 in the paper), 1-byte
-    dropout masks, w = k h / a the key (and value) width (h without grouped-query attention) and f
-    the MLP inner size; [S] marks a term split by t, [R] one replicated on the tensor ranks (and
-    split by t with sequence parallelism, Section 4.2.2):
-      attention (paper: 11sbh + 5as^2b): QKV input e sbh [R]; Q e sbh and K e sbw [S] (paper 4sbh:
-        grouped-query attention stores its k heads of keys, not a; rotary positions rotate Q and K
-        with no stored input of their own); softmax output e as^2b [S] (a query heads score every
-        key); its dropout mask as^2b [S]; dropout output e as^2b [S]; V e sbw [S] (paper 2sbh);
-        projection input e sbh [S]; dropout mask sbh [R];
-      MLP (paper: 19sbh): fc1 input e sbh [R]; gelu: its input and output (fc2's input) e sbf each
-        [S] (paper 8sbh each); swiglu: fc1's output, gate and up, 2e sbf, and its output (fc2's
-        input) e sbf [S]; that is m e sbf with m = 2 (gelu) or 3 (swiglu) matrices; mask sbh [R];
-      norms (paper: 4sbh): the two inputs, 2e sbh [R]; an RMSNorm stores its input as a LayerNorm.
-    Per block: e sb(2h + 2w + m f)/t [S] + (4e + 2)sbh [R] + (2e + 1)as^2b/t, which with e = 2,
-    w = h, m = 2 and f = 4h is 24sbh/t + 10sbh + 5as^2b/t: sbh(34 + 5as/h) at t = 1 (Eq. 1),
-    sbh(10 + 24/t + 5as/(ht)) (Eq. 2), sbh/t(34 + 5as/h) with sequence parallelism.
-    Without `dropout` (Llama-style training) the three masks and the dropout output go: [R] 4e sbh,
-    scores e as^2b/t (the softmax output is the values' matmul input too). Selective recomputation
-    (Section 5) drops the scores; full recomputation keeps only the block's input, e sbh (2sbh),
-    split by t with sequence parallelism as Megatron stores it. These are the rows of Table 2.
+    The terms (Korthikanti et al. Section 4.1, with grouped-query attention, SwiGLU, no dropout, fused
+    attention and FP8) are the module doc's "Activations of a block".
 
     Parameters
     ----------
@@ -136,6 +146,13 @@ def activation_bytes_per_block(s: int, b: int, h: int, a: int, t: int, sequence_
         gelu or swiglu.
     dropout : bool
         Dropout in attention and after the attention and MLP (GPT's training; Llama's runs without).
+    fused : bool
+        A fused attention kernel (FlashAttention; Transformer Engine): the scores never reach
+        memory; the kernel keeps the softmax statistics, one fp32 value per query and head,
+        4 as b / t (FlashAttention-2, Dao 2023, Algorithm 1: the logsumexp L saved for backward),
+        instead of the as^2b terms.
+    fp8 : bool
+        The block's linears run in FP8 (`workload.dtype: fp8`): their saved inputs take 1 byte.
 
     Returns
     -------
@@ -161,7 +178,15 @@ def activation_bytes_per_block(s: int, b: int, h: int, a: int, t: int, sequence_
         return e * sbh * shared_split
     split = e * s * b * (2 * h + 2 * w + m * f) / t
     replicated = (4 * e + (2 if dropout else 0)) * sbh * shared_split
-    scores = 0.0 if recompute == "selective" else (2 * e + 1 if dropout else e) * a * s * s * b / t
+    if fused:
+        scores = 4.0 * a * s * b / t
+    else:
+        scores = 0.0 if recompute == "selective" else (2 * e + 1 if dropout else e) * a * s * s * b / t
+    if fp8:  # Transformer Engine saves its FP8 linears' inputs in FP8 (one place decides: workload.fp8)
+        from .fp8 import input_saving
+
+        return split + replicated + scores - input_saving(s, b, h, t, sequence_parallel, recompute, e, ffn=f,
+                                                          fused=fused)
     return split + replicated + scores
 
 

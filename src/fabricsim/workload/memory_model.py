@@ -34,6 +34,8 @@ take `dtype_bytes`, gradients `grad_bytes` and optimizer states `optimizer_bytes
 parameter; ZeRO divides the optimizer states by dp from stage 1, gradients from 2, weights at 3,
 and a mixture of experts' routed experts by the expert-data-parallel d t / (ep etp) instead.
 The stages hold consecutive blocks in model order; a MoE block's MLP is `workload.memory_moe`'s.
+With `fp8` (`workload.fp8`) the weights add Transformer Engine's FP8 copy and its transpose, 2 bytes
+per weight element of the blocks' FP8 linears (not biases, norms, router, embedding or head).
 
 Activations (stage i): c_i chunk-microbatches in flight, each storing its chunk's blocks
 (the stage's blocks / v) times `activation_bytes_per_block`. c_i is m with GPipe,
@@ -51,7 +53,7 @@ here they sit on the stage that holds them. Recomputation leaves them stored.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from ..errors import ConfigError
@@ -73,7 +75,8 @@ class StageMemory:
     params : int
         Parameters held by one NPU of the stage (its tensor-parallel shard, before ZeRO).
     weights, gradients, optimizer : float
-        Bytes of weights, gradients and optimizer states, after ZeRO sharding.
+        Bytes of weights (with `fp8` their FP8 copies too), gradients and optimizer states, after
+        ZeRO sharding.
     activations : float
         Bytes of activations stored at the peak.
     in_flight : int
@@ -108,9 +111,9 @@ def shape_arguments(model) -> dict:
     -------
     dict
         layers, hidden, heads, seq, vocab, ffn, kv_heads, ffn_act, norm, bias, tied_embeddings and
-        position (and dtype_bytes, bytes per element, for a model); for a mixture of experts
-        (experts > 0) also experts, top_k, shared_experts, expert_ffn, moe_layers, capacity_factor
-        and moe_imbalance. ConfigError for a model without a shape.
+        position (and, for a model, dtype_bytes, bytes per element, and fp8=True with dtype fp8);
+        for a mixture of experts (experts > 0) also experts, top_k, shared_experts, expert_ffn,
+        moe_layers, capacity_factor and moe_imbalance. ConfigError for a model without a shape.
 
     Examples
     --------
@@ -130,6 +133,8 @@ def shape_arguments(model) -> dict:
                                                     "capacity_factor", "moe_imbalance")})
     if shape is not model:
         out["dtype_bytes"] = model.dtype_bytes
+        if model.dtype == "fp8":  # Transformer Engine's FP8 linears (workload.fp8)
+            out["fp8"] = True
     return out
 
 
@@ -161,10 +166,9 @@ def stage_memory(*, layers: int, hidden: int, heads: int, seq: int, vocab: int, 
                  tied_embeddings: bool = True, position: str = "learned", dropout: bool = True,
                  experts: int = 0, top_k: int = 2, shared_experts: int = 0, expert_ffn: int | None = None,
                  moe_layers=None, capacity_factor: float = 0.0, moe_imbalance: float = 1.0, ep: int = 1,
-                 etp: int | None = None) -> tuple[StageMemory, ...]:
-    """Peak memory of one NPU of each pipeline stage (module doc; Korthikanti et al. Section 4).
-
-    What a stage holds and stores is the module doc's "Per stage" section.
+                 etp: int | None = None, cp: int = 1, fused_attention: bool = False,
+                 fp8: bool = False) -> tuple[StageMemory, ...]:
+    """Peak memory of one NPU of each pipeline stage (module doc, "Per stage"; Korthikanti et al. Section 4).
 
     Parameters
     ----------
@@ -194,12 +198,15 @@ def stage_memory(*, layers: int, hidden: int, heads: int, seq: int, vocab: int, 
         The architecture as `TransformerShape` states it (`shape_arguments`), and dropout masks
         stored (Llama trains without): GPT's by default (kv_heads = heads, gelu, layernorm, biases,
         tied embeddings, learned positions, dropout).
-    experts, top_k, shared_experts, expert_ffn, moe_layers, capacity_factor, moe_imbalance
+    experts, top_k, shared_experts, expert_ffn, moe_layers, capacity_factor, moe_imbalance, ep, etp
         A mixture of experts as `TransformerShape` states it (experts 0: dense; moe_layers None: all
-        blocks; expert_ffn None: ffn); `workload.memory_moe`.
-    ep, etp : int
-        Expert-parallel ranks (from the dp replicas; dividing experts) and expert-tensor-parallel
-        ranks (None: tp).
+        blocks; expert_ffn None: ffn), its expert-parallel ranks (from the dp x cp replicas) and
+        expert-tensor-parallel ranks (None: tp); `workload.memory_moe`.
+    cp, fused_attention, fp8 : int, bool, bool
+        Context-parallel ranks (`workload.context`: every activation term / cp, ZeRO over dp x cp), a
+        fused attention kernel (no scores stored: `activation_bytes_per_block`'s `fused`), Transformer
+        Engine's FP8 linears (`workload.fp8`: 2 bytes of FP8 copies per linear weight in `weights`,
+        their saved inputs at 1 byte, a MoE block's experts' at e bytes still).
 
     Returns
     -------
@@ -213,19 +220,29 @@ def stage_memory(*, layers: int, hidden: int, heads: int, seq: int, vocab: int, 
     >>> st[0].in_flight, st[0].activations == 2048 * 12288 * 96 / 8 * (34 + 8 / 96)
     (8, True)
     """
-    z = _checked_sizes(layers, hidden, heads, seq, vocab, tp, pp, dp, microbatch, microbatches, virtual_stages,
+    z = _checked_sizes(layers, hidden, heads, seq, vocab, tp, pp, dp * _int("cp", cp), microbatch, microbatches, virtual_stages,
                        dtype_bytes, grad_bytes, optimizer_bytes, ffn, kv_heads)
-    arch = _Arch(ffn_act, norm, bias, tied_embeddings, position, dropout)
+    arch = _Arch(ffn_act, norm, bias, tied_embeddings, position, dropout, fused_attention)
     _check_choices(z, arch, schedule, recompute, sequence_parallel, zero)
     blocks = _checked_stage_blocks(z, stage_blocks)
     moe = checked_moe(layers=z.L, ffn=z.f, tp=z.t, dp=z.d, experts=experts, top_k=top_k, shared_experts=shared_experts,
                       expert_ffn=expert_ffn, moe_layers=moe_layers, capacity_factor=capacity_factor,
                       moe_imbalance=moe_imbalance, ep=ep, etp=etp)
     per_block = activation_bytes_per_block(z.s, z.b, z.h, z.a, z.t, sequence_parallel, recompute, z.f, z.e,
-                                           kv_heads=z.k, ffn_act=ffn_act, dropout=dropout)
+                                           kv_heads=z.k, ffn_act=ffn_act, dropout=dropout, fused=fused_attention,
+                                           fp8=fp8)
     moe_block = moe_block_memory(z, arch, moe, sequence_parallel, recompute)
-    return tuple(_stage(z, arch, i, blocks[i], per_block, schedule, sequence_parallel, zero, n_moe, moe_block)
-                 for i, n_moe in enumerate(stage_moe_blocks(blocks, moe)))
+    copies = (0.0, 0.0, 0.0)
+    if fp8:
+        copies, moe_block = _fp8_terms(z, arch, moe, moe_block, sequence_parallel, recompute)
+    return tuple(_per_rank_tokens(_stage(z, arch, i, blocks[i], per_block, schedule, sequence_parallel, zero, n_moe,
+                                         moe_block, copies), cp) for i, n_moe in enumerate(stage_moe_blocks(blocks, moe)))
+
+
+def _per_rank_tokens(m: StageMemory, cp: int) -> StageMemory:
+    """`m` with context parallelism: each rank stores the activations of s / cp tokens (the scores of
+    s / cp queries against s keys): 1 / cp of every term."""
+    return m if cp == 1 else replace(m, activations=m.activations / cp, total=m.total - m.activations * (1 - 1 / cp))
 
 
 class _Sizes(NamedTuple):
@@ -258,6 +275,7 @@ class _Arch(NamedTuple):
     tied: bool
     position: str
     dropout: bool
+    fused: bool = False  # fused attention: no scores stored
 
 
 def _checked_sizes(layers, hidden, heads, seq, vocab, tp, pp, dp, microbatch, microbatches, virtual_stages,
@@ -319,11 +337,35 @@ def _checked_stage_blocks(z: _Sizes, stage_blocks) -> list[int]:
     return blocks
 
 
+def _fp8_terms(z: _Sizes, arch: _Arch, moe, moe_block: tuple, sequence_parallel: bool,
+               recompute: str) -> tuple[tuple[float, float, float], tuple]:
+    """FP8 linears (`workload.fp8`): the FP8 weight copies' bytes on one NPU of (a dense block, a MoE
+    block's attention and shared experts, its routed experts), their linear weights being
+    `block_params` without biases and norms (RMSNorm's h each) and `moe_mlp_params` without biases
+    and the router's h E; and `moe_block` with its attention's saved inputs at 1 byte."""
+    from .fp8 import input_saving, weight_copy_bytes
+    from .memory_moe import moe_mlp_params
+
+    def linears(ffn: int) -> int:  # QKV, projection and a dense MLP of `ffn` (0: none) on one tensor rank
+        return block_params(z.h, ffn, z.t, heads=z.a, kv_heads=z.k, ffn_act=arch.ffn_act, norm="rmsnorm",
+                            bias=False) - 2 * z.h
+
+    if moe is None:
+        return (weight_copy_bytes(linears(z.f)), 0.0, 0.0), moe_block
+    shared_and_router, routed = moe_mlp_params(z.h, moe, z.t, ffn_act=arch.ffn_act, bias=False)
+    dense, expert, acts, edp = moe_block
+    acts -= input_saving(z.s, z.b, z.h, z.t, sequence_parallel, recompute, z.e, fused=arch.fused, mlp=False)
+    return (weight_copy_bytes(linears(z.f)), weight_copy_bytes(linears(0) + shared_and_router - z.h * moe.experts),
+            weight_copy_bytes(routed)), (dense, expert, acts, edp)
+
+
 def _stage(z: _Sizes, arch: _Arch, i: int, n_blocks: int, per_block: float, schedule: str, sequence_parallel: bool,
-           zero: int, n_moe: int = 0, moe_block: tuple = (0, 0, 0.0, 1)) -> StageMemory:
+           zero: int, n_moe: int = 0, moe_block: tuple = (0, 0, 0.0, 1),
+           copies: tuple = (0.0, 0.0, 0.0)) -> StageMemory:
     """The `StageMemory` of stage `i`, holding `n_blocks` transformer blocks of which `n_moe` MoE
     blocks (`memory_moe.moe_block_memory`; `stage_memory` doc). With v > 1 each chunk holds the stage's
-    mean block."""
+    mean block. `copies`: FP8 weight copies per dense block, per MoE block's dense part and experts
+    (`_fp8_terms`), in the weights."""
     _, h, a, s, V, t, p, d, b, m, v, e, gb, ob, f, kv = z  # the paper's letters; L is not needed here
     shared_split = t if sequence_parallel else 1
     vocab_rows = -(-V // t)
@@ -346,4 +388,7 @@ def _stage(z: _Sizes, arch: _Arch, i: int, n_blocks: int, per_block: float, sche
     # routed experts over their expert-data-parallel group (Megatron-Core's expert distributed optimizer)
     weights, grads, opt = (params * n / (d if zero >= k else 1) + expert * n / (edp if zero >= k else 1)
                            for n, k in ((e, 3), (gb, 2), (ob, 1)))
+    # FP8 weight copies (workload.fp8): Transformer Engine makes them of the weights a rank holds
+    weights += (((n_blocks - n_moe) * copies[0] + n_moe * copies[1]) / (d if zero >= 3 else 1)
+                + n_moe * copies[2] / (edp if zero >= 3 else 1))
     return StageMemory(i, params + expert, weights, grads, opt, acts, chunks, weights + grads + opt + acts, expert)

@@ -172,7 +172,7 @@ def moe_block_memory(z, arch, moe: MoeArgs | None, sequence_parallel: bool,
                              bias=arch.bias) - (z.h if arch.bias else 0)  # fc2's bias is the experts'
     dense, expert = moe_mlp_params(z.h, moe, z.t, ffn_act=arch.ffn_act, bias=arch.bias)
     acts = activation_bytes_per_block(z.s, z.b, z.h, z.a, z.t, sequence_parallel, recompute, 0, z.e, kv_heads=z.k,
-                                      ffn_act=arch.ffn_act, dropout=arch.dropout)
+                                      ffn_act=arch.ffn_act, dropout=arch.dropout, fused=arch.fused)
     if recompute != "full":
         acts += moe_mlp_activation_bytes(z.s, z.b, z.h, z.t, sequence_parallel, moe, arch.ffn_act, z.e)
     return attention + dense, expert, acts, moe.edp

@@ -22,9 +22,9 @@ from itertools import pairwise
 
 from ..errors import ConfigError
 
-# re-exported: DTYPES, Layer, Model, dtype_bytes and transformer live in `workload.shapes` and are
-# importable from here as before (so are the private helpers `zoo_topoopt` imports from here)
-from .shapes import DTYPES  # noqa: F401
+# re-exported: DTYPES, MODEL_DTYPES (with fp8), Layer, Model, dtype_bytes and transformer live in
+# `workload.shapes` and are importable from here as before (so are the private helpers `zoo_topoopt` imports)
+from .shapes import DTYPES, MODEL_DTYPES  # noqa: F401
 from .shapes import Layer, Model, _bn, _conv, _lstm, _mm_layer, _positive, dtype_bytes, transformer
 
 
@@ -306,7 +306,7 @@ def get_model(name: str, dtype: str = "fp16") -> Model:
         workloads vgg16, dlrm-topoopt, candle-uno, ncf, bert-topoopt, or this year's language
         models llama3-8b, llama3-70b, llama3-405b (`zoo_llm`).
     dtype : str
-        fp16, bf16 or fp32.
+        fp16, bf16 or fp32; fp8 for the transformers (`workload.fp8`).
 
     Returns
     -------

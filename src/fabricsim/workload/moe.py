@@ -205,7 +205,7 @@ def mlp_parts(model, st, layer, mlp_flops: float, pre: tuple, post: tuple, K) ->
     layer : Layer
         The block (per-sequence costs).
     mlp_flops : float
-        The block's forward FLOPs per sequence outside the attention part.
+        The block's forward FLOPs per sequence outside the attention part (of this rank's seq / cp tokens).
     pre, post : tuple of Comm
         The tensor-parallel collectives before and after the MLP (`plan._tp_comms`).
     K : module or None
@@ -218,7 +218,7 @@ def mlp_parts(model, st, layer, mlp_flops: float, pre: tuple, post: tuple, K) ->
         keeps it whole on every tensor rank) plus the rest / t, and E / ep experts / t.
     """
     shape, mb, t, e = model.shape, st.microbatch, st.mp, model.dtype_bytes
-    s, h, E, k = model.seq, model.hidden, shape.experts, shape.top_k
+    s, h, E, k = model.seq // st.cp, model.hidden, shape.experts, shape.top_k  # this rank's tokens (context parallel)
     q, pe, local = load_factor(shape), expert_params(shape), E // st.ep
     scale = mb / t
     routed1 = 2.0 * s * k * pe * scale  # balanced

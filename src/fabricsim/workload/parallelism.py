@@ -79,7 +79,7 @@ def build_training(model: Model, st: Strategy, n_npus: int | None = None, fold: 
     st : Strategy
         The parallelization and how it runs.
     n_npus : int, optional
-        The network's NPUs; when given, mp x dp x pp must equal it (ConfigError otherwise).
+        The network's NPUs; when given, mp x cp x dp x pp must equal it (ConfigError otherwise).
     fold : bool
         Emit one NPU per pipeline stage standing for its mp x dp copies (`engine.fold`): every
         collective and transfer keeps its real group for pricing (`WorkloadGraph.fold`).
@@ -104,7 +104,7 @@ def build_training(model: Model, st: Strategy, n_npus: int | None = None, fold: 
     """
     if n_npus is not None and n_npus != st.npus:
         raise ConfigError("parallelism", st.name,
-                          f"accepted: mp x dp x pp equal to the {n_npus} NPUs of the network (this is {st.npus})")
+                          f"accepted: mp x cp x dp x pp equal to the {n_npus} NPUs of the network (this is {st.npus})")
     if fold:
         why = foldable(model, st)
         if why:
@@ -151,8 +151,8 @@ def foldable(model: Model, st: Strategy) -> str:
         return "I/O controllers serve the NPUs in turn"
     if st.pp_send == "multicast" and st.mp > 1:
         return "multicast sends come from MP rank 0"
-    if st.mp * st.dp == 1:
-        return "nothing to fold (mp = dp = 1)"
+    if st.mp * st.replicas == 1:
+        return "nothing to fold (mp = dp = cp = 1)"
     return ""
 
 

@@ -39,7 +39,10 @@ attention), so the two add up to the block's `fwd_flops`.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..errors import ConfigError
+from . import context
 from .models import DTYPES, Model
 from .plan_parts import Comm, LayerPlan, Part, Step  # re-exported: their home is plan_parts
 from .strategy import Strategy
@@ -121,6 +124,8 @@ def plan_layers(model: Model, st: Strategy) -> list[LayerPlan]:
 
     moe.check(model.shape, st.ep, model.name)
     shaped = by_shape(model, mp)
+    context.check(model, st, shaped)
+    cp = st.cp  # each rank holds seq / cp tokens of every sequence (`workload.context`)
     if (st.recompute != "none" or st.sequence_parallel) and not model.blocks():
         field = "parallelism.recompute" if st.recompute != "none" else "parallelism.sequence_parallel"
         raise ConfigError(field, st.recompute if st.recompute != "none" else True,
@@ -130,7 +135,7 @@ def plan_layers(model: Model, st: Strategy) -> list[LayerPlan]:
     plans = []
     n_block = 0
     for layer in model.layers:
-        act = layer.activation_elems * mb * B
+        act = layer.activation_elems * mb * B / cp
         if layer.kind == "transformer_block":
             plans.append(_plan_block(model, st, layer, act, gB, K if shaped else None, n_block))
             n_block += 1
@@ -139,7 +144,7 @@ def plan_layers(model: Model, st: Strategy) -> list[LayerPlan]:
         if mp > 1 and shard == 1:
             raise ConfigError("parallelism.mp", mp, f"accepted: 1 for layer kind {layer.kind!r} of {model.name} "
                                                     "(tensor parallelism is modelled for transformer models)")
-        S = model.seq * model.hidden * mb * B if model.hidden else 0.0
+        S = model.seq * model.hidden * mb * B / cp if model.hidden else 0.0
         pre_f = post_f = pre_b = post_b = ()
         if mp > 1 and layer.kind == "embedding":
             post_f = (Comm("reduce-scatter" if st.sequence_parallel else "all-reduce", act),)
@@ -150,30 +155,34 @@ def plan_layers(model: Model, st: Strategy) -> list[LayerPlan]:
         fwd_work = wg_work = ig_work = None
         if shaped and layer.kind == "embedding":
             rope = model.shape is not None and model.shape.position == "rope"
-            fwd_work = K.embedding_forward(mb, model.seq, model.hidden, mp, st.sequence_parallel, B, rope=rope)
+            fwd_work = K.embedding_forward(mb, model.seq // cp, model.hidden, mp, st.sequence_parallel, B, rope=rope)
             wg_work = K.backward_split(fwd_work)[1]  # the gradient rows added into the table
         elif shaped and layer.kind == "lm_head":
             # Megatron-LM pads the vocabulary to a multiple of 128 x t (make_vocab_size_divisible_by)
             padded = -(-model.vocab // (128 * mp)) * 128 * mp
             # untied embeddings: the same logits GEMM against an output layer of its own
             norm = model.shape.norm if model.shape is not None else "layernorm"
-            fwd_work = K.head_forward(mb, model.seq, model.hidden, padded, mp, B, sp=st.sequence_parallel, norm=norm)
+            fwd_work = K.head_forward(mb, model.seq // cp, model.hidden, padded, mp, B, sp=st.sequence_parallel,
+                                      norm=norm)
             wg_work, ig_work = K.backward_split(fwd_work)
-        w = layer.weight_elems / shard
+        w, a_el, n = layer.weight_elems / shard, layer.activation_elems * mb / cp, mb / (shard * cp)
         plans.append(LayerPlan(layer.name, (Part(
-            layer.name, layer.fwd_flops * mb / shard, (w + 2 * layer.activation_elems * mb) * B,
-            layer.bwd_weight_flops * mb / shard, (2 * w + 2 * layer.activation_elems * mb) * B,
-            layer.bwd_input_flops * mb / shard, (w + 2 * layer.activation_elems * mb) * B,
+            layer.name, layer.fwd_flops * n, (w + 2 * a_el) * B, layer.bwd_weight_flops * n, (2 * w + 2 * a_el) * B,
+            layer.bwd_input_flops * n, (w + 2 * a_el) * B,
             pre_f, post_f, pre_b, post_b, fwd_work, wg_work, ig_work),),
             layer.params / shard * gB, act, layer.params / shard))
-    return plans
+    from .fp8 import apply as precision_form  # dtype fp8: the blocks' linear GEMMs in FP8 (workload.fp8)
+
+    return precision_form(plans, model, st)
 
 
 def _plan_block(model: Model, st: Strategy, layer, act: float, gB: int, K, index: int = -1) -> LayerPlan:
     """A transformer block's attention and MLP parts (module doc); block `index` (0-based) of a
-    mixture of experts (`TransformerShape.is_moe`): its MLP as `workload.moe.mlp_parts`."""
+    mixture of experts (`TransformerShape.is_moe`): its MLP as `workload.moe.mlp_parts`. With
+    context parallelism every figure is one rank's s / cp tokens' and the attention part exchanges
+    K/V over the cp group (`_context_part`)."""
     moe = model.shape is not None and model.shape.is_moe(index)
-    mb, mp, B = st.microbatch, st.mp, model.dtype_bytes
+    mb, mp, B, cp = st.microbatch, st.mp, model.dtype_bytes, st.cp
     h, s = model.hidden, model.seq
     linear = 4 * h * h if model.shape is None else h * model.shape.qkv_out + h * h  # QKV and output weights
     attn = min(2.0 * s * linear + 4.0 * s * s * h, layer.fwd_flops)
@@ -182,16 +191,20 @@ def _plan_block(model: Model, st: Strategy, layer, act: float, gB: int, K, index
     works: dict = {}
     a_kw, m_kw = _shape_keys(model)
     if K is not None:
-        sp = st.sequence_parallel
-        a_f = K.attention_forward(mb, s, h, model.heads, mp, sp, B, fused=st.attention == "fused", **a_kw)
-        m_f = K.mlp_forward(mb, s, h, model.ffn, mp, sp, B, **m_kw)
+        sp, fused = st.sequence_parallel, st.attention == "fused"
+        if cp > 1:
+            a_cut = context.attention_cut(K, mb, s, h, model.heads, mp, cp, sp, B, fused, **a_kw)
+            a_f = sum(a_cut, ())
+        else:
+            a_f = K.attention_forward(mb, s, h, model.heads, mp, sp, B, fused=fused, **a_kw)
+        m_f = K.mlp_forward(mb, s // cp, h, model.ffn, mp, sp, B, **m_kw)
         works = {"attn": (a_f, K.backward(a_f)), "mlp": (m_f, K.backward(m_f))}
     parts = []
     for nm, f in zip(("attn", "mlp"), fr):
         if moe and nm == "mlp":
             from .moe import mlp_parts
 
-            more, dense, expert = mlp_parts(model, st, layer, layer.fwd_flops - attn, pre, post, K)
+            more, dense, expert = mlp_parts(model, st, layer, (layer.fwd_flops - attn) / cp, pre, post, K)
             if st.ep == 1:  # the expert-data-parallel group is the data-parallel group: one sync
                 return LayerPlan(layer.name, (*parts, *more), (dense + expert) * gB, act, dense + expert)
             return LayerPlan(layer.name, (*parts, *more), dense * gB, act, dense + expert, expert * gB)
@@ -205,15 +218,37 @@ def _plan_block(model: Model, st: Strategy, layer, act: float, gB: int, K, index
             rc_work = (K.selective_recompute(mb, s, h, model.heads, mp, B, st.attention == "fused",
                                              kv_heads=a_kw.get("kv_heads")) if K is not None else None)
         fw, bw = works.get(nm, (None, None))
-        bwd_flops = layer.bwd_flops * f * mb / mp
-        bwd_mem = (2 * w / mp + 3 * layer.activation_elems * mb) * B
-        steps = _overlap_steps(K, fw, bwd_flops, B) if (fw is not None and st.tp_overlap and mp > 1) else None
-        parts.append(Part(
-            f"{layer.name}.{nm}", layer.fwd_flops * f * mb / mp,
-            (w / mp + 2 * layer.activation_elems * mb) * B,
-            bwd_flops, bwd_mem, -1.0, 0.0, pre, post, pre, post, fw, bw, None, rc_flops, rc_mem, rc_work, block=True,
-            bwd_steps=steps))
+        a_el = layer.activation_elems * mb / cp
+        fwd_flops, bwd_flops = layer.fwd_flops * f * mb / (mp * cp), layer.bwd_flops * f * mb / (mp * cp)
+        part = Part(f"{layer.name}.{nm}", fwd_flops, (w / mp + 2 * a_el) * B, bwd_flops, (2 * w / mp + 3 * a_el) * B,
+                    -1.0, 0.0, pre, post, pre, post, fw, bw, None, rc_flops, rc_mem, rc_work, block=True,
+                    bwd_steps=_overlap_steps(K, fw, bwd_flops, B) if (fw is not None and st.tp_overlap and mp > 1)
+                    else None)
+        if cp > 1 and nm == "attn":
+            part = _context_part(model, st, part, a_cut, K)
+        parts.append(part)
     return LayerPlan(layer.name, tuple(parts), layer.params / mp * gB, act, layer.params / mp)
+
+
+def _context_part(model: Model, st: Strategy, part: Part, cut: tuple, K) -> Part:
+    """The attention part under context parallelism (`workload.context`): its forward up to and with
+    the core (`cp_fwd_steps`) and its backward down to and with the core's (`cp_bwd_steps`) run
+    before the K/V exchanges are waited for; the part's own forward is then the output projection
+    and dropout-add, its own backward what lies before the core (the QKV projection's backward, with
+    Megatron's asynchronous TP cut when `bwd_steps`)."""
+    B = model.dtype_bytes
+    head, core, tail = cut
+    fa, fc, ft = context.split(K, cut, part.fwd_flops, B)
+    bt, bc, bh = context.split(K, (K.backward(tail), K.backward(core), K.backward(head)), part.bwd_flops, B)
+    steps = part.bwd_steps
+    if steps is not None:  # the asynchronous TP cut of what is left: QKV's input and weight gradients, the norm
+        main = steps[0].work[len(bt.work) + len(bc.work):]
+        rest = context.split(K, (main, steps[1].work, steps[2].work, steps[3].work), bh.flops, B)
+        steps = rest
+    fwd, bwd = context.comms(context.kv_bytes(st.microbatch, model.seq, model, st.mp, B))
+    return replace(part, fwd_flops=ft.flops, fwd_mem=ft.mem, fwd_work=ft.work, bwd_flops=bh.flops, bwd_mem=bh.mem,
+                   bwd_work=bh.work, bwd_steps=steps, cp_fwd=fwd, cp_bwd=bwd, cp_fwd_steps=(fa, fc),
+                   cp_bwd_steps=(bt, bc))
 
 
 def _overlap_steps(K, fwd_work: tuple, flops: float, dtype_bytes: float) -> tuple[Step, ...]:
@@ -262,7 +297,7 @@ def layer_stages(model: Model, pp: int, chunks: int = 1) -> list[range]:
 
 def optimizer_step(params: float, dtype: str) -> tuple:
     """The kernels of Megatron-LM's mixed-precision Adam step over `params` parameters
-    (`system.compute.megatron_optimizer_step`; fp16 runs its loss-scaling pass).
+    (`system.optimizer.megatron_optimizer_step`; fp16 runs its loss-scaling pass).
 
     Parameters
     ----------
@@ -276,7 +311,7 @@ def optimizer_step(params: float, dtype: str) -> tuple:
     tuple of Memory
         In order; their bytes sum to 50 per parameter in fp16, 42 otherwise.
     """
-    from ..system.compute import megatron_optimizer_step
+    from ..system.optimizer import megatron_optimizer_step
 
     return megatron_optimizer_step(params, loss_scaling=dtype == "fp16")
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Comm:
     """One collective around a part: `coll` of `size` bytes (nccl-tests' size) over the MP group, or
-    (`over` "ep") over the expert-parallel group (a mixture of experts' all-to-alls, `workload.moe`)."""
+    (`over` "ep") over the expert-parallel group (a mixture of experts' all-to-alls, `workload.moe`),
+    or ("cp") over the context-parallel group (K/V exchanges, `workload.context`)."""
 
     coll: str
     size: float
@@ -52,6 +53,12 @@ class Part:
     rc_work: tuple | None = None
     block: bool = False  # a transformer block part (full recompute re-runs its forward)
     bwd_steps: tuple[Step, ...] | None = None  # the backward cut for overlapped TP communication (below)
+    # context parallelism (`workload.context`): the K/V exchanges over the cp group and the tasks before
+    # the part's own forward / backward (which then hold only what follows the attention core)
+    cp_fwd: tuple[Comm, ...] = ()  # beside (p2p) or before (all_gather) the core's forward
+    cp_bwd: tuple[Comm, ...] = ()  # the same for its backward: K/V again, then their gradients
+    cp_fwd_steps: tuple[Step, Step] | None = None  # (before the core, the core)
+    cp_bwd_steps: tuple[Step, Step] | None = None  # (the output projection's backward, the core's backward)
 
 
 @dataclass(frozen=True)

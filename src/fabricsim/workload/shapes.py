@@ -16,7 +16,8 @@ Conventions:
   weight elements the layer reads in the forward pass. They differ only for tied weights
   (the transformer head reads the embedding matrix but owns no parameters).
 - `dtype` ("fp16", "bf16", "fp32") sets bytes per element for parameters, gradients and
-  activations (`DTYPES`).
+  activations (`DTYPES`); a transformer's may be "fp8" (`MODEL_DTYPES`): its blocks' GEMMs in FP8
+  (`workload.fp8`), everything stored or sent in bf16.
 - `input_bytes`: one sample's input as read from storage: 3x224x224 pixels in `dtype` for the
   ResNets, int32 token ids (4 x seq) for transformers; 0 where not modelled (GNMT, DLRM).
 """
@@ -30,6 +31,12 @@ from .transformer_shape import FFN_ACTS, NORMS, POSITIONS, TransformerShape, che
 
 DTYPES = {"fp16": 2, "bf16": 2, "fp32": 4}
 _DTYPE_ACCEPTED = "accepted: " + ", ".join(DTYPES)
+# A model's training precision -> bytes per element of what it stores and sends (`Model.dtype_bytes`).
+# fp8 is Transformer Engine's FP8 training (`workload.fp8`): only the transformer blocks' GEMM operands
+# are FP8 (`system.compute.FP8_BYTES`); weights, activations, gradients and communication stay bf16, so
+# every reader of dtype bytes keeps reading activation bytes. Not in DTYPES: no tensor is stored as fp8
+# there (`grad_dtype` and the storage types of other workloads take DTYPES only).
+MODEL_DTYPES = {**DTYPES, "fp8": 2}
 
 
 def dtype_bytes(dtype: str) -> int:
@@ -123,7 +130,8 @@ class Model:
     layers : tuple of Layer
         In forward order, per-sample costs.
     dtype : str
-        fp16, bf16 or fp32: bytes per element of parameters, gradients and activations.
+        fp16, bf16 or fp32: bytes per element of parameters, gradients and activations; or fp8
+        (`MODEL_DTYPES`; a model with transformer blocks): their GEMMs in FP8, the rest bf16.
     seq : int, optional
         Sequence length, tokens (sequence models).
     notes : str
@@ -153,12 +161,16 @@ class Model:
     shape: TransformerShape | None = None  # a transformer by shape: its whole architecture
 
     def __post_init__(self):
-        dtype_bytes(self.dtype)
+        if self.dtype not in MODEL_DTYPES:
+            raise ConfigError("dtype", self.dtype, "accepted: " + ", ".join(MODEL_DTYPES))
+        if self.dtype == "fp8" and not self.blocks():
+            raise ConfigError("dtype", "fp8", f"{_DTYPE_ACCEPTED} for {self.name} (fp8 runs the GEMMs of "
+                                              "transformer blocks; it has none)")
 
     @property
     def dtype_bytes(self) -> int:
-        """Bytes per element of `dtype`."""
-        return DTYPES[self.dtype]
+        """Bytes per element of what the model stores and sends (`MODEL_DTYPES`: 2 for fp8)."""
+        return MODEL_DTYPES[self.dtype]
 
     @property
     def params(self) -> int:
@@ -224,7 +236,7 @@ class Model:
         Parameters
         ----------
         dtype : str
-            fp16, bf16 or fp32.
+            fp16, bf16 or fp32; fp8 for a model with transformer blocks.
 
         Returns
         -------

@@ -21,6 +21,9 @@ RECOMPUTES = ("none", "selective", "full")
 STAGE_SPLITS = ("flops", "layers")
 OPTIMIZERS = ("none", "adam")
 AXES = ("mp", "pp", "dp")
+PLACEMENT_AXES = ("mp", "cp", "pp", "dp")
+MEGATRON_ORDER = ("mp", "cp", "dp", "pp")  # Megatron-Core's default order tp-cp-ep-dp-pp (ep: from the replicas)
+CP_COMMS = ("p2p", "all_gather")
 
 
 def _pos(field: str, v) -> int:
@@ -61,7 +64,16 @@ class Strategy:
     dp_bucket : float
         Data-parallel bucket size, bytes; 0 = one collective per layer.
     placement : tuple of str
-        Order of mp, pp, dp in the rank numbering, fastest-varying first.
+        Order of mp, cp, pp, dp in the rank numbering, fastest-varying first; default Megatron-Core's
+        tp-cp-ep-dp-pp (expert-parallel ranks are consecutive replicas). Without "cp", cp follows mp.
+    cp : int
+        Context parallelism (Megatron-Core, Transformer Engine): each sequence split over cp ranks
+        (seq / cp tokens each, in 2 cp chunks for a balanced causal mask); the key/value exchange of
+        each attention runs over the cp group (`cp_comm`); gradients are reduced over dp x cp.
+    cp_comm : str
+        "p2p" (ring attention: the K/V chunks pass around the cp ranks beside the attention core;
+        backward the K/V and their gradients) or "all_gather" (K/V all-gathered before the core,
+        their gradients reduce-scattered after its backward: not overlapped).
     iterations : int
         Training iterations.
     grad_dtype : str, optional
@@ -96,7 +108,7 @@ class Strategy:
         transformer blocks per stage, the embedding with the first, the head with the last).
     optimizer : str
         "none" or "adam": a memory-bound optimizer step per NPU after its stage's gradients are
-        reduced (Megatron-LM's mixed-precision Adam step, `system.compute.megatron_optimizer_step`).
+        reduced (Megatron-LM's mixed-precision Adam step, `system.optimizer.megatron_optimizer_step`).
     attention : str
         "unfused" (the 2022 code: score GEMM, softmax, dropout, context GEMM) or "fused" (one
         causal kernel at the GPU's measured fused-attention rate, `system.compute.Attention`).
@@ -110,8 +122,8 @@ class Strategy:
     >>> st = Strategy(mp=2, pp=2, dp=2, batch=8, microbatches=2)
     >>> st.name, st.npus, st.microbatch
     ('MP(2)-DP(2)-PP(2)', 8, 2)
-    >>> st.rank(mp_i=1, pp_i=0, dp_i=0), st.rank(0, 1, 0), st.rank(0, 0, 1)   # mp fastest
-    (1, 2, 4)
+    >>> st.rank(mp_i=1, pp_i=0, dp_i=0), st.rank(0, 1, 0), st.rank(0, 0, 1)   # mp fastest, then dp (Megatron)
+    (1, 4, 2)
     """
 
     mp: int = 1
@@ -123,7 +135,7 @@ class Strategy:
     zero: int = 0
     reshard_after_forward: bool = True  # zero 3: parameters gathered again before each backward (FSDP)
     dp_bucket: float = 0.0  # bytes; 0 = one collective per layer
-    placement: tuple[str, ...] = AXES  # fastest-varying first
+    placement: tuple[str, ...] = MEGATRON_ORDER  # fastest-varying first
     iterations: int = 1
     grad_dtype: str | None = None  # default: the model's dtype
     weight_streaming: bool = False  # weights stream in from I/O for forward and backward, gradients out
@@ -140,6 +152,8 @@ class Strategy:
     attention: str = "unfused"  # or "fused": the attention core as one fused kernel (FlashAttention, TE)
     ep: int = 1  # expert-parallel ranks (a divisor of dp and of the model's experts)
     etp: int | None = None  # expert tensor parallelism: None = mp (the only layout modelled)
+    cp: int = 1  # context-parallel ranks: each sequence split over them
+    cp_comm: str = "p2p"  # or "all_gather": how the K/V of each attention reach every cp rank
 
     def __post_init__(self):
         for f in ("mp", "pp", "dp", "batch", "microbatches", "iterations"):
@@ -156,10 +170,8 @@ class Strategy:
             raise ConfigError("parallelism.zero", self.zero, ZERO_ACCEPTED)
         if not self.dp_bucket >= 0:
             raise ConfigError("parallelism.dp_bucket", self.dp_bucket, "accepted: a size >= 0 (0 = per layer)")
-        pl = tuple(self.placement)
-        if sorted(pl) != sorted(AXES):
-            raise ConfigError("parallelism.placement", ",".join(pl), "accepted: an order of mp, pp, dp (fastest first), e.g. mp,pp,dp")
-        object.__setattr__(self, "placement", pl)
+        object.__setattr__(self, "placement", _placement(self.placement))
+        self._check_context()
         if self.grad_dtype is not None and self.grad_dtype not in DTYPES:
             raise ConfigError("parallelism.grad_dtype", self.grad_dtype, "accepted: " + ", ".join(DTYPES))
         for f, names in (("recompute", RECOMPUTES), ("stage_split", STAGE_SPLITS), ("optimizer", OPTIMIZERS),
@@ -191,6 +203,16 @@ class Strategy:
             raise ConfigError("workload.batch", self.batch,
                               f"accepted: a multiple of dp x microbatches = {self.dp * self.microbatches}")
 
+    def _check_context(self) -> None:
+        """ConfigError for a cp that is not an integer >= 1, an unknown cp_comm, or cp > 1 with FRED's
+        I/O modes or interleaved layout (sequence chunks are not modelled there)."""
+        _pos("parallelism.cp", self.cp)
+        if self.cp_comm not in CP_COMMS:
+            raise ConfigError("parallelism.cp_comm", self.cp_comm, f"accepted: {', '.join(CP_COMMS)}")
+        if self.cp > 1 and (self.weight_streaming or self.input_loading or self.stage_layout == "interleaved"):
+            raise ConfigError("parallelism.cp", self.cp, "accepted with weight_streaming, input_loading or the "
+                                                         "interleaved layout: 1")
+
     def _check_zero3(self) -> None:
         """ConfigError for a non-boolean `reshard_after_forward`, or zero 3 with weight streaming
         (the weights live off the NPUs) or expert parallelism (expert shards not modelled)."""
@@ -204,11 +226,12 @@ class Strategy:
                                                      "parameters is not modelled)")
 
     def _check_experts(self) -> None:
-        """ConfigError for an ep that is not a divisor of dp, or an etp other than mp."""
+        """ConfigError for an ep that is not a divisor of dp x cp, or an etp other than mp."""
         _pos("parallelism.ep", self.ep)
-        if self.dp % self.ep:
-            raise ConfigError("parallelism.ep", self.ep, f"accepted: a divisor of dp = {self.dp} (expert-parallel "
-                                                         "ranks are taken from the data-parallel replicas)")
+        _pos("parallelism.cp", self.cp)
+        if (self.dp * self.cp) % self.ep:
+            raise ConfigError("parallelism.ep", self.ep, f"accepted: a divisor of dp x cp = {self.dp * self.cp} "
+                                                         "(expert-parallel ranks are taken from the replicas)")
         if self.etp is not None and (isinstance(self.etp, bool) or not isinstance(self.etp, (int, np.integer))
                                      or self.etp != self.mp):
             raise ConfigError("parallelism.etp", self.etp,
@@ -222,8 +245,15 @@ class Strategy:
 
     @property
     def npus(self) -> int:
-        """NPUs the strategy needs: mp x pp x dp."""
-        return self.mp * self.pp * self.dp
+        """NPUs the strategy needs: mp x cp x pp x dp."""
+        return self.mp * self.cp * self.pp * self.dp
+
+    @property
+    def replicas(self) -> int:
+        """Copies of a stage's model shard: dp x cp (gradients are reduced over them, ZeRO shards
+        over them, expert-parallel groups are taken from them). Replica r is context rank r mod cp
+        of data-parallel replica r div cp."""
+        return self.dp * self.cp
 
     @property
     def microbatch(self) -> int:
@@ -232,10 +262,10 @@ class Strategy:
 
     @property
     def name(self) -> str:
-        """`MP(x)-DP(y)-PP(z)`."""
-        return f"MP({self.mp})-DP({self.dp})-PP({self.pp})"
+        """`MP(x)-DP(y)-PP(z)`, with `-CP(c)` when cp > 1."""
+        return f"MP({self.mp})-DP({self.dp})-PP({self.pp})" + (f"-CP({self.cp})" if self.cp > 1 else "")
 
-    def rank(self, mp_i: int, pp_i: int, dp_i: int) -> int:
+    def rank(self, mp_i: int, pp_i: int, dp_i: int, cp_i: int = 0) -> int:
         """NPU id of one worker, from the rank numbering `placement` sets.
 
         Parameters
@@ -246,13 +276,15 @@ class Strategy:
             Pipeline stage, 0..pp-1.
         dp_i : int
             Data-parallel replica, 0..dp-1.
+        cp_i : int
+            Context-parallel rank, 0..cp-1.
 
         Returns
         -------
         int
         """
-        idx = {"mp": mp_i, "pp": pp_i, "dp": dp_i}
-        size = {"mp": self.mp, "pp": self.pp, "dp": self.dp}
+        idx = {"mp": mp_i, "pp": pp_i, "dp": dp_i, "cp": cp_i}
+        size = {"mp": self.mp, "pp": self.pp, "dp": self.dp, "cp": self.cp}
         r, stride = 0, 1
         for ax in self.placement:
             r += idx[ax] * stride
@@ -260,10 +292,25 @@ class Strategy:
         return r
 
     def ranks(self) -> np.ndarray:
-        """ranks()[mp_i, pp_i, dp_i] = NPU id."""
-        out = np.empty((self.mp, self.pp, self.dp), dtype=np.int64)
-        for a in range(self.mp):
-            for b in range(self.pp):
-                for c in range(self.dp):
-                    out[a, b, c] = self.rank(a, b, c)
-        return out
+        """ranks()[mp_i, pp_i, r] = NPU id, r = cp_i + cp x dp_i the replica (`replicas`)."""
+        size = {"mp": self.mp, "pp": self.pp, "dp": self.dp, "cp": self.cp}
+        stride, step = {}, 1
+        for ax in self.placement:
+            stride[ax], step = step, step * size[ax]
+        a, b, d, c = np.meshgrid(np.arange(self.mp), np.arange(self.pp), np.arange(self.dp), np.arange(self.cp),
+                                 indexing="ij")
+        out = a * stride["mp"] + b * stride["pp"] + d * stride["dp"] + c * stride["cp"]
+        return out.reshape(self.mp, self.pp, self.dp * self.cp).astype(np.int64)
+
+
+def _placement(order) -> tuple[str, ...]:
+    """The rank order as four axes (fastest first): an order of mp, cp, pp, dp, or of mp, pp, dp
+    (cp then follows mp, as Megatron-Core places it); ConfigError otherwise."""
+    pl = tuple(order)
+    if sorted(pl) == sorted(AXES):
+        i = pl.index("mp") + 1
+        pl = pl[:i] + ("cp",) + pl[i:]
+    if sorted(pl) != sorted(PLACEMENT_AXES):
+        raise ConfigError("parallelism.placement", ",".join(map(str, order)),
+                          "accepted: an order of mp, cp, pp, dp (or mp, pp, dp), fastest first, e.g. mp,cp,dp,pp")
+    return pl
