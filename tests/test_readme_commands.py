@@ -89,6 +89,7 @@ COMMANDS: dict[tuple[str, str], str] = {
     ("README.md", ".venv/bin/python benchmarks/validate_megatron.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/validate_compute.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/validate_megatron_h100.py"): NOT_HERE,
+    ("README.md", ".venv/bin/python benchmarks/validate_modern.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/validate_nccl.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/bench_nccl_auto.py"): NOT_HERE,
     ("README.md", "fabricsim train configs/megatron/175b-sp-selective.yaml"): RUN,

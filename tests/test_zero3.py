@@ -83,14 +83,22 @@ def test_dp_1_gathers_nothing():
 
 
 def test_the_gathers_run_ahead_and_each_forward_waits_for_its_gather():
-    """The gather of layer i+1 depends only on the gather of layer i; layer i's first forward task
-    depends on its gather."""
+    """The gather of layer i+1 depends on the gather of layer i and, from the third on, on the end of
+    layer i-1's forward (FSDP's rate limiter: at most two gathers in flight, the parameters of the
+    one before last freed first); layer i's first forward task depends on its gather."""
     g = build_training(MODEL, Strategy(dp=2, batch=2, microbatches=1, zero=3))
     names = [g.name(t) for t in range(len(g))]
     gathers = [t for t in range(len(g)) if names[t].startswith("F0 ") and names[t].endswith("DP all-gather")]
     assert len(gathers) == 6
-    for a, b in zip(gathers, gathers[1:]):
-        assert list(g.dep_idx[g.dep_ptr[b]:g.dep_ptr[b + 1]]) == [a]
+    layers = [names[t][len("F0 "):-len(" DP all-gather")] for t in gathers]
+    comp = g.kind == TaskKind.COMPUTE
+    for k, (a, b) in enumerate(zip(gathers, gathers[1:]), start=1):
+        want = [a]
+        if k >= 2:  # the last forward task of layer k - 2 on each of the 2 replicas
+            ends = [max(t for t in range(len(g)) if comp[t] and g.npu[t] == p and names[t].split(".")[0] == f"F0 {layers[k - 2]}")
+                    for p in (0, 1)]
+            want += ends
+        assert sorted(g.dep_idx[g.dep_ptr[b]:g.dep_ptr[b + 1]].tolist()) == sorted(want), layers[k]
     for li, t in enumerate(gathers):
         first = next(u for u in range(t + 1, len(g)) if g.kind[u] == TaskKind.COMPUTE and names[u].startswith("F0 "))
         assert t in set(g.dep_idx[g.dep_ptr[first]:g.dep_ptr[first + 1]]), names[first]

@@ -114,6 +114,7 @@ class _Emitter(ReplicaCollectives):
         self.input_issued = None  # the last input load task issued
         self.bucket: dict[int, tuple[list[int], float]] = {}  # stage -> DP bucket being filled (layers, bytes)
         self.gather_last: dict = {}  # (stage, MP rank) -> (iteration, its last zero-3 parameter gather)
+        self.gathers_freed: dict = {}  # stage -> per zero-3 gather in order, {npu: the task after which it is freed}
         for s in range(st.pp):
             self.b.stage[self.R[:, s, :].ravel()] = s
         self.b.meta.update(model=model.name, strategy=st.name, microbatch=st.microbatch)
@@ -245,7 +246,8 @@ class _Emitter(ReplicaCollectives):
         st = self.st
         load = self._stream(s, li, "load") if (st.weight_streaming and m == 0 and phase == "fwd") else None
         tag = "F" if phase == "fwd" else "R"
-        if gather is None:
+        made = gather is None
+        if made:
             gather = self._gather(s, li, groups, f"{tag}{m}") if phase == "fwd" else {}
         for j, part in enumerate(self.plans[li].parts):
             extra = {p: [load, entry.get(p) if j == 0 else None, gather.get(p) if j == 0 else None,
@@ -254,6 +256,8 @@ class _Emitter(ReplicaCollectives):
                               lambda p, deps, part=part: self._comp(p, f"{tag}{m} {part.name}", part.fwd_flops,
                                                                     part.fwd_mem, phase, deps, part.fwd_work),
                               (part.cp_fwd_steps, part.cp_fwd) if part.cp_fwd else None)
+        if made and st.reshard_after_forward:  # resharded after this forward (else kept until the backward)
+            self._free_gather(s, gather)
         return tail
 
     def _stream(self, s: int, li: int, what: str) -> int:
@@ -343,7 +347,7 @@ class _Emitter(ReplicaCollectives):
         recompute and the first part wait for it). Returns (tail after the layer, {npu: its last
         weight-gradient task})."""
         plan = self.plans[li]
-        gather = self._gather(s, li, groups, f"B{m}") if self.st.reshard_after_forward else {}
+        gather = held = self._gather(s, li, groups, f"B{m}") if self.st.reshard_after_forward else {}
         if self.st.recompute == "full" and plan.parts[0].block:
             tail = self._fwd_layer(s, li, m, groups, tail, entry, phase="recompute", gather=gather)
             entry, gather = {}, {}
@@ -371,6 +375,7 @@ class _Emitter(ReplicaCollectives):
             tail = self._part(groups, part.bwd_pre, part.bwd_post, f"B{m} {part.name}", "bwd", tail, extra,
                               lambda p, deps, part=part: compute(p, deps, part),
                               (part.cp_bwd_steps, part.cp_bwd) if part.cp_bwd else None)
+        self._free_gather(s, held)  # the gathered parameters are freed after the backward
         return tail, wg_tasks
 
     def _bwd_overlapped(self, groups, part, m: int, tail: dict, extra: dict, wg_tasks: dict) -> dict:

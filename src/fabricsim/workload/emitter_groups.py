@@ -53,13 +53,16 @@ class ReplicaCollectives:
 
     def _gather(self, s: int, li: int, groups, name: str) -> dict:
         """Zero 3 (module doc): the all-gather of layer `li`'s parameters (`plan.params` x dtype
-        bytes per NPU, bytes) over each MP rank's DP group of stage `s`, in the gather stream;
-        {npu: its gather} ({} without zero 3, dp = 1 or parameters)."""
+        bytes per NPU, bytes) over each MP rank's DP group of stage `s`, in the gather stream, at most
+        two in flight when resharding (PyTorch FSDP's rate limiter, Zhao et al. 2023, VLDB 16(12),
+        Section 3.4: a gather waits until the parameters gathered the time before last are freed,
+        `_free_gather`); {npu: its gather} ({} without zero 3, dp = 1 or parameters)."""
         st, plan = self.st, self.plans[li]
         if st.zero != 3 or st.replicas == 1 or plan.params <= 0:
             return {}
         size = plan.params * self.model.dtype_bytes
         price = tuple(int(x) for x in self.RR[0, s, :]) if self.folded else None
+        freed = self.gathers_freed.setdefault(s, [])
         out: dict = {}
         for mi in range(self.mp_n):
             g = tuple(self.R[mi, s, :].tolist())
@@ -67,11 +70,19 @@ class ReplicaCollectives:
             deps = [prev] + [d for p in g for d in self.dp_wait.get((li, p), ())]  # its previous reduce-scatter
             if it != self.b.iteration:  # the iteration's first gather: after the previous optimizer step
                 deps += [self.last[p] for p in g]
+            if st.reshard_after_forward and len(freed) >= 2:  # at most two in flight: after the one before last is freed
+                deps += [freed[-2][p] for p in g]
             t = self.b.collective("all-gather", size, g, "DP", f"{name} {plan.name} DP all-gather", deps=deps,
                                   price=price)
             self.gather_last[(s, mi)] = (self.b.iteration, t)
             out.update({p: t for p in g})
         return out
+
+    def _free_gather(self, s: int, gather: dict) -> None:
+        """Zero 3: the parameters of `gather` (a layer's, on stage `s`) are freed after the compute that
+        used them, its NPUs' last tasks now; the gather after the next one waits for that (`_gather`)."""
+        if gather:
+            self.gathers_freed.setdefault(s, []).append({p: self.last[p] for p in gather})
 
     def _dp_sync(self, s: int, layers: list[int], nbytes: float, wg_tasks: dict, step: int) -> dict:
         """The data-parallel collectives of `layers`' `nbytes` gradients per NPU on stage `s`: over

@@ -23,11 +23,16 @@ the data-parallel replicas are bf16 unless `grad_dtype` says otherwise, decided 
 are (`plan.plan_layers`). Model FLOPs do not change (a GEMM's FLOPs are its shape's); MFU stays
 model FLOPs over the dense bf16 peak (`GpuCompute.peak_flops`, `system.npu.peak`).
 
-Not modelled (the simulated time is optimistic by them): the casts TE runs around each FP8 linear
-(the input's cast-and-transpose, fused into the norm for QKV and fc1; the output gradient's
-cast-and-transpose in the backward; the weights' cast once per iteration; the amax and scale
-updates); and the one place TE sends FP8: with sequence parallelism it all-gathers an FP8 linear's
-input after the cast (`gather_along_first_dim(inputmat, ...)`), which fabricsim prices at bf16.
+The casts TE runs around each FP8 linear (`_casts`), memory-bound kernels of their bytes: forward,
+an input's cast-and-transpose (`fp8_cast_transpose_fused`: read e bytes, write the FP8 copy and its
+transpose, 1 + 1) unless a norm writes it in FP8 already (QKV and fc1 follow `LayerNormLinear`'s
+fused norm: no pass of their own); backward, each FP8 linear's output gradient cast and transposed
+the same way (`fp8_cast_transpose_bgrad_fused`, in the part's first backward task, where the first
+gradient arrives). Not modelled (the simulated time is optimistic by them): the weights' cast, once
+per iteration (TE caches it over the microbatches: under 1 / microbatches of the above), the amax
+and scale updates; and the one place TE sends FP8: with sequence parallelism it all-gathers an FP8
+linear's input after the cast (`gather_along_first_dim(inputmat, ...)`), which fabricsim prices at
+bf16.
 
 Memory (`workload.memory_model`): TE keeps, beside each bf16 weight of an FP8 linear, its FP8 copy
 and, on Hopper (whose FP8 GEMMs take only the "TN" layout), the copy's transpose (`weight_fp8`,
@@ -86,10 +91,46 @@ def _block(plan: LayerPlan, model, st) -> LayerPlan:
         if _is_router(part):
             parts.append(part)
         elif part.name.endswith(".attn"):
-            parts.append(_attention(part, model.dtype_bytes))
+            parts.append(_casts(_attention(part, model.dtype_bytes), model.dtype_bytes))
         else:
-            parts.append(_map(part, model.dtype_bytes, lambda name, kernels: _tag(kernels)))
+            parts.append(_casts(_map(part, model.dtype_bytes, lambda name, kernels: _tag(kernels)), model.dtype_bytes))
     return replace(plan, parts=tuple(parts))
+
+
+CAST_BYTES = 2 + 2 * FP8_BYTES  # per element of a bf16 (e = 2) tensor cast to FP8 and transposed: read e, write 1 + 1
+
+
+def _casts(part: Part, dtype_bytes: float) -> Part:
+    """`part` with Transformer Engine's casts (module doc): its forward with a cast-and-transpose of
+    each FP8 GEMM's input that no norm wrote (m k elements), its first backward task with one of
+    each FP8 GEMM's output gradient (m n), at (e + 2) bytes per element."""
+    from . import kernels as K
+
+    e = dtype_bytes - 2 + CAST_BYTES  # e + 1 + 1
+    fwd = (*(part.cp_fwd_steps[0].work if part.cp_fwd_steps else ()), *part.fwd_work)
+    prev, inputs, grads = None, 0.0, 0.0
+    for k in fwd:
+        if isinstance(k, Gemm) and k.fp8:
+            normed = isinstance(prev, Memory) and any(w in prev.name for w in ("layer norm", "RMSNorm"))
+            inputs += 0.0 if normed else k.count * k.m * k.k
+            grads += k.count * k.m * k.n
+        prev = k
+    if not inputs and not grads:
+        return part
+    fcast = (Memory(e * inputs, "FP8 cast-transpose (inputs)"),) if inputs else ()
+    bcast = Memory(e * grads, "FP8 cast-transpose (output gradients)")
+    new = {"fwd_work": part.fwd_work + fcast, "fwd_mem": part.fwd_mem + e * inputs}
+    if part.cp_bwd_steps is not None:
+        first = part.cp_bwd_steps[0]
+        work = (bcast, *first.work)
+        new["cp_bwd_steps"] = (Step(first.flops, K.memory_bytes(work, dtype_bytes), work), part.cp_bwd_steps[1])
+    elif part.bwd_steps is not None:
+        first = part.bwd_steps[0]
+        work = (bcast, *first.work)
+        new["bwd_steps"] = (Step(first.flops, K.memory_bytes(work, dtype_bytes), work), *part.bwd_steps[1:])
+    if part.cp_bwd_steps is None:
+        new.update(bwd_work=(bcast, *part.bwd_work), bwd_mem=part.bwd_mem + e * grads)
+    return replace(part, **new)
 
 
 def _is_router(part: Part) -> bool:
