@@ -104,12 +104,53 @@ TRAIN_FIELDS = ["network.topology", "network.latency", "network.bandwidth", "net
                 "workload.parallelism.dp", "workload.parallelism.mp", "output.trace_npus", "output.dir", "base_dir",
                 "workload.parallelism.zero", "network.algorithms"]
 TRAFFIC_FIELDS = ["topology", "bandwidth", "latency", "mode", "flows", "collectives", "model"]
+# this year's models (issue 43): a mixture of experts by shape under tp, cp, ep and the distributed
+# optimizer, and two jobs on one network; every new key mutated
+TINY_MODERN = """\
+network: {topology: 'switch:8', bandwidth: 100GB/s, latency: 1us}
+system: {npu: {peak: 100TFLOP/s, memory_bandwidth: 1TB/s, efficiency: 0.5}}
+workload:
+  model: {layers: 2, hidden: 256, heads: 8, kv_heads: 4, seq: 128, vocab: 1000, ffn_act: swiglu, norm: rmsnorm,
+          experts: 4, top_k: 2, position: rope, bias: false}
+  batch: 4
+  dtype: bf16
+  parallelism: {mp: 2, cp: 2, dp: 2, ep: 2, zero: 1, microbatches: 2}
+output: {trace: false, plot: false}
+"""
+MODERN_FIELDS = ["workload.model.kv_heads", "workload.model.experts", "workload.model.top_k",
+                 "workload.model.moe_layers", "workload.model.capacity_factor", "workload.model.moe_imbalance",
+                 "workload.model.shared_experts", "workload.model.expert_ffn", "workload.model.ffn_act",
+                 "workload.model.norm", "workload.model.preset", "workload.model.position", "workload.model.seq",
+                 "workload.dtype", "workload.parallelism.cp", "workload.parallelism.cp_comm", "workload.parallelism.ep",
+                 "workload.parallelism.etp", "workload.parallelism.zero", "workload.parallelism.reshard_after_forward",
+                 "workload.parallelism.placement", "workload.parallelism.mp", "workload.parallelism.dp",
+                 "workload.parallelism.attention", "workload.parallelism.recompute"]
+TINY_JOBS = """\
+network: {topology: 'switch:8', bandwidth: 100GB/s, latency: 1us}
+system: {npu: {peak: 100TFLOP/s, memory_bandwidth: 1TB/s, efficiency: 0.5}}
+jobs:
+  - {name: a, gpus: 0-3, model: resnet50, batch: 8, parallelism: {dp: 4}}
+  - {name: b, gpus: {first: 4, count: 4}, model: resnet50, batch: 8, parallelism: {dp: 4}}
+output: {trace: false, plot: false}
+"""
+JOBS_FIELDS = ["jobs", "network.topology", "system.npu.peak"]
 
 
 def train_inputs(r: random.Random, n: int) -> list[Case]:
     """Random one- and two-field mutations of a small train config."""
     return [Case("train", ("train", "{d}/t.yaml", "--out", "{d}/o", "-q"), "any",
                  files=(("t.yaml", _mutate_yaml(r, TINY_TRAIN, TRAIN_FIELDS)),), defect="generated") for _ in range(n)]
+
+
+def modern_inputs(r: random.Random, n: int) -> list[Case]:
+    """Random mutations of a small mixture-of-experts job under tp, cp and ep (`TINY_MODERN`), and of
+    a config with two jobs (`TINY_JOBS`): every key of issue 43."""
+    out = []
+    for i in range(n):
+        base, fields = (TINY_JOBS, JOBS_FIELDS) if i % 4 == 3 else (TINY_MODERN, MODERN_FIELDS)
+        out.append(Case("train", ("train", "{d}/t.yaml", "--out", "{d}/o", "-q"), "any",
+                        files=(("t.yaml", _mutate_yaml(r, base, fields)),), defect="generated"))
+    return out
 
 
 def traffic_inputs(r: random.Random, n: int) -> list[Case]:
@@ -223,8 +264,8 @@ def main() -> None:
     a = ap.parse_args()
     r = random.Random(a.seed)
     cases = all_cases()
-    for gen in (collective_inputs, train_inputs, traffic_inputs, astra_inputs, export_inputs, topology_inputs,
-                sweep_inputs):
+    for gen in (collective_inputs, train_inputs, modern_inputs, traffic_inputs, astra_inputs, export_inputs,
+                topology_inputs, sweep_inputs):
         cases += gen(r, a.per_command)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as d:
