@@ -199,36 +199,23 @@ def memory_of(cfg: TrainConfig, system: System):
     if w.model is None:
         return None, []
     model = w.build_model()
-    from .workload.emitter import _stages
-    from .workload.memory import check_memory, shape_arguments, stage_memory
-    from .workload.models import DTYPES
-    from .workload.plan import by_shape, layer_stages
+    from .workload.memory import blocks_per_stage, check_memory, memory_arguments, stage_memory
 
     st = strategy_of(cfg)
     with errors_in(cfg.source, "workload"):
-        # Korthikanti's forms need Megatron's layout (`plan.by_shape`) with the weights on the NPUs
-        if not by_shape(model, st.mp) or st.stage_layout != "contiguous" or st.weight_streaming:
-            return None, []
-
         def blocks_for(pp: int, strict: bool = False):  # blocks per stage as the graph splits them; False: none
             try:
-                split = layer_stages(model, pp) if st.stage_split == "layers" else _stages(model, pp)
+                return blocks_per_stage(model, pp, st.stage_split) or False
             except ConfigError:
                 if strict:
                     raise
                 return False
-            blocks = [sum(model.layers[i].kind == "transformer_block" for i in r) for r in split]
-            return blocks if min(blocks) >= 1 else False
 
-        blocks = blocks_for(st.pp, strict=True)
-        if blocks is False:
+        # the strategy as memory-model arguments (one place: `workload.memory.memory_arguments`, which
+        # `fabricsim.plan` shares); None where Korthikanti's forms do not apply
+        shape = memory_arguments(model, st)
+        if shape is None:
             return None, []
-        shape = dict(shape_arguments(model), tp=st.mp, pp=st.pp, dp=st.dp,
-                     microbatch=st.microbatch, microbatches=st.microbatches, schedule=st.schedule,
-                     virtual_stages=st.virtual_stages, recompute=st.recompute, sequence_parallel=st.sequence_parallel,
-                     zero=st.zero, stage_blocks=blocks, grad_bytes=DTYPES[st.grad_dtype] if st.grad_dtype else 4,
-                     ep=st.ep, etp=st.expert_tp, cp=st.cp,
-                     fused_attention=st.attention == "fused")  # expert (tensor) and context parallelism
         stages = stage_memory(**shape)
     cap = system.npu.memory_capacity
     if cap == float("inf"):

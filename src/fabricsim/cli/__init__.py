@@ -20,6 +20,7 @@ from . import topology  # noqa: F401, I001
 from . import demo  # noqa: F401, I001
 from . import sweep  # noqa: F401, I001
 from . import plot  # noqa: F401, I001
+from . import plan  # noqa: F401, I001
 from .app import app
 from .collective import parse_options, run_collective
 

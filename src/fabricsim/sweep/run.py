@@ -52,13 +52,17 @@ def _metrics_train(c: dict) -> dict:
     from ..train import TrainConfig, run_train
 
     cfg = validate(TrainConfig, c, "train config")
-    res = run_train(cfg).result
+    run = run_train(cfg)
+    res = run.result
     its = max(cfg.workload.iterations, 1)
     b = res.mean_breakdown()
     out = {"iteration_s": float(res.iteration_time)}
     for k in METRICS_TRAIN:
         key = k if k in ("compute", "idle") else f"exposed_{k}"
         out[f"{key}_s"] = float(b.get(k, 0.0)) / its
+    s = res.summary()
+    out.update(mfu=s.get("mfu"), tokens_per_s=s.get("tokens_per_s"),
+               peak_memory_GiB=max(m.total for m in run.memory) / 2**30 if run.memory else None)
     return out
 
 
@@ -73,8 +77,9 @@ def evaluate_point(pt: SweepPoint) -> dict:
     -------
     dict
         `point`, `hash`, `kind`, `config` (JSON), the axis values (as text), the metrics
-        (collective: `size_bytes`, `time_s`, `algbw_Bps`, `busbw_Bps`; train: `iteration_s` and
-        per iteration `compute_s`, `exposed_MP_s` ... `idle_s`; reproduction: the numbers of the
+        (collective: `size_bytes`, `time_s`, `algbw_Bps`, `busbw_Bps`; train: `iteration_s`, per
+        iteration `compute_s`, `exposed_MP_s` ... `idle_s`, `mfu`, `tokens_per_s` and
+        `peak_memory_GiB` (the memory model's peak per GPU; None without one); reproduction: the numbers of the
         point's row, `sweep.study.metrics`), `wall_s`, `version` and `error`
         (None, or the one-line message of what it raised).
     """

@@ -271,3 +271,69 @@ def check_memory(stages, capacity: float, on_exceed: str = "error", field: str =
                                           f"{format_size(st.activations, 3)}); {less}")
         lines.append(f"stage {st.stage} needs {need}, more than the {cap} of the NPU")
     return lines
+
+
+def blocks_per_stage(model, pp: int, stage_split: str = "flops") -> list[int] | None:
+    """Transformer blocks on each of `pp` contiguous pipeline stages, split as the workload graph
+    splits them (`plan.layer_stages` for "layers", the emitter's FLOP balance for "flops").
+
+    Parameters
+    ----------
+    model : Model
+        With transformer blocks; `pp` contiguous stages of them, split by `stage_split` ("flops" or
+        "layers", `Strategy.stage_split`).
+    pp : int
+    stage_split : str
+
+    Returns
+    -------
+    list of int or None
+        Blocks per stage, stage 0 first; None when a stage would hold no block (the memory model
+        needs one per stage). ConfigError when the split refuses `pp` (more stages than layers,
+        blocks that do not split evenly).
+    """
+    from .emitter import _stages  # lazy: the emitter imports the graph builders
+    from .plan import layer_stages
+
+    split = layer_stages(model, pp) if stage_split == "layers" else _stages(model, pp)
+    blocks = [sum(model.layers[i].kind == "transformer_block" for i in r) for r in split]
+    return blocks if min(blocks) >= 1 else None
+
+
+def memory_arguments(model, st, blocks: list[int] | None = None) -> dict | None:
+    """`stage_memory`'s keywords for `model` under the strategy `st`: the one place a strategy
+    becomes memory-model arguments (`fabricsim.train.memory_of`, `fabricsim.plan.space`).
+
+    Parameters
+    ----------
+    model : Model
+        A zoo model or a transformer by shape.
+    st : workload.strategy.Strategy
+        The parallelization.
+    blocks : list of int, optional
+        `blocks_per_stage(model, st.pp, st.stage_split)` when the caller has it already (a cache);
+        computed otherwise.
+
+    Returns
+    -------
+    dict or None
+        The keywords (sizes in elements, `grad_bytes` in bytes per gradient); None where the memory
+        model does not apply: Korthikanti's forms need Megatron's layout (`plan.by_shape`) with the
+        weights on the NPUs, contiguous stages and at least one block per stage. ConfigError when
+        the stage split refuses `st.pp`.
+    """
+    from .models import DTYPES
+    from .plan import by_shape
+
+    if not by_shape(model, st.mp) or st.stage_layout != "contiguous" or st.weight_streaming:
+        return None
+    if blocks is None:
+        blocks = blocks_per_stage(model, st.pp, st.stage_split)
+    if blocks is None:
+        return None
+    return dict(shape_arguments(model), tp=st.mp, pp=st.pp, dp=st.dp, microbatch=st.microbatch,
+                microbatches=st.microbatches, schedule=st.schedule, virtual_stages=st.virtual_stages,
+                recompute=st.recompute, sequence_parallel=st.sequence_parallel, zero=st.zero,
+                stage_blocks=list(blocks), grad_bytes=DTYPES[st.grad_dtype] if st.grad_dtype else 4,
+                ep=st.ep, etp=st.expert_tp, cp=st.cp,
+                fused_attention=st.attention == "fused")  # expert (tensor) and context parallelism

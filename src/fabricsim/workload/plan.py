@@ -134,10 +134,15 @@ def plan_layers(model: Model, st: Strategy) -> list[LayerPlan]:
         from . import kernels as K
     plans = []
     n_block = 0
+    blocks: dict = {}  # a block's costs and MoE flag -> its plan: equal blocks share one (kernels included)
     for layer in model.layers:
         act = layer.activation_elems * mb * B / cp
         if layer.kind == "transformer_block":
-            plans.append(_plan_block(model, st, layer, act, gB, K if shaped else None, n_block))
+            key = (replace(layer, name=""), model.shape is not None and model.shape.is_moe(n_block))
+            seen = blocks.get(key)
+            if seen is None:
+                seen = blocks[key] = _plan_block(model, st, layer, act, gB, K if shaped else None, n_block)
+            plans.append(_renamed(seen, layer.name))
             n_block += 1
             continue
         shard = mp if layer.kind in ("embedding", "lm_head") and model.hidden is not None else 1
@@ -174,6 +179,14 @@ def plan_layers(model: Model, st: Strategy) -> list[LayerPlan]:
     from .fp8 import apply as precision_form  # dtype fp8: the blocks' linear GEMMs in FP8 (workload.fp8)
 
     return precision_form(plans, model, st)
+
+
+def _renamed(plan: LayerPlan, name: str) -> LayerPlan:
+    """`plan` (a block's) for the block named `name`: its parts named `<name>.attn`, `<name>.mlp`."""
+    if plan.name == name:
+        return plan
+    parts = tuple(replace(p, name=name + p.name[len(plan.name):]) for p in plan.parts)
+    return replace(plan, name=name, parts=parts)
 
 
 def _plan_block(model: Model, st: Strategy, layer, act: float, gB: int, K, index: int = -1) -> LayerPlan:
