@@ -139,9 +139,10 @@ class Estimator:
             from ..workload.emitter import _stages
 
             chunks = _stages(self.model, st.pp)
-        per_stage = [[] for _ in range(st.pp)]
+        per_stage, stage_chunks = [[] for _ in range(st.pp)], [[] for _ in range(st.pp)]
         for c, rng in enumerate(chunks):
             per_stage[c % st.pp].extend(rng)
+            stage_chunks[c % st.pp].append(list(rng))
         gathers = st.zero == 3 and st.replicas > 1
         F, B, comm = np.zeros(st.pp), np.zeros(st.pp), [dict() for _ in range(st.pp)]
         for s, lis in enumerate(per_stage):
@@ -153,7 +154,7 @@ class Estimator:
                 B[s] += max(lay.b, g) if st.reshard_after_forward else lay.b
                 for k, v in lay.comm.items():
                     comm[s][k] = comm[s].get(k, 0.0) + v
-        return self._assemble(st, R, layers, per_stage, F, B, comm)
+        return self._assemble(st, R, layers, per_stage, stage_chunks, F, B, comm)
 
     def _plan(self, st: Strategy, R: np.ndarray) -> list[_Layer]:
         """Every layer's times under `st` (cached by what they depend on: `PLAN_FIELDS` and the groups)."""
@@ -226,7 +227,7 @@ class Estimator:
         t += max(dw, post) + ln
         return t
 
-    def _assemble(self, st: Strategy, R, layers, per_stage, F, B, comm) -> Estimate:
+    def _assemble(self, st: Strategy, R, layers, per_stage, stage_chunks, F, B, comm) -> Estimate:
         """The pipeline, its transfers, the data-parallel tail and the optimizer (module doc)."""
         m, p, v = st.microbatches, st.pp, st.virtual_stages
         T = F + B
@@ -235,7 +236,7 @@ class Estimator:
         if p > 1 and per_stage[0]:  # as `emitter._send`: 1 / mp of the activation with sequence parallelism
             act = layers[per_stage[0][-1]].act / (st.mp if (st.sequence_parallel and st.mp > 1) else 1)
             pp_t = 2 * (p - 1) * float(self.pricer.p2p(int(R[0, 0, 0]), int(R[0, 1, 0]), act))
-        dp_tail = max(self._dp_tail(st, R, layers, lis, s, B) for s, lis in enumerate(per_stage))
+        dp_tail = max(self._dp_tail(st, R, layers, ch, s, B) for s, ch in enumerate(stage_chunks))
         params0 = sum(layers[li].params for li in per_stage[0])
         opt = 0.0
         if st.optimizer != "none":
@@ -249,18 +250,22 @@ class Estimator:
         compute = m * T[busiest] - sum(exposed.get(k, 0.0) for k in ("MP", "CP", "EP"))
         return Estimate(pipe + pp_t + dp_tail + opt, compute, exposed, pipe - m * T.max(), flops)
 
-    def _dp_tail(self, st: Strategy, R, layers, lis, s: int, B) -> float:
+    def _dp_tail(self, st: Strategy, R, layers, chunks, s: int, B) -> float:
         """Data-parallel collectives of stage `s` past the end of its last backward, less its lead
-        over stage 0 (module doc), s."""
-        if st.replicas == 1 or not lis or st.weight_streaming:
+        over stage 0 (module doc), s. The stage's chunks (virtual stages) finish their last backward
+        one after another in the drain, chunk k of its v (0 last) p chunk-backwards before the end."""
+        if st.replicas == 1 or not any(chunks) or st.weight_streaming:
             return 0.0
         sync = self._syncs(st, R, layers)
-        ready, stream = 0.0, 0.0
-        for li in reversed(lis):  # backward order: each layer's gradients are ready as its last backward ends
-            ready += layers[li].b
-            stream = max(stream, ready) + sync[li]
-        lead = s * B[s]  # stage s ends s backward passes before stage 0 (1F1B's drain)
-        return max(0.0, stream - ready - lead)
+        stream = -np.inf
+        for k in range(len(chunks) - 1, -1, -1):  # chunk v - 1 finishes first
+            b_chunk = sum(layers[li].b for li in chunks[k])
+            ready = -k * st.pp * b_chunk - b_chunk  # its backward starts here (0: the stage's end)
+            for li in reversed(chunks[k]):  # backward order: a layer's gradients are ready as its backward ends
+                ready += layers[li].b
+                stream = max(stream, ready) + sync[li]
+        lead = s * B[s] / len(chunks)  # stage s ends s chunk-backward passes before stage 0 (the drain)
+        return max(0.0, stream - lead)
 
     def _syncs(self, st: Strategy, R, layers) -> list[float]:
         """Each layer's data-parallel collectives, s, over stage 0's groups (every stage's are priced

@@ -54,20 +54,73 @@ def _machine(cfg):
     return cfg.workload.build_model(), system, pricer
 
 
-def estimate_all(pc, space) -> tuple[list, int]:
+def estimate_all(pc, space, *, workers: int = 1, dask: str | None = None) -> tuple[list, int]:
     """Every candidate's estimate, in enumeration order: ([(index, candidate, Estimate)], refused),
-    refused counting the strategies the workload refuses only when planned (`ConfigError`)."""
+    refused counting the strategies the workload refuses only when planned (`ConfigError`). The
+    candidates are estimated in contiguous chunks (strategies next to each other share plans and
+    prices) in this process (`workers` 1), on a pool of `workers` processes, or on Dask.
+
+    Parameters
+    ----------
+    pc : PlanConfig
+    space : Space
+    workers : int
+        Local processes (0: one per CPU; 1: this process).
+    dask : str, optional
+        A Dask scheduler address or `local:N`.
+
+    Returns
+    -------
+    (list, int)
+    """
+    import os
+
+    cands = space.candidates
+    n = 1 if (workers == 1 and not dask) or len(cands) < 64 else 4 * (workers or os.cpu_count() or 1)
+    if dask:
+        n = max(n, 16)
+    bounds = [len(cands) * k // n for k in range(n + 1)]
+    jobs = [(pc.mapping, pc.train.base_dir, pc.source, [c.strategy for c in cands[a:b]])
+            for a, b in zip(bounds[:-1], bounds[1:])]
+    if n == 1:
+        parts = map(_estimate_chunk, jobs)
+    elif dask:
+        from ..sweep.run import dask_map
+
+        with dask_map(dask) as map_fn:
+            parts = list(map_fn(_estimate_chunk, jobs))
+    else:
+        import multiprocessing
+
+        from ..sweep.run import _ignore_interrupts
+
+        with multiprocessing.Pool(workers or os.cpu_count(), initializer=_ignore_interrupts) as pool:
+            parts = pool.map(_estimate_chunk, jobs)
+    rows, refused = [], 0
+    for i, (c, e) in enumerate(zip(cands, (e for part in parts for e in part))):
+        if e is None:
+            refused += 1
+        else:
+            rows.append((i, c, e))
+    return rows, refused
+
+
+def _estimate_chunk(job) -> list:
+    """Estimates of a chunk of strategies (`estimate_all`), None for one the workload refuses; a
+    module-level function of plain data, so that a pool or Dask can run it."""
+    from ..train import TrainConfig
     from .estimate import Estimator
 
-    model, system, pricer = _machine(pc.train)
-    est = Estimator(model, system, pricer)
-    rows, refused = [], 0
-    for i, c in enumerate(space.candidates):
+    mapping, base_dir, source, strategies = job
+    cfg = TrainConfig.model_validate(mapping, context={"base_dir": base_dir, "source": source})
+    est = Estimator(*_machine(cfg))
+    out = []
+    for st in strategies:
         try:
-            rows.append((i, c, est(c.strategy)))
+            out.append(est(st))
         except ConfigError:
-            refused += 1
-    return rows, refused
+            out.append(None)
+    return out
 
 
 def _estimate_row(pc, i: int, c, e, tokens: float) -> dict:
@@ -114,8 +167,8 @@ def run_plan(pc, out: str | Path, *, workers: int = 0, dask: str | None = None, 
     from .space import enumerate_space
 
     t0 = time.perf_counter()
-    space = enumerate_space(pc)
-    rows, refused = estimate_all(pc, space)
+    space = enumerate_space(pc, workers=1, dask=dask)  # on a local pool its warm-up outweighs the split
+    rows, refused = estimate_all(pc, space, workers=workers, dask=dask)
     w = pc.train.workload
     seq = w.build_model().seq
     tokens = (pc.search.batch or w.batch) * seq if seq else 0

@@ -208,13 +208,18 @@ class _Judge:
         return Candidate(st, {**fields, **{k: v for k, v in self.fixed.items() if k not in fields}}, peak)
 
 
-def enumerate_space(cfg: PlanConfig) -> Space:
+def enumerate_space(cfg: PlanConfig, *, workers: int = 1, dask: str | None = None) -> Space:
     """Every combination of the search's knobs, judged and pruned (module doc).
 
     Parameters
     ----------
     cfg : PlanConfig
         A validated plan config (`plan.schema.load_plan_config`).
+    workers : int
+        Local processes judging contiguous runs of (tp, pp, cp) blocks (1: this process; 0: one per
+        CPU); the result does not depend on it.
+    dask : str, optional
+        Judge on Dask instead: a scheduler address or `local:N`.
 
     Returns
     -------
@@ -222,6 +227,31 @@ def enumerate_space(cfg: PlanConfig) -> Space:
         The candidates in enumeration order and the pruned counts; the same inputs give the same
         Space. ConfigError only where the config itself is refused (`PlanConfig.base_strategy`).
     """
+    import os
+
+    ch = cfg.search.choices()
+    blocks = list(product(ch["tp"], ch["pp"], ch["cp"]))
+    n = 1 if (workers == 1 and not dask) else min(len(blocks), 4 * (workers or os.cpu_count() or 1))
+    if n <= 1:
+        found, counts, combos = _judge_blocks(cfg, blocks)
+    else:
+        bounds = [len(blocks) * k // n for k in range(n + 1)]
+        data = {**cfg.mapping, "search": cfg.search.model_dump(mode="json", exclude_none=True)}
+        jobs = [(data, cfg.source, cfg.train.base_dir, blocks[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        parts = _map(_judge_job, jobs, workers, dask)
+        found, counts, combos = [], {"invalid": 0, "constraints": 0, "memory": 0}, 0
+        for f, c, k in parts:
+            found += f
+            combos += k
+            for key in counts:
+                counts[key] += c[key]
+    judge_limit = _Judge(cfg).limit
+    return Space(tuple(found), combos, counts["invalid"], counts["constraints"], counts["memory"], cfg.n_gpus,
+                 cfg.gpus_per_node, judge_limit)
+
+
+def _judge_blocks(cfg: PlanConfig, blocks) -> tuple[list, dict, int]:
+    """(candidates, pruned counts, combinations) of the (tp, pp, cp) `blocks`, in order."""
     ch = cfg.search.choices()
     judge = _Judge(cfg)
     inner = list(product(ch["ep"], ch["virtual_stages"], ch["microbatch"], ch["recompute"], ch["sequence_parallel"],
@@ -229,7 +259,7 @@ def enumerate_space(cfg: PlanConfig) -> Space:
     counts = {"invalid": 0, "constraints": 0, "memory": 0}
     found: list[Candidate] = []
     combos = 0
-    for tp, pp, cp in product(ch["tp"], ch["pp"], ch["cp"]):
+    for tp, pp, cp in blocks:
         combos += len(inner)
         if cfg.n_gpus % (tp * pp * cp) or not judge.tp_ok(tp):  # the whole block at once
             counts["invalid"] += len(inner)
@@ -240,8 +270,31 @@ def enumerate_space(cfg: PlanConfig) -> Space:
                 found.append(v)
             else:
                 counts[v] += 1
-    return Space(tuple(found), combos, counts["invalid"], counts["constraints"], counts["memory"], cfg.n_gpus,
-                 cfg.gpus_per_node, judge.limit)
+    return found, counts, combos
+
+
+def _judge_job(job) -> tuple[list, dict, int]:
+    """`_judge_blocks` of one run of blocks, from plain data (a pool's or Dask's task)."""
+    from .schema import plan_config
+
+    data, source, base_dir, blocks = job
+    return _judge_blocks(plan_config(data, source, base_dir=base_dir), blocks)
+
+
+def _map(fn, jobs: list, workers: int, dask: str | None) -> list:
+    """fn over jobs, in order, on a process pool of `workers` (0: one per CPU) or on Dask."""
+    if dask:
+        from ..sweep.run import dask_map
+
+        with dask_map(dask) as map_fn:
+            return list(map_fn(fn, jobs))
+    import multiprocessing
+    import os
+
+    from ..sweep.run import _ignore_interrupts
+
+    with multiprocessing.Pool(workers or os.cpu_count(), initializer=_ignore_interrupts) as pool:
+        return pool.map(fn, jobs)
 
 
 __all__ = ["Candidate", "Space", "enumerate_space"]
