@@ -231,7 +231,7 @@ def points(cfg: TopoOptConfig, quick: bool = False) -> list[FabricPoint]:
     list of FabricPoint
         In workload, degree, bandwidth, fabric order.
     """
-    from ...optimize.cost import Prices, cost_equivalent_bandwidth
+    from ...optimize.cost import Prices
 
     prices = Prices.from_mapping(cfg.prices)
     q = cfg.quick
@@ -247,7 +247,7 @@ def points(cfg: TopoOptConfig, quick: bool = False) -> list[FabricPoint]:
         w = cfg.workloads[name]
         for d in degrees:
             for B in bws:
-                equiv = cost_equivalent_bandwidth(n, d, B, prices, tiers=cfg.fat_tree.tiers).rate
+                equiv = cost_equivalent(n, d, B, prices, cfg.fat_tree.tiers)
                 for fabric in fabrics:
                     out.append(FabricPoint(
                         name, w.model, w.dtype, n * cfg.server.gpus * w.batch_per_gpu, w.bag,
@@ -258,6 +258,37 @@ def points(cfg: TopoOptConfig, quick: bool = False) -> list[FabricPoint]:
                         cfg.network_model, cfg.fat_tree.leaf, cfg.fat_tree.oversubscribed,
                         cfg.ocs.live / (cfg.ocs.live + cfg.ocs.reconfiguration)))
     return out
+
+
+def cost_equivalent(n: int, d: int, link_bw: float, prices, tiers: int) -> float:
+    """The per-server rate of the fat-tree that costs what TopoOpt costs at (d, B), bytes/s: the
+    rate at which the fat-tree's cost, interpolated between the price tables' points, equals
+    TopoOpt's (`optimize.cost.cost_equivalent_bandwidth`'s `continuous`), not the fastest swept
+    rate below it (a 100 Gb/s fat-tree 0.6% dearer than TopoOpt would drop to 40 Gb/s).
+
+    Parameters
+    ----------
+    n, d : int
+        Servers; TopoOpt's interfaces per server.
+    link_bw : float
+        TopoOpt's line rate B, bytes/s.
+    prices : Prices
+    tiers : int
+        Fat-tree tiers.
+
+    Returns
+    -------
+    float
+        Bytes/s; ConfigError when even the cheapest priced fat-tree costs more than TopoOpt.
+    """
+    from ...errors import ConfigError
+    from ...optimize.cost import cost_equivalent_bandwidth
+
+    eq = cost_equivalent_bandwidth(n, d, link_bw, prices, tiers=tiers)
+    if eq.continuous is None:
+        raise ConfigError("prices", f"d={d}, B={link_bw * 8 / 1e9:g} Gb/s", "no priced fat-tree costs as little as "
+                                                                         "TopoOpt; accepted: price tables reaching lower rates")
+    return eq.continuous
 
 
 def label(p: FabricPoint) -> str:

@@ -201,8 +201,7 @@ def print_report(rep: Reproduction, con, files=()) -> None:
         cols = list(rep.costs[0])
         t = study_table("Cost (US$, every price a named parameter: configs/topoopt.yaml prices)", cols)
         for c in rep.costs:
-            t.add_row(*[(format_bandwidth(v) if ("bandwidth" in k or k.endswith("_bw")) else f"{v:,.0f}" if isinstance(v, float) else str(v))
-                        for k, v in c.items()])
+            t.add_row(*[_cost_cell(k, v) for k, v in c.items()])
         con.print(t)
     ex = rep.example
     con.print(f"Worked example n={ex['n']}, d={ex['d']}: TotientPerms {ex['totient']}, geometric jumps {ex['jumps']}, "
@@ -211,3 +210,13 @@ def print_report(rep: Reproduction, con, files=()) -> None:
     con.print(f"{len(rep.rows)} runs in {rep.elapsed_s:.1f} s")
     for f in files:
         con.print(f"wrote {f}")
+
+
+def _cost_cell(key: str, value) -> str:
+    """A cost table cell: bandwidths with units, `relative` to two decimals (a fabric at 0.66 of
+    TopoOpt's cost is not 1), dollars whole."""
+    if "bandwidth" in key or key.endswith("_bw"):
+        return format_bandwidth(value)
+    if key == "relative":
+        return or_dash(value, "{:.2f}")
+    return f"{value:,.0f}" if isinstance(value, float) else str(value)
