@@ -92,6 +92,15 @@ COMMANDS: dict[tuple[str, str], str] = {
     ("README.md", ".venv/bin/python benchmarks/validate_modern.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/validate_nccl.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/bench_nccl_auto.py"): NOT_HERE,
+    ("README.md", ".venv/bin/python benchmarks/validate_plan.py"): NOT_HERE,
+    ("README.md", "fabricsim plan configs/plan-gpt3-175b-1024.yaml"): SLOW,
+    ("docs/plan.md", "fabricsim plan configs/plan-gpt3-175b-1024.yaml"): SLOW,
+    ("docs/plan.md", "fabricsim plan configs/validation/plan/korthikanti-22b-8.yaml --top 5"): RUN,
+    ("docs/plan.md", "fabricsim plan configs/plan-gpt3-175b-1024.yaml --dask local:2"): SLOW,
+    ("docs/plan.md", "fabricsim plan configs/plan-gpt3-175b-1024.yaml -q && fabricsim plot "
+                     "out/plans/GPT-3-175B-on-1024-A100s-global-batch-1536 --kind pareto --x peak_memory_GiB "
+                     "--y iteration_s --hue recompute"): SLOW,
+    ("docs/plan.md", ".venv/bin/python benchmarks/validate_plan.py"): NOT_HERE,
     ("README.md", "fabricsim train configs/megatron/175b-sp-selective.yaml"): RUN,
     ("README.md", "fabricsim train configs/llama3-70b.yaml"): RUN,
     ("README.md", "fabricsim train configs/mixtral-8x7b.yaml"): RUN,

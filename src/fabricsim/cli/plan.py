@@ -74,7 +74,8 @@ def _print(res: dict, shown: int, dest, title: str) -> None:
     con = _out()
     p = res["pruned"]
     con.print(f"# {res['combos']} strategies; pruned: {p['invalid']} invalid, {p['constraints']} by constraints, "
-              f"{p['memory']} by memory, {p['refused_by_the_workload']} refused by the workload; {res['evaluated']} "
+              f"{p['memory']} by memory, {p['refused_by_the_workload']} refused by the workload, {p['same_program']} "
+              f"the same program as another (ZeRO without replicas); {res['evaluated']} "
               f"estimated in {res['estimate_s']:.1f} s; {res['simulated']} simulated; {res['elapsed_s']:.1f} s in all",
               highlight=False)
     t = Table(box=None, header_style="bold", title=f"fabricsim plan: {title} (best {min(shown, len(res['ranking']))} of "

@@ -54,6 +54,24 @@ def _machine(cfg):
     return cfg.workload.build_model(), system, pricer
 
 
+def distinct(space) -> tuple:
+    """`space` without the candidates that run the same program as an earlier one: without replicas
+    (dp x cp = 1) every ZeRO stage is plain data parallelism over one rank, so only the first ZeRO
+    stage of such a strategy is kept. Returns (space, how many were dropped)."""
+    from dataclasses import replace
+
+    seen, keep = set(), []
+    for c in space.candidates:
+        st = c.strategy
+        key = replace(st, zero=0) if st.replicas == 1 else None
+        if key is not None and key in seen:
+            continue
+        if key is not None:
+            seen.add(key)
+        keep.append(c)
+    return replace(space, candidates=tuple(keep)), len(space.candidates) - len(keep)
+
+
 def estimate_all(pc, space, *, workers: int = 1, dask: str | None = None) -> tuple[list, int]:
     """Every candidate's estimate, in enumeration order: ([(index, candidate, Estimate)], refused),
     refused counting the strategies the workload refuses only when planned (`ConfigError`). The
@@ -168,6 +186,7 @@ def run_plan(pc, out: str | Path, *, workers: int = 0, dask: str | None = None, 
 
     t0 = time.perf_counter()
     space = enumerate_space(pc, workers=1, dask=dask)  # on a local pool its warm-up outweighs the split
+    space, duplicates = distinct(space)
     rows, refused = estimate_all(pc, space, workers=workers, dask=dask)
     w = pc.train.workload
     seq = w.build_model().seq
@@ -190,7 +209,8 @@ def run_plan(pc, out: str | Path, *, workers: int = 0, dask: str | None = None, 
     sim = _simulated(read_results(out), points, {i: (c, e) for i, c, e in rows})
     result = {"evaluated": len(rows), "simulated": len(sim), "combos": space.combos,
               "pruned": {"invalid": space.pruned_invalid, "constraints": space.pruned_constraints,
-                         "memory": space.pruned_memory, "refused_by_the_workload": refused},
+                         "memory": space.pruned_memory, "refused_by_the_workload": refused,
+                         "same_program": duplicates},
               "estimate_s": t_est, **_ranking(sim), "elapsed_s": time.perf_counter() - t0}
     if sim:
         best = sim[0]
