@@ -90,6 +90,7 @@ COMMANDS: dict[tuple[str, str], str] = {
     ("README.md", ".venv/bin/python benchmarks/validate_compute.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/validate_megatron_h100.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/validate_modern.py"): NOT_HERE,
+    ("README.md", ".venv/bin/python benchmarks/bench_plan.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/validate_nccl.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/bench_nccl_auto.py"): NOT_HERE,
     ("README.md", ".venv/bin/python benchmarks/validate_plan.py"): NOT_HERE,
