@@ -29,19 +29,22 @@ are consecutive (compute: one; p2p: the transfer, after an entry marker where ho
 collective and io: entry, transfers, exit) and their number is known up front, so every task's
 first flow id is a cumulative sum and every array (dependencies, routes, marks in CSR form) is
 filled by scatter. The flows after a collective's entry are built, routed and linked once per
-(collective, group) and candidate NCCL's choice runs at the task's size (`network.tuner`) as a
-template relative to the entry, and tiled over its tasks, sizes scaled; an NCCL protocol's share of
-the bandwidth scales them too, and its latency (and NVLS's pipeline fill) is the exit marker's.
+(collective, group) and candidate NCCL's choice runs at the task's size (`network.tuner`, asked
+once per distinct size: a flow model prices a size by simulating it) as a template relative to
+the entry, and tiled over its tasks (`network.flow.tiles`), sizes scaled; an NCCL protocol's share
+of the bandwidth scales them too, and its latency (and NVLS's pipeline fill) is the exit marker's.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..network.lowering.dataflow import runs_as_streams, schedule_flows
 from ..network.flow import Flows, Holds
+from ..network.flow.tiles import put_each, put_outer, put_rows, put_shifted
 from ..network.flow_model import endpoint_topology, with_injection
 from ..system.model import System
 from ..system.resources import task_times_of
@@ -71,9 +74,10 @@ def simulate_on_flows(graph: WorkloadGraph, system: System, pricer: CommPricer, 
     TrainResult
         Start and end of every task (s), each communication task as one piece, the breakdown.
     """
-    fg = _FlowGraph(graph, system, pricer)
-    topo, flows = fg.assemble()
-    res = pricer.model.flows(topo, flows)
+    with _small_pages():
+        fg = _FlowGraph(graph, system, pricer)
+        topo, flows = fg.assemble()
+        res = pricer.model.flows(topo, flows)
     g = graph
     start, end = res.start[fg.entry], res.finish[fg.exit]
     comm = np.flatnonzero(g.kind != TaskKind.COMPUTE)
@@ -81,6 +85,26 @@ def simulate_on_flows(graph: WorkloadGraph, system: System, pricer: CommPricer, 
     if progress is not None:
         progress(len(g), len(g))
     return TrainResult(g, system, start, end, comm, start[comm], end[comm], bd, res.events)
+
+
+@contextmanager
+def _small_pages():
+    """numpy's big arrays without its request for transparent huge pages, for the flow simulation.
+
+    numpy asks the kernel for huge pages on every array of 4 MiB or more (madvise); where the
+    kernel then compacts memory to find them (transparent_hugepage/defrag: madvise, the default),
+    a flow simulation's hundreds of fresh 100-200 MB arrays stall in the kernel: 64 GPUs, 23 M
+    flows, 34 s -> 24 s (16 s of system time -> 6 s) on this project's machine; the same user
+    time. Only how memory is mapped changes, never a value. numpy's own switch
+    (`NUMPY_MADVISE_HUGEPAGE`), set for the simulation and restored after it."""
+    core = getattr(np, "_core", None) or getattr(np, "core", None)
+    switch = getattr(getattr(core, "multiarray", None), "_set_madvise_hugepage", None)
+    was = switch(False) if switch is not None else None
+    try:
+        yield
+    finally:
+        if switch is not None:
+            switch(was)
 
 
 @dataclass(frozen=True, eq=False)
@@ -198,7 +222,10 @@ class _FlowGraph:
             chosen = np.zeros(len(tasks), dtype=np.int64)
             for u, t in enumerate(tasks[first].tolist()):
                 on = np.flatnonzero(inv == u)
-                chosen[on] = pc.priced(COLLECTIVES[g.coll[t]], g.members(t)).winners(g.size[tasks[on]])
+                # each distinct size once: a flow model prices a size by simulating it (per candidate),
+                # and a layer's collectives repeat a few sizes over every microbatch
+                sizes, back = np.unique(g.size[tasks[on]], return_inverse=True)
+                chosen[on] = pc.priced(COLLECTIVES[g.coll[t]], g.members(t)).winners(sizes)[back.reshape(-1)]
             _, first, inv = np.unique(inv * (int(chosen.max(initial=0)) + 1) + chosen, return_index=True,
                                       return_inverse=True)
         for i, t in zip(first.tolist(), tasks[first].tolist()):
@@ -321,21 +348,23 @@ class _FlowGraph:
         if hold:
             dcnt[q] = 1  # a held transfer waits for its entry
         hops[q] = np.diff(p_ptr)
-        for tp, T in blocks:
-            pos = (first[T] + 1)[:, None] + np.arange(tp.n)
-            S[pos], D[pos], prio[pos], lat[pos] = tp.src, tp.dst, pr[T][:, None], tp.lat
+        for tp, T in blocks:  # each task's flows after its entry: the template's rows (`network.flow.tiles`)
+            at = first[T] + 1
+            for out, row in ((S, tp.src), (D, tp.dst), (lat, tp.lat), (dcnt, np.diff(tp.dep_ptr)),
+                             (hops, np.diff(tp.route_ptr))):
+                put_rows(out, at, row)
+            put_each(prio, at, tp.n, pr[T])
             if tp.div:
-                size[pos[:, :-1]] = (g.size[T] / tp.div)[:, None]
+                put_each(size, at, tp.n - 1, g.size[T] / tp.div)
             elif tp.protocol is not None:
                 # NCCL's protocol: its share of the bandwidth scales the bytes; its latency (and NVLS's
                 # fill) and what its ceiling (LL's llMaxBw, a tree's NICs) adds to the collective alone
                 # are the exit marker's
                 sz = g.size[T]
-                size[pos] = (sz * tp.protocol.terms.data_scale(sz))[:, None] * tp.size
-                lat[pos[:, -1]] = tp.protocol.tail(sz)
+                put_outer(size, at, sz * tp.protocol.terms.data_scale(sz), tp.size)
+                lat[at + tp.n - 1] = tp.protocol.tail(sz)
             else:
-                size[pos] = g.size[T][:, None] * tp.size
-            dcnt[pos], hops[pos] = np.diff(tp.dep_ptr), np.diff(tp.route_ptr)
+                put_outer(size, at, g.size[T], tp.size)
         dep_ptr = np.zeros(N + 1, dtype=np.int64)
         np.cumsum(dcnt, out=dep_ptr[1:])
         del dcnt
@@ -354,8 +383,7 @@ class _FlowGraph:
         if hold:
             dep_idx[dep_ptr[q]] = first[pt]
         for tp, T in blocks:
-            f0 = first[T]
-            dep_idx[dep_ptr[f0 + 1][:, None] + np.arange(len(tp.dep_rel))] = f0[:, None] + tp.dep_rel
+            put_shifted(dep_idx, dep_ptr[first[T] + 1], first[T], tp.dep_rel)
         return dep_idx
 
     def _flow_links(self, ptr, S, first, q, pt, hold: int, p_ptr, p_links, p_weight, inject: bool, templates, blocks):
@@ -376,10 +404,10 @@ class _FlowGraph:
             weight[p_at] = p_weight
         del p_at
         for tp, T in blocks:
-            at = ptr[first[T] + 1][:, None] + np.arange(len(tp.route_links))
-            links[at] = tp.route_links
+            at = ptr[first[T] + 1]
+            put_rows(links, at, tp.route_links)
             if tp.route_weight is not None:
-                weight[at] = tp.route_weight
+                put_rows(weight, at, tp.route_weight)
         return links, weight
 
     def _p2p_rates(self, pt: np.ndarray) -> np.ndarray:

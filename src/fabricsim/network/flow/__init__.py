@@ -47,6 +47,7 @@ import numpy as np
 from ...errors import ConfigError
 from ...topology.graph import Topology
 from .loop import FlowRun, successors  # noqa: F401 (successors: part of this module's surface)
+from .rows import link_bytes, path_sums, route_keys  # noqa: F401 (route_keys: part of this module's surface)
 
 MODES = ("pipelined", "store-and-forward")
 
@@ -244,17 +245,18 @@ def _units(topo: Topology, flows: Flows, mode: str, chunk: float) -> _Units:
         ptr, links = topo.route(flows.src, flows.dst)
     hops = np.diff(ptr)
     n = len(flows)
-    tid = np.repeat(np.arange(n), hops)
-    lat = np.bincount(tid, weights=topo.link_lat[links], minlength=n)
+    weight = None if flows.route_weight is None else np.asarray(flows.route_weight, dtype=float)
+    # a weighted entry carries the flow at bandwidth / weight; bw: the slowest entry of each route
+    lat, bw = path_sums(ptr, links, topo.link_lat, topo.link_bw, weight)
     if flows.latency is not None:  # a link set that is not a path (a tree) says its own latency
         given = np.asarray(flows.latency, dtype=float)
         lat = np.where(np.isnan(given), lat, given)
-    weight = None if flows.route_weight is None else np.asarray(flows.route_weight, dtype=float)
     if mode == "pipelined":
-        bw = np.full(n, np.inf)
-        if len(links):  # a weighted entry carries the flow at bandwidth / weight
-            np.minimum.at(bw, tid, topo.link_bw[links] / (1.0 if weight is None else np.maximum(weight, 1e-300)))
-        fill = np.where(hops > 1, (hops - 1) * np.minimum(chunk, flows.size) / np.where(np.isfinite(bw), bw, 1.0), 0.0)
+        if chunk == 0:  # fluid: the fill below is +0.0 for every flow (sizes are finite and >= 0), in one pass
+            fill = 0.0
+        else:
+            fill = np.where(hops > 1, (hops - 1) * np.minimum(chunk, flows.size) / np.where(np.isfinite(bw), bw, 1.0),
+                            0.0)
         if flows.route_ptr is not None:  # explicit routes: the class key is the set of links (and weights) itself
             key = route_keys(ptr, links, weight)
         else:
@@ -354,70 +356,17 @@ def simulate_flows(topo: Topology, flows: Flows, *, mode: str = "pipelined", chu
         run = FlowRun(topo, flows, U, record_timeline, not exact, succ).run()
     t_start, t_sent, t_done, link_busy, events, timeline = run
     n = len(flows)
-    finish, sent = np.full(n, np.nan), np.full(n, np.nan)
-    first_start = np.full(n, np.inf)
-    finish[U.owner[U.last]] = t_done[U.last]
-    sent[U.owner[U.last]] = t_sent[U.last]
-    np.minimum.at(first_start, U.owner, t_start)
+    if len(U.size) == n:  # one unit per flow (U.owner the identity, every unit its flow's last): its times
+        finish, sent, first_start = t_done, t_sent, t_start.copy()  # (the minimum of inf and x is x, NaN too)
+    else:
+        finish, sent = np.full(n, np.nan), np.full(n, np.nan)
+        first_start = np.full(n, np.inf)
+        finish[U.owner[U.last]] = t_done[U.last]
+        sent[U.owner[U.last]] = t_sent[U.last]
+        np.minimum.at(first_start, U.owner, t_start)
     if np.isnan(finish).any():
         bad = int(np.flatnonzero(np.isnan(finish))[0])
         raise ConfigError("flows", f"flow {bad}", "never started: its predecessors form a cycle or never finish")
     # bytes per link: every unit's size over its links (at its weight), all units having finished
-    per_unit = np.where(np.diff(U.ptr) > 0, U.size, 0.0)
-    w = 1.0 if U.weight is None else U.weight
-    link_bytes = np.bincount(U.links, weights=np.repeat(per_unit, np.diff(U.ptr)) * w, minlength=topo.n_links)
-    return FlowResult(first_start, sent, finish, link_bytes, link_busy, events, timeline)
-
-
-def route_keys(ptr: np.ndarray, links: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
-    """One id per distinct link sequence (and weights) of a route CSR, ids dense from 0.
-
-    Two 64-bit polynomial hashes of each row group the rows; every row is then compared with its
-    group's first row entry by entry, so the ids are exact (a hash collision falls back to
-    grouping by tuples, slow and never seen).
-
-    Parameters
-    ----------
-    ptr, links : int arrays
-        Route CSR: row i is `links[ptr[i]:ptr[i+1]]`.
-    weight : float array, optional
-        Per entry weight, part of the identity.
-
-    Returns
-    -------
-    int64 array [rows]
-        Equal ids for equal rows.
-    """
-    n = len(ptr) - 1
-    hops = np.diff(ptr)
-    if n == 0:
-        return np.zeros(0, np.int64)
-    pos = np.arange(len(links)) - np.repeat(ptr[:-1], hops)
-    vals = links.astype(np.uint64) + np.uint64(1)
-    if weight is not None:
-        vals = vals * np.uint64(0x9E3779B97F4A7C15) + weight.astype(np.float64).view(np.uint64)
-    with np.errstate(over="ignore"):
-        h = []
-        for base in (np.uint64(0x100000001B3), np.uint64(0xC2B2AE3D27D4EB4F)):
-            powers = np.cumprod(np.full(max(int(hops.max(initial=0)), 1), base, dtype=np.uint64))
-            mixed = vals * powers[pos]
-            s = np.zeros(n, np.uint64)
-            nz = hops > 0
-            if len(links):
-                s[nz] = np.add.reduceat(mixed, ptr[:-1][nz])
-            h.append(s)
-    _, first, key = np.unique(np.stack([h[0], h[1], hops.astype(np.uint64)], axis=1), axis=0,
-                              return_index=True, return_inverse=True)
-    key = key.ravel()
-    rep = first[key]  # each row's group representative
-    same = links == links[np.repeat(ptr[rep], hops) + pos]
-    if weight is not None:
-        same &= weight == weight[np.repeat(ptr[rep], hops) + pos]
-    if same.all():
-        return key.astype(np.int64)
-    ids: dict = {}  # a collision: group by the rows themselves
-    rows = ((tuple(links[ptr[i]: ptr[i + 1]].tolist()),
-             () if weight is None else tuple(weight[ptr[i]: ptr[i + 1]].tolist())) for i in range(n))
-    return np.fromiter((ids.setdefault(r, len(ids)) for r in rows), dtype=np.int64, count=n)
-
-
+    return FlowResult(first_start, sent, finish, link_bytes(U.ptr, U.links, U.size, U.weight, topo.n_links), link_busy,
+                      events, timeline)

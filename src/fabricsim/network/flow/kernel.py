@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...kernels import kernel
+from .leaf import leaf
 
 # the state arrays, in the order every function takes them (see `new_state`)
 #   V, tV            float [classes]: virtual clock and when it was last brought up to date
@@ -31,14 +31,14 @@ def new_state(n_classes: int, n_units: int):
             np.zeros(1, np.int64))
 
 
-@kernel
+@leaf
 def _swap(heap, hpos, i, j):
     a, b = heap[i], heap[j]
     heap[i], heap[j] = b, a
     hpos[b], hpos[a] = i, j
 
 
-@kernel
+@leaf
 def _sift(hkey, hpos, heap, hsize, i):
     """Restore the heap property around position i (up, then down)."""
     while i > 0:
@@ -61,7 +61,7 @@ def _sift(hkey, hpos, heap, hsize, i):
         i = m
 
 
-@kernel
+@leaf
 def _set_key(c, t, hkey, hpos, heap, hsize):
     """Class c's next finish is at t (inf: none): insert, move or remove it in the heap."""
     if t == np.inf:
@@ -85,13 +85,13 @@ def _set_key(c, t, hkey, hpos, heap, hsize):
     _sift(hkey, hpos, heap, hsize, hpos[c])
 
 
-@kernel
+@leaf
 def next_finish(hkey, heap, hsize):
     """Time of the next finish of any class, s (inf: none sending)."""
     return hkey[heap[0]] if hsize[0] > 0 else np.inf
 
 
-@kernel
+@leaf
 def start_units(units, cls_of, size, now, rate, mult, V, tV, head, nxt, target, stamp, ep, changed, n_changed):
     """Units start sending now: each joins its class's sorted list; their classes are changed."""
     for u in units:
@@ -119,7 +119,7 @@ def start_units(units, cls_of, size, now, rate, mult, V, tV, head, nxt, target, 
             n_changed[0] += 1
 
 
-@kernel
+@leaf
 def finish_due(now, horizon, size, rate, mult, V, tV, head, nxt, target, hkey, hpos, heap, hsize, stamp, ep,
                changed, n_changed, done):
     """Units of classes due by `horizon` that have sent their last byte; returns how many (in done)."""
@@ -144,7 +144,7 @@ def finish_due(now, horizon, size, rate, mult, V, tV, head, nxt, target, hkey, h
     return nd
 
 
-@kernel
+@leaf
 def retime(changed, was_pos, moved, old, now, rate, acc, c_ptr, c_links, c_w, n_pos, busy_since, link_busy,
            V, tV, head, target, hkey, hpos, heap, hsize, stamp, ep):
     """After a re-share at `now`: bring the clocks of classes whose rate moved to now at their old
@@ -184,7 +184,7 @@ def retime(changed, was_pos, moved, old, now, rate, acc, c_ptr, c_links, c_w, n_
             _set_key(c, t, hkey, hpos, heap, hsize)
 
 
-@kernel
+@leaf
 def release(units, succ_ptr, succ, waiting, ready):
     """Units arrived: their successors wait for one fewer; returns how many became ready (listed
     in `ready`, each once: a count reaches 0 once)."""
@@ -197,3 +197,53 @@ def release(units, succ_ptr, succ, waiting, ready):
                 ready[n] = s
                 n += 1
     return n
+
+
+@leaf
+def stable_order(idx, n, keys, tmp):
+    """Sort idx[:n] in place by keys[idx] ascending, equal keys kept in their order: a bottom-up
+    merge sort through tmp (n entries), allocating nothing. Stable, so it gives numpy's stable
+    argsort order exactly (keys without NaN)."""
+    width, in_tmp = 1, False
+    while width < n:
+        src, dst = (tmp, idx) if in_tmp else (idx, tmp)
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):
+                if j < hi and (i >= mid or keys[src[j]] < keys[src[i]]):
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+        in_tmp = not in_tmp
+        width *= 2
+    if in_tmp:
+        for k in range(n):
+            idx[k] = tmp[k]
+
+
+@leaf
+def sort_values(a, n, tmp):
+    """Sort a[:n] ascending in place (a merge sort through tmp, n entries; allocating nothing).
+    `stable_order`'s merge on the values themselves: one helper for both would need an index array
+    (an allocation) or a branch in the innermost comparison."""
+    width, in_tmp = 1, False
+    while width < n:
+        src, dst = (tmp, a) if in_tmp else (a, tmp)
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):
+                if j < hi and (i >= mid or src[j] < src[i]):
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+        in_tmp = not in_tmp
+        width *= 2
+    if in_tmp:
+        for k in range(n):
+            a[k] = tmp[k]

@@ -15,6 +15,13 @@ proportional to what changed, not to what is in flight:
 
 Events within a relative 1e-12 of each other are one event (as sends ending then are): the same
 rule the reference loop used for ends of sending, now also for starts and arrivals.
+
+Two loops, one answer: `FlowRun.run_stepwise` drives the compiled kernels from Python one event at
+a time (the reference, the only one that keeps a timeline, and the one a small run on a cold cache
+takes: it interprets faster with numpy's help); `FlowRun.run` runs the same loop wholly compiled
+(`network.flow.event_kernel`: 50 us an event -> about 3 us; a 64-GPU training run's 3 M events
+took 150 s in Python), the same operations in the same order, so the same bits
+(tests/test_flow_engine_speedups.py).
 """
 
 from __future__ import annotations
@@ -26,31 +33,13 @@ import numpy as np
 from ...kernels import load
 from ...roofline import stretch
 from .maxmin import FairShare, _gather
+from .rows import successors, unique_rows  # noqa: F401 (successors: re-exported)
 
 _LOOP_ENTRIES = ("next_finish", "finish_due", "start_units", "retime", "release")
 _LABEL = "the flow model's kernels"
+_EVENT_KERNEL = "fabricsim.network.flow.event_kernel"
 
 SAME_TIME = 1e-12  # events closer than this (relative) are one event
-
-
-def successors(dep_ptr: np.ndarray, dep_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Reverse a predecessor CSR into a successor CSR.
-
-    Parameters
-    ----------
-    dep_ptr, dep_idx : int64 arrays
-        Item i waits for `dep_idx[dep_ptr[i]:dep_ptr[i+1]]`.
-
-    Returns
-    -------
-    (int64 array, int64 array)
-        (succ_ptr, succ): item j's dependents are `succ[succ_ptr[j]:succ_ptr[j+1]]`.
-    """
-    n = len(dep_ptr) - 1
-    order = np.argsort(dep_idx, kind="stable")
-    succ = np.repeat(np.arange(n), np.diff(dep_ptr))[order]
-    succ_ptr = np.concatenate([[0], np.cumsum(np.bincount(dep_idx, minlength=n))])
-    return succ_ptr, succ
 
 
 class FlowRun:
@@ -76,10 +65,8 @@ class FlowRun:
         n = len(U.size)
         self.hops = np.diff(U.ptr)
         h = flows.holds
-        gate = np.full(n, -1, dtype=np.int64) if h is None else np.asarray(h.gate, np.int64)[U.owner]
-        if h is None:
-            ga = gc = gr = np.zeros(n)
-        else:
+        if h is not None:
+            gate = np.asarray(h.gate, np.int64)[U.owner]
             ga, gc, gr = (np.asarray(x, float)[U.owner] for x in (h.compute, h.memory_time, h.rate))
         # classes: same route (and weights), cap, priority and gate
         if h is None and (n == 0 or (np.all(U.cap == U.cap[0]) and np.all(U.prio == U.prio[0]))):
@@ -88,15 +75,20 @@ class FlowRun:
             cols = [U.key.astype(float), U.cap, U.prio.astype(float)]
             if h is not None:
                 cols += [gate.astype(float), ga, gc, gr]
-            _, cls_rep, cls_of = np.unique(np.stack(cols, axis=1), axis=0, return_index=True, return_inverse=True)
+            cls_rep, cls_of = unique_rows(cols)
         self.cls_of = cls_of.ravel()
         n_cls = len(cls_rep)
+        if h is None:  # no gates: per class only (the arrays per unit cost a pass over millions of units)
+            gate, ga, gc, gr, cls_g = np.full(n_cls, -1, dtype=np.int64), *(np.zeros(n_cls) for _ in range(3)), \
+                np.arange(n_cls)
+        else:
+            cls_g = cls_rep
         counts = self.hops[cls_rep]
         c_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         ent = _gather(U.ptr, cls_rep) if n_cls else np.zeros(0, np.int64)
         c_weight = None if U.weight is None else U.weight[ent]
         self.c_cap = U.cap[cls_rep]
-        self.c_gate, self.c_ga, self.c_gc, self.c_gr = gate[cls_rep], ga[cls_rep], gc[cls_rep], gr[cls_rep]
+        self.c_gate, self.c_ga, self.c_gc, self.c_gr = gate[cls_g], ga[cls_g], gc[cls_g], gr[cls_g]
         # interpreted, an event re-shares about every class: the loop's work grows as units x classes
         # (it picks the kernels' build on a cold cache, `fabricsim.kernels`)
         self.work = float(n) * max(n_cls, 1)
@@ -143,7 +135,59 @@ class FlowRun:
     # ---- the loop -------------------------------------------------------------------------------
 
     def run(self):
-        """Run to completion; returns (t_start, t_sent, t_done per unit, link_busy, events, timeline)."""
+        """Run to completion; returns (t_start, t_sent, t_done per unit, link_busy, events, timeline).
+
+        The whole loop compiled (`network.flow.event_kernel`) where its compiled build is loaded and
+        no timeline is kept, else `run_stepwise`: the same operations in the same order, the same
+        results to the bit."""
+        ek = None if self.record else load(_EVENT_KERNEL, ("run_events",), self.work, _LABEL)
+        ready0 = np.flatnonzero(self.waiting == 0)
+        if ek is None or ek.__name__.endswith("[python]") or not len(ready0):
+            return self.run_stepwise()  # the Python build interprets a loop faster with numpy's help
+        n = len(self.size)
+        U, H = self._unit_state(), self._hold_state()
+        SQ, AQ, seq = ek.new_queue(n), ek.new_queue(n), np.zeros(1, np.int64)
+        ek._queue(SQ, seq, ready0, np.ascontiguousarray(self.U.start[ready0], dtype=float), len(ready0), U[17], U[18])
+        fs = self.fs
+        F = (fs.level_size, fs.c_ptr, fs.c_links, fs.c_w, fs.l_ptr, fs.l_cls, fs.l_w, fs.lvl, fs.link_cap, fs.cap,
+             fs.mult, fs.rate, fs.acc, fs.load, fs.lmax, fs.before, fs._sc, fs._sl, fs._fc, fs._fl, fs._bc, fs._ep,
+             np.zeros(len(fs.lvl), dtype=bool))
+        X = (self.stamp, self.changed, self.n_changed, np.array([self.ep, 0], dtype=np.int64))  # [epoch, sending]
+        status, events = ek.run_events(U, self.st, F, (self.n_pos, self.busy_since, self.link_busy), X, H, SQ, AQ, seq,
+                                       len(fs.level_size), fs.incremental, self.flows.holds is not None)
+        if status:
+            raise RuntimeError("flow model stalled: flows with zero rate")
+        return self.t_start, self.t_sent, self.t_done, self.link_busy, int(events), ()
+
+    def _unit_state(self) -> tuple:
+        """The per-unit arrays of the compiled loop (`network.flow.event_kernel`, U), with its scratch
+        buffers: times W (s), unit ids B, O, T."""
+        U = self.U
+        return (self.size, np.ascontiguousarray(U.lat, dtype=float), np.ascontiguousarray(U.start, dtype=float),
+                np.ascontiguousarray(self.hops, dtype=np.int64), self.cls_of64, np.ascontiguousarray(U.owner, np.int64),
+                np.ascontiguousarray(U.last, dtype=bool), np.ascontiguousarray(self.succ_ptr, dtype=np.int64),
+                np.ascontiguousarray(self.succ, dtype=np.int64), self.waiting, self.ready, self.done, self.t_start,
+                self.t_sent, self.t_done, np.empty(len(self.size)), *(np.empty(len(self.size), np.int64) for _ in range(3)))
+
+    def _hold_state(self) -> tuple:
+        """The holds as the compiled loop reads them (`network.flow.event_kernel`, H); empty arrays of
+        the same types without holds (one compiled signature)."""
+        h, U = self.flows.holds, self.U
+        i64, f64 = (lambda a: np.ascontiguousarray(a, dtype=np.int64)), (lambda a: np.ascontiguousarray(a, dtype=float))
+        owner, last = i64(U.owner), np.ascontiguousarray(U.last, dtype=bool)
+        if h is None:
+            z, zf = np.zeros(1, np.int64), np.zeros(1)
+            return (z, z, z, z, z, zf, zf, z, z, zf, zf, z, z, z, zf, zf, zf, zf, np.zeros(2, np.int64), z, owner, last,
+                    z)
+        n_groups = len(self.g_units)
+        return (i64(h.mark_ptr), i64(h.mark_idx), i64(h.mark_delta), self.hold_count, i64(h.group), f64(h.units),
+                f64(h.memory), i64(self.h_order), i64(self.h_ptr), self.g_units, self.g_memory, i64(self.gc_order),
+                i64(self.gc_ptr), i64(self.c_gate), f64(self.c_ga), f64(self.c_gc), f64(self.c_gr), f64(self.c_cap),
+                np.zeros(n_groups + 1, np.int64), np.zeros(n_groups, np.int64), owner, last, np.zeros(n_groups, np.int64))
+
+    def run_stepwise(self):
+        """`run`, one event at a time in Python around the compiled kernels (the reference; the
+        only loop that keeps a timeline)."""
         ready0 = np.flatnonzero(self.waiting == 0)
         self._push_starts(ready0, self.U.start[ready0])
         V, tV, head, nxt, target, hkey, hpos, heap, hsize = self.st

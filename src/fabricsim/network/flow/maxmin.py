@@ -166,13 +166,13 @@ class FairShare:
         self.before = np.full(n_c, np.nan)
         self.incremental = incremental
         # scratch of the compiled update (sets as buffers with epoch stamps)
-        self._sc = np.zeros((5, n_c), np.int64)
+        self._sc = np.zeros((9, n_c), np.int64)  # S, seen, sstamp, bstamp, bad, capped, sort, frozen, moved
         self._sl = np.zeros((11, n_l), np.int64)
         self._sl[9] = -1  # positions in the fill's heap of links: none
-        self._fc = np.zeros((2, n_c))
+        self._fc = np.zeros((3, n_c))  # best, new, old
         self._fl = np.zeros((4, n_l))
         self._bc = np.zeros(n_c, bool)
-        self._ep = np.zeros(1, np.int64)
+        self._ep = np.zeros(4, np.int64)  # epoch, heap size, unused heap size, classes seen
         if work is None:
             work = float(n_c) * max(n_c, 1)
         # numba's compiled update, or its Python build for a small run on a cold cache (`fabricsim.kernels`)
@@ -196,7 +196,8 @@ class FairShare:
         (int array, float array)
             The classes whose rate changed, and their rates before (the caller re-times their flows).
         """
-        return self._update(np.ascontiguousarray(changed, dtype=np.int64), len(self.level_size), self.incremental,
-                      self.level_size, self.c_ptr, self.c_links, self.c_w, self.l_ptr, self.l_cls, self.l_w, self.lvl,
-                      self.link_cap, self.cap, self.mult, self.rate, self.acc, self.load, self.lmax, self.before,
-                      self._sc, self._sl, self._fc, self._fl, self._bc, self._ep)
+        nm = self._update(np.ascontiguousarray(changed, dtype=np.int64), len(self.level_size), self.incremental,
+                          self.level_size, self.c_ptr, self.c_links, self.c_w, self.l_ptr, self.l_cls, self.l_w,
+                          self.lvl, self.link_cap, self.cap, self.mult, self.rate, self.acc, self.load, self.lmax,
+                          self.before, self._sc, self._sl, self._fc, self._fl, self._bc, self._ep)
+        return self._sc[8, :nm].copy(), self._fc[2, :nm].copy()

@@ -24,6 +24,32 @@ from .loop import SAME_TIME
 
 
 @kernel
+def _down(heap, size, i, key):
+    """Sift heap[i] down in a binary heap of ids ordered by (key, id)."""
+    while True:
+        lft, rgt, m = 2 * i + 1, 2 * i + 2, i
+        if lft < size and (key[heap[lft]] < key[heap[m]] or (key[heap[lft]] == key[heap[m]] and heap[lft] < heap[m])):
+            m = lft
+        if rgt < size and (key[heap[rgt]] < key[heap[m]] or (key[heap[rgt]] == key[heap[m]] and heap[rgt] < heap[m])):
+            m = rgt
+        if m == i:
+            return
+        heap[i], heap[m] = heap[m], heap[i]
+        i = m
+
+
+@kernel
+def _heap(key):
+    """A binary heap of ids 0..len(key)-1 ordered by (key, id): popped, the ids come in the order
+    of a stable sort by key (the sweep needs no more than its first conflict: a training run's
+    flows meet within its first few)."""
+    heap = np.arange(len(key))
+    for i in range(len(key) // 2 - 1, -1, -1):
+        _down(heap, len(key), i, key)
+    return heap
+
+
+@kernel
 def _solo(ptr, links, weight, bw, size, cap, start0, lat, dep_ptr, dep_idx, succ_ptr, succ, tol):
     """(ok, t_start, t_sent, t_done, link_busy, events); ok False when two units meet on a link
     or the dependencies have a cycle (the event loop then reports it)."""
@@ -77,7 +103,11 @@ def _solo(ptr, links, weight, bw, size, cap, start0, lat, dep_ptr, dep_idx, succ
         return False, t_start, t_sent, t_done, np.zeros(n_links), 0
     busy_until = np.full(n_links, -np.inf)
     link_busy = np.zeros(n_links)
-    for u in np.argsort(t_start, kind="mergesort"):  # the sweep: no unit starts on a link still in use
+    heap = _heap(t_start)  # units in start order (a stable sort's), popped one by one: a conflict stops early
+    for left in range(n, 0, -1):  # the sweep: no unit starts on a link still in use
+        u = heap[0]
+        heap[0] = heap[left - 1]
+        _down(heap, left - 1, 0, t_start)
         if not (size[u] > 0.0 and ptr[u + 1] > ptr[u]):
             continue
         horizon = t_start[u] * (1.0 + tol) + 1e-18
