@@ -22,6 +22,7 @@ means more raises the one limit the message names. The limits in force are a con
     chunks        65,536       chunks one collective is split into
     iterations    10,000       training iterations of one run
     proposals     100,000      MCMC proposals (steps x rounds) of one TopoOpt search (`topology optimize`)
+    combos        1,000,000    combinations of the knobs one `fabricsim plan` search judges (~30 us each)
     file_bytes    256 MiB      bytes of one input file (YAML, JSON, text workload, trace)
     trace_nodes   10,000,000   nodes of the Chakra traces one export writes (all NPUs; ~450 B each)
 """
@@ -42,7 +43,7 @@ class Limits:
 
     Parameters
     ----------
-    npus, links, route_table, ranks, sizes, blocks, flows, tasks, chunks, iterations, proposals, trace_nodes : int
+    npus, links, route_table, ranks, sizes, blocks, flows, tasks, chunks, iterations, proposals, combos, trace_nodes : int
         Counts (see the module docstring for what each counts and its default).
     file_bytes : int
         Bytes of one input file.
@@ -59,6 +60,7 @@ class Limits:
     chunks: int = 65_536
     iterations: int = 10_000
     proposals: int = 100_000
+    combos: int = 1_000_000
     file_bytes: int = 256 * 2**20
     trace_nodes: int = 10_000_000
 

@@ -39,6 +39,7 @@ from pydantic import Field, StrictBool, StrictInt, field_validator, model_valida
 from ..config import errors_in, read_yaml_mapping, validate
 from ..errors import ConfigError
 from ..inputs import _short
+from ..limits import check_limit
 from ..train_config import ParallelismSection, TrainConfig
 from ..workload.strategy import RECOMPUTES
 from ..workload_config import _Strict
@@ -54,7 +55,6 @@ DERIVED = {"mp": "a knob: give its choices as search.tp", "dp": "derived: gpus /
 FIXED_KEYS = tuple(k for k in ParallelismSection.model_fields if k not in KNOBS and k not in DERIVED)
 """The workload.parallelism keys `search.fixed` accepts: the same for every candidate."""
 
-MAX_COMBOS = 1_000_000
 """Most combinations of the knobs a search may name (each is judged in about 0.1 ms: 1e6 is minutes)."""
 
 _POW2 = ("integers >= 1, distinct: a list ([1, 2, 4]), one value (8) or a range string '1-8' "
@@ -182,10 +182,9 @@ class SearchSection(_Strict):
 
     @model_validator(mode="after")
     def _bounded(self):
-        if self.combos() > MAX_COMBOS:  # refused before minutes of enumeration
-            raise ConfigError("search", self.combos(), f"combinations of the knobs; accepted: at most {MAX_COMBOS:,} "
-                                                       "(fewer choices of tp, pp, cp, ep, virtual_stages, microbatch, "
-                                                       "recompute, sequence_parallel, zero)")
+        # refused before minutes of enumeration (`fabricsim.limits`: --limit combos=N raises it)
+        check_limit("combos", self.combos(), "combinations of the knobs (tp x pp x cp x ep x virtual_stages x "
+                    "microbatch x recompute x sequence_parallel x zero)", "search", self.combos())
         return self
 
     def choices(self) -> dict[str, tuple]:
@@ -366,5 +365,5 @@ def train_config_for(plan_cfg: PlanConfig, strategy_fields: dict) -> dict:
     return out
 
 
-__all__ = ["ConstraintsSection", "DERIVED", "FIXED_KEYS", "KNOBS", "MAX_COMBOS", "PlanConfig", "SearchSection",
+__all__ = ["ConstraintsSection", "DERIVED", "FIXED_KEYS", "KNOBS", "PlanConfig", "SearchSection",
            "load_plan_config", "plan_config", "train_config_for"]

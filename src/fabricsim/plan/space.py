@@ -237,7 +237,12 @@ def enumerate_space(cfg: PlanConfig, *, workers: int = 1, dask: str | None = Non
     else:
         bounds = [len(blocks) * k // n for k in range(n + 1)]
         data = {**cfg.mapping, "search": cfg.search.model_dump(mode="json", exclude_none=True)}
-        jobs = [(data, cfg.source, cfg.train.base_dir, blocks[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        from dataclasses import asdict
+
+        from ..limits import current_limits
+
+        limits = asdict(current_limits())  # a worker validates the config again under the caller's limits
+        jobs = [(data, cfg.source, cfg.train.base_dir, blocks[a:b], limits) for a, b in zip(bounds[:-1], bounds[1:])]
         parts = _map(_judge_job, jobs, workers, dask)
         found, counts, combos = [], {"invalid": 0, "constraints": 0, "memory": 0}, 0
         for f, c, k in parts:
@@ -277,8 +282,11 @@ def _judge_job(job) -> tuple[list, dict, int]:
     """`_judge_blocks` of one run of blocks, from plain data (a pool's or Dask's task)."""
     from .schema import plan_config
 
-    data, source, base_dir, blocks = job
-    return _judge_blocks(plan_config(data, source, base_dir=base_dir), blocks)
+    from ..limits import raised_limits
+
+    data, source, base_dir, blocks, limits = job
+    with raised_limits(**limits):
+        return _judge_blocks(plan_config(data, source, base_dir=base_dir), blocks)
 
 
 def _map(fn, jobs: list, workers: int, dask: str | None) -> list:
