@@ -238,12 +238,11 @@ def run_jobs(cfg, progress=None) -> JobsRun:
     from .engine.simulator import simulate
     from .limits import check_limit
     from .progress import report
-    from .train import graph_of, memory_of, pricer_of, system_of, topology_of
+    from .train import graph_of, memory_of, system_of, system_pricer, topology_of
 
     report(progress, 0, 0, "building the topology")
     topo, system, names = topology_of(cfg), system_of(cfg), job_names(cfg)
-    with errors_in(cfg.source, "network.algorithms"):
-        pricer = pricer_of(cfg, topo).for_system(system.endpoint, system.npu)
+    pricer = system_pricer(cfg, topo, system)
     notes = ["fold: off for jobs (every NPU of every job is simulated, together and alone)"]
     if not pricer.model.shares_links:
         notes.append(f"network model {cfg.network.model} prices each collective alone: jobs whose traffic shares links "

@@ -94,6 +94,27 @@ def pricer_of(cfg: TrainConfig, topo: Topology) -> CommPricer:
     return CommPricer(topo, cfg.network.model, cfg.network.algorithms)
 
 
+def system_pricer(cfg: TrainConfig, topo: Topology, system: System) -> CommPricer:
+    """`pricer_of` with the system's endpoint (`CommPricer.for_system`), as every run prices its
+    communication; an algorithm the network refuses is one error naming `network.algorithms`.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        A validated config.
+    topo : Topology
+        The config's topology (`topology_of`).
+    system : System
+        The config's system (`system_of`).
+
+    Returns
+    -------
+    CommPricer
+    """
+    with errors_in(cfg.source, "network.algorithms"):
+        return pricer_of(cfg, topo).for_system(system.endpoint, system.npu)
+
+
 def _resolve(cfg: TrainConfig, p: str) -> str:
     q = Path(p)
     return str(q if q.is_absolute() else Path(cfg.base_dir) / q)
@@ -303,8 +324,7 @@ def run_train(cfg: TrainConfig, progress: Progress | None = None) -> TrainRun:
     topo = topology_of(cfg)
     system = system_of(cfg)
     memory, notes = memory_of(cfg, system)
-    with errors_in(cfg.source, "network.algorithms"):
-        pricer = pricer_of(cfg, topo).for_system(system.endpoint, system.npu)
+    pricer = system_pricer(cfg, topo, system)
     fold = _fold_wanted(cfg, pricer, topo.n_npus)
     report(progress, 0, 0, f"building the workload graph ({topo.n_npus} NPUs{', folded' if fold else ''})")
     graph = graph_of(cfg, topo.n_npus, fold=fold)
@@ -350,5 +370,5 @@ def _fold_wanted(cfg: TrainConfig, pricer: CommPricer, n_npus: int) -> bool:
 
 __all__ = ["EndpointSection", "NetworkSection", "NpuSection", "OutputSection", "ParallelismSection", "SchedulingSection",
            "SystemSection", "ShapeSection", "TrainConfig", "TrainRun", "WorkloadSection", "graph_of",
-           "load_train_config", "memory_of", "parse_endpoint", "pricer_of", "run_train", "strategy_of", "system_of",
+           "load_train_config", "memory_of", "parse_endpoint", "pricer_of", "run_train", "strategy_of", "system_of", "system_pricer",
            "topology_of"]

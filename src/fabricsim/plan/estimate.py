@@ -100,6 +100,7 @@ class Estimator:
         self._kernels: dict = {}
         self._comms: dict = {}
         self._dp: dict = {}  # (plan, zero, ep, group) -> each layer's data-parallel collectives, s
+        self._opt: dict = {}  # (params, dtype) -> the optimizer step's kernels (one tuple each: `task` keys by value)
 
     def task(self, work, flops: float, mem: float) -> float:
         """One compute task's time, s: its kernels priced by the compute model, else the roofline."""
@@ -291,12 +292,11 @@ class Estimator:
 
 
 def _opt_kernels(est: Estimator, params: float, dtype: str) -> tuple:
-    """The optimizer step's kernels for `params` parameters (cached per count, so `Estimator.task`
-    keys them by identity)."""
-    key = ("opt", params, dtype)
-    got = est._comms.get(key)
+    """The optimizer step's kernels for `params` parameters, cached per count and dtype."""
+    key = (params, dtype)
+    got = est._opt.get(key)
     if got is None:
-        got = est._comms[key] = optimizer_step(params, dtype)
+        got = est._opt[key] = optimizer_step(params, dtype)
     return got
 
 

@@ -45,13 +45,10 @@ def strategy_text(k: dict) -> str:
 
 def _machine(cfg):
     """(model, system, pricer) of a plan's train config, as `fabricsim train` builds them."""
-    from ..config import errors_in
-    from ..train import pricer_of, system_of, topology_of
+    from ..train import system_of, system_pricer, topology_of
 
     topo, system = topology_of(cfg), system_of(cfg)
-    with errors_in(cfg.source, "network.algorithms"):
-        pricer = pricer_of(cfg, topo).for_system(system.endpoint, system.npu)
-    return cfg.workload.build_model(), system, pricer
+    return cfg.workload.build_model(), system, system_pricer(cfg, topo, system)
 
 
 def distinct(space) -> tuple:
