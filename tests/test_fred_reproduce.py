@@ -20,9 +20,9 @@ from fabricsim.experiments.fred.config import default_config_path
 
 # Where our model and the paper's analytic values are the same computation (spec section 3), they
 # must agree to 1 % (latency: 20 ns per hop against 256 MiB). Known, explained gaps are excluded
-# and checked separately: Fred-A MP(20) (the paper pipelines chunks through the two levels) and
-# the pipeline multicasts that run as a chain of 64 pieces (mesh, Fred-A, Fred-C: the chain's fill
-# and each piece's hop latency).
+# and checked separately: Fred-A MP(20) (64 pieces pipelined through the two levels: the pieces'
+# fill, drain and hop latency on top of the L1-L2 uplinks' work) and the pipeline multicasts that
+# run as a chain of 64 pieces (mesh, Fred-A, Fred-C: the chain's fill and each piece's hop latency).
 CHAINS = {("PP of MP(2)-DP(5)-PP(2)", s) for s in ("mesh", "Fred-A", "Fred-C")}
 GAPS = {("MP(20)", "Fred-A")} | CHAINS
 ALL_WORKLOADS = {"ResNet-152", "Transformer-17B", "GPT-3", "Transformer-1T"}
@@ -60,9 +60,13 @@ def _check_microbenchmarks(d):
 
 def _check_known_gaps(d):
     get = {(r["dimension"], r["system"]): r["per_D"] for r in d["microbenchmarks"]}
-    # Fred-A, hierarchical without pipelining: L1 reduce-scatter + L2 ring on D/4 at 375 GB/s per
-    # NPU (4 rings share a 1.5 TB/s uplink) + L1 all-gather = 2 (0.75/3 + 0.8 x 0.25/0.375)
-    assert get[("MP(20)", "Fred-A")] == pytest.approx(2 * (0.75 / 3 + 0.8 * 0.25 / 0.375), rel=0.01)
+    # Fred-A, hierarchical, 64 pieces pipelined through L1 reduce-scatter, L2 ring on D/4 (4 rings
+    # share each L1's 1.5 TB/s uplink: 375 GB/s per NPU), L1 all-gather: at least the uplinks' work,
+    # 2 x 0.8 x 0.25 / 0.375 = 16/15, plus one piece's L1 fill and drain, 2 x 0.25 / 64; within 15 %
+    # of the paper's 1850 GB/s (1.9 / 1.85 = 1.027). Phase after phase it would be
+    # 2 (0.75/3 + 0.8 x 0.25/0.375) = 1.567 (tests/test_fred_headlines.py checks both forms).
+    fred_a = get[("MP(20)", "Fred-A")]
+    assert 16 / 15 + 0.5 / 64 <= fred_a <= 1.15 * 1.9 / 1.85
     # PP: one NPU per MP group multicasts to the next stage (a chain of 64 pieces: 2 transfers,
     # 65/64 of one transfer's time), each column's chain alone on its links: 750 GB/s on the mesh,
     # 3 TB/s on FRED; plus each piece's hop latency (20 ns x 2-3 hops per 4 MiB piece: < 4.5 %)
@@ -146,6 +150,26 @@ def test_strategy_sweep(quick):
     _check_strategy_sweep(quick[0])
 
 
+def _check_headlines(d, out, workloads):
+    """The run ends with the headline figures: each e2e workload's Fred-C and Fred-D, the 20
+    microbenchmarks, no Fig. 11 rows under --quick; the verdict counts the compared rows."""
+    figs = d["headlines"]
+    e2e = [f for f in figs if f["figure"].startswith("Sec. 8.2")]
+    assert len(e2e) == 2 * len(workloads)
+    assert len([f for f in figs if f["figure"].startswith("Fig. 9")]) == 20
+    assert not [f for f in figs if "Fig. 11" in f["figure"]]
+    compared = [f for f in figs if f["within"] is not None]
+    n = sum(f["within"] for f in compared)
+    assert d["verdict"]["line"].startswith(f"verdict: {n} of {len(compared)} headline figures within 15%")
+    assert all(f["cause"] for f in figs if f["within"] is False)
+    head = (out / "headlines.csv").read_text().splitlines()[0].split(",")
+    assert {"figure", "paper", "fabricsim", "ratio", "within", "cause"} <= set(head)
+
+
+def test_headline_figures(quick):
+    _check_headlines(*quick, LIGHT_WORKLOADS)
+
+
 @pytest.mark.slow
 def test_the_shipped_quick_reproduction(tmp_path):
     """The shipped `--quick` (30 s): every check above, end to end on all four workloads."""
@@ -155,3 +179,4 @@ def test_the_shipped_quick_reproduction(tmp_path):
     _check_traffic(d)
     _check_end_to_end(d, out, ALL_WORKLOADS)
     _check_strategy_sweep(d)
+    _check_headlines(d, out, ALL_WORKLOADS)

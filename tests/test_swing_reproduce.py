@@ -82,7 +82,14 @@ def test_shipped_config_loads_with_the_papers_numbers():
     cfg = ex.load_config(CONFIG)
     assert cfg.link_bandwidth_Bps == pytest.approx(50e9)
     assert cfg.hop_latency_s == pytest.approx(400e-9)
-    assert cfg.step_overhead_s == pytest.approx(0.486e-6)
+    # alpha is inferred from ONE label (Fig. 6: Swing, 64x64, 32 B = 40 us), not given
+    assert cfg.step_overhead_s is None and cfg.step_overhead_from == ("64x64", "swing", pytest.approx(40e-6))
+    # the artifact's NIC: 12800 Gb/s injection, 8192 B packets, 1 ns per packet and send machine
+    assert cfg.nic_injection_Bps == pytest.approx(12800e9 / 8)
+    assert (cfg.packet_size_B, cfg.packet_overhead_s) == (8192, pytest.approx(1e-9))
+    # Swing-L on one port, as the artifact's launch script runs it (Table 2: Psi = D log2 p)
+    swl = next(v for e in cfg.algorithms for v in e.variants if v.label == "Swing-L")
+    assert swl.options_dict == {"mode": "latency", "ports": "single"}
     assert len(cfg.sizes) == 13 and cfg.sizes[0] == 32 and cfg.sizes[-1] == 512 * 2**20
     assert cfg.sizes_extended[-1] == 2 * 2**30
     assert [s.name for s in cfg.shapes] == ["8x8", "16x16", "32x32", "64x64", "128x128", "64x16", "128x8", "256x4",
@@ -392,6 +399,7 @@ def test_cli_quick_reproduction(tmp_path, capsys):
     text = capsys.readouterr().out
     assert rc == 0
     assert "Fig. 7" in text and "Deficiencies" in text and "32 B runtimes" in text and "wrote" in text
+    assert "headline figures" in text and "verdict: " in text and "inferred from 64x64 swing 32 B = 40 us" in text
 
 
 @pytest.mark.slow
@@ -406,9 +414,10 @@ def test_full_reproduction(tmp_path):
             assert d.psi_xi == pytest.approx(exact[d.shape], abs=2e-3), d.shape
         if d.exact_kind == "hops" and d.exact_spec is not None:
             assert d.exact_ours == pytest.approx(d.exact_spec), (d.shape, d.variant)
-    for r in rep.latencies:  # Swing and recursive doubling 32 B labels: within 5 %
+    for r in rep.latencies:  # Swing and recursive doubling 32 B labels: predicted from one of them, within 10 %
         if r.entry in ("swing", "recdoub"):
-            assert r.ratio == pytest.approx(1, abs=0.05), (r.shape, r.entry)
+            assert r.ratio == pytest.approx(1, abs=0.10), (r.shape, r.entry)
+    assert rep.calibration_point == ("64x64", "swing")
     for p in rep.peaks:
         if p.spec_model_fraction is not None:
             assert p.ours_model_fraction == pytest.approx(p.spec_model_fraction, abs=0.01), p.shape

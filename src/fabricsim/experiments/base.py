@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..progress import Progress
+from .headlines import headlines_json, no_headlines, print_headlines, write_headlines
 
 
 def shipped_config(file_name: str, what: str) -> Path:
@@ -116,6 +117,9 @@ class Experiment:
         Where files go without `--out`.
     label : callable
         `label(point) -> str`, shown by progress bars (default `str`).
+    headlines : callable
+        `headlines(report) -> sequence of HeadlineFigure`: the paper's headline figures beside
+        ours (`experiments.headlines`); `reproduce` prints them last, with the verdict.
     """
 
     name: str
@@ -130,6 +134,7 @@ class Experiment:
     to_json: Callable[[Any], dict]
     default_out: Path
     label: Callable[[Any], str] = str
+    headlines: Callable[[Any], Sequence[Any]] = no_headlines
 
 
 def evaluate_points(evaluate: Callable[[Any], Any], pts: Sequence[Any], map_fn: Callable = map,
@@ -241,12 +246,15 @@ def reproduce(exp: Experiment, config: str | Path | None = None, out: str | Path
     rep = run_experiment(exp, cfg, quick, map_fn, progress)
     if progress is not None:
         progress(0, 0, f"writing {out_dir}")
+    figs = tuple(exp.headlines(rep))
     with fresh_dir(out_dir, "--out", force, inputs) as tmp:
-        written = exp.write(rep, tmp)
+        written = list(exp.write(rep, tmp)) + write_headlines(figs, tmp)
     # the files as they are named once the folder is in place
     files = [out_dir / Path(f).relative_to(tmp) for f in written]
     if json_out:
         d = exp.to_json(rep)
+        if figs:  # a study that reproduces no paper states none
+            d.update(headlines_json(figs))
         d["files"] = [str(f) for f in files]
         print(json.dumps(d, indent=1))
     else:
@@ -255,6 +263,7 @@ def reproduce(exp: Experiment, config: str | Path | None = None, out: str | Path
 
             con = Console()
         exp.render(rep, con, files)
+        print_headlines(figs, con)
     return rep
 
 

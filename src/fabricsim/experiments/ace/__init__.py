@@ -10,12 +10,14 @@ ACE's speedup over the best baseline beside the paper's, its memory-bandwidth re
 utilization gain; the sensitivity grid of the NPU-driven split.
 
 Modules: `config` (the file; every section a training-config section), `points` (points,
-evaluate, summarize), `report` (result, files, tables), `plots` (figures).
+evaluate, summarize), `batch` (the samples-per-NPU sensitivity), `report` (result, files, tables),
+`verdict` (the paper's headline figures beside ours, each miss with its cause), `plots` (figures).
 """
 
 from __future__ import annotations
 
 from ..base import Experiment
+from .batch import BatchPoint, BatchSummary
 from .config import DEFAULT_OUT, AceConfig, endpoint_of, load_config, train_config
 from .plots import write_plots
 from .points import (
@@ -32,6 +34,7 @@ from .points import (
     summarize,
 )
 from .report import Reproduction, print_report, to_json, write_outputs
+from .verdict import headlines
 
 EXPERIMENT = Experiment(
     name="ace",
@@ -39,9 +42,11 @@ EXPERIMENT = Experiment(
     quick_help="the CI subset (config: quick)",
     load_config=load_config, points=points, evaluate=evaluate, summarize=summarize,
     write=write_outputs, render=print_report, to_json=to_json, default_out=DEFAULT_OUT, label=label,
+    headlines=headlines,
 )
 
 
-__all__ = ["DEFAULT_OUT", "EXPERIMENT", "AceConfig", "Headline", "Reproduction", "RunPoint", "RunRow", "SplitPoint",
-           "SplitRow", "SystemSummary", "WorkloadSummary", "endpoint_of", "evaluate", "label", "load_config", "points",
-           "print_report", "summarize", "to_json", "train_config", "write_outputs", "write_plots"]
+__all__ = ["DEFAULT_OUT", "EXPERIMENT", "AceConfig", "BatchPoint", "BatchSummary", "Headline", "Reproduction", "RunPoint",
+           "RunRow", "SplitPoint", "SplitRow", "SystemSummary", "WorkloadSummary", "endpoint_of", "evaluate", "headlines",
+           "label", "load_config", "points", "print_report", "summarize", "to_json", "train_config", "write_outputs",
+           "write_plots"]

@@ -72,6 +72,22 @@ class Sensitivity(_Strict):
     memory: list[float]
 
 
+class BatchSensitivity(_Strict):
+    """One workload's samples per NPU scaled: ACE's speedup over the best baseline at each scale,
+    on every system run (what an unknown batch and sequence length are worth).
+
+    Parameters
+    ----------
+    workload : str
+        A key of the config's workloads.
+    scales : list of float
+        Factors on its `batch_per_npu` (> 0; 1, the study's own runs, is always included).
+    """
+
+    workload: str
+    scales: list[float]
+
+
 class Quick(_Strict):
     """The CI subset: systems and the sensitivity grid's size."""
 
@@ -95,6 +111,7 @@ class AceConfig(_Strict):
     workloads: dict[str, Workload]
     paper: Paper
     sensitivity: Sensitivity
+    batch_sensitivity: BatchSensitivity | None = None
     quick: Quick
 
 
@@ -136,10 +153,32 @@ def load_config(path: str | Path | None = None) -> AceConfig:
         for v in getattr(cfg.sensitivity, key):
             if not 0 < v < 1:
                 raise ConfigError(f"{path}: sensitivity.{key}", v, "accepted: shares in (0, 1)")
+    if cfg.batch_sensitivity is not None:
+        known("batch_sensitivity.workload", [cfg.batch_sensitivity.workload], cfg.workloads)
+        for v in cfg.batch_sensitivity.scales:
+            if not v > 0:
+                raise ConfigError(f"{path}: batch_sensitivity.scales", v, "accepted: factors > 0")
     return cfg
 
 
-def train_config(cfg: AceConfig, workload: str, system: str, endpoint: dict, iterations: int):
+def scaled_batch(cfg: AceConfig, workload: str, scale: float) -> int:
+    """Samples per NPU of a workload scaled by `scale`, rounded, at least 1.
+
+    Parameters
+    ----------
+    cfg : AceConfig
+    workload : str
+    scale : float
+
+    Returns
+    -------
+    int
+    """
+    return max(1, round(cfg.workloads[workload].batch_per_npu * scale))
+
+
+def train_config(cfg: AceConfig, workload: str, system: str, endpoint: dict, iterations: int,
+                 batch_per_npu: int | None = None):
     """The training config of one workload on one system with one endpoint policy.
 
     Parameters
@@ -150,6 +189,8 @@ def train_config(cfg: AceConfig, workload: str, system: str, endpoint: dict, ite
     endpoint : dict
         A `system.endpoint` mapping (`policy` and its fields).
     iterations : int
+    batch_per_npu : int, optional
+        Samples per NPU (default: the workload's `batch_per_npu`).
 
     Returns
     -------
@@ -161,7 +202,7 @@ def train_config(cfg: AceConfig, workload: str, system: str, endpoint: dict, ite
     w, net = cfg.workloads[workload], cfg.systems[system]
     topo = net.build_topology()
     n = topo.n_npus
-    workload_section = {"model": w.model, "batch": w.batch_per_npu * n, "iterations": iterations,
+    workload_section = {"model": w.model, "batch": (batch_per_npu or w.batch_per_npu) * n, "iterations": iterations,
                         "parallelism": {"dp": n}}
     if w.grad_dtype:
         workload_section["grad_dtype"] = w.grad_dtype

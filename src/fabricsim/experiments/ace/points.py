@@ -73,6 +73,9 @@ class RunRow:
     ----------
     workload, system, policy : str
     npus : int
+        NPUs of the system (the job's, not the folded graph's).
+    batch_per_npu : int
+        Samples per NPU per iteration.
     iteration_s : float
         Time per iteration, s.
     compute_s, exposed_s : float
@@ -93,6 +96,7 @@ class RunRow:
     system: str
     policy: str
     npus: int
+    batch_per_npu: int
     iteration_s: float
     compute_s: float
     exposed_s: float
@@ -218,6 +222,31 @@ class Headline:
         return float(np.mean(v)) if v else float("nan")
 
 
+def compare(cfg: AceConfig, by: dict, workload: str, system: str) -> SystemSummary:
+    """ACE against the best baseline for one workload on one system.
+
+    Parameters
+    ----------
+    cfg : AceConfig
+    by : dict
+        (workload, system, policy) -> RunRow, every policy of the config run.
+    workload, system : str
+
+    Returns
+    -------
+    SystemSummary
+    """
+    ace = by[(workload, system, cfg.ace)]
+    base = min((by[(workload, system, b)] for b in cfg.baselines), key=lambda r: r.iteration_s)
+    ideal = by.get((workload, system, "ideal"))
+    nan = float("nan")
+    return SystemSummary(
+        workload, system, ace.npus, base.policy, base.iteration_s / ace.iteration_s,
+        ace.utilization / base.utilization if base.utilization > 0 else nan,
+        base.memory_per_network_byte / ace.memory_per_network_byte if ace.memory_per_network_byte > 0 else nan,
+        base.iteration_s / ideal.iteration_s if ideal else None)
+
+
 def family(cfg: AceConfig, system: str) -> str:
     """The topology family of a system of the config (`torus`, `switch`).
 
@@ -274,7 +303,8 @@ def points(cfg: AceConfig, quick: bool = False) -> list[RunPoint | SplitPoint]:
     Returns
     -------
     list
-        RunPoint per (workload, system, policy), then SplitPoint per (units, memory).
+        RunPoint per (workload, system, policy), then BatchPoint per (scale, system, policy) of the
+        batch sensitivity (`batch.batch_points`), then SplitPoint per (units, memory).
     """
     systems = cfg.quick.systems if quick else list(cfg.systems)
     its = cfg.quick.iterations if quick else cfg.iterations
@@ -283,6 +313,9 @@ def points(cfg: AceConfig, quick: bool = False) -> list[RunPoint | SplitPoint]:
         for sys_name in systems:
             for pol in cfg.policies:
                 out.append(RunPoint(wl, sys_name, pol, train_config(cfg, wl, sys_name, endpoint_of(cfg, pol), its)))
+    from .batch import batch_points
+
+    out += batch_points(cfg, systems, its)
     sen = cfg.sensitivity
     k = cfg.quick.sensitivity_points if quick else None
     for u in sen.units[:k]:
@@ -319,9 +352,10 @@ def evaluate(point: RunPoint | SplitPoint) -> RunRow | SplitRow:
     if isinstance(point, SplitPoint):
         return SplitRow(point.workload, point.system, point.units, point.memory, head.time_s, exposed,
                         use.compute_slowdown, use.utilization)
-    return RunRow(point.workload, point.system, point.policy, run.result.graph.n_npus, head.time_s, mean["compute"],
-                  exposed, use.network_bandwidth, use.utilization, use.memory_bandwidth, use.memory_per_network_byte,
-                  use.compute_slowdown)
+    npus = run.topology.n_npus  # the system's: a folded data-parallel graph holds one NPU standing for all
+    return RunRow(point.workload, point.system, point.policy, npus, run.config.workload.batch // npus, head.time_s,
+                  mean["compute"], exposed, use.network_bandwidth, use.utilization, use.memory_bandwidth,
+                  use.memory_per_network_byte, use.compute_slowdown)
 
 
 def label(point: RunPoint | SplitPoint) -> str:
@@ -340,7 +374,8 @@ def label(point: RunPoint | SplitPoint) -> str:
 
 def summarize(cfg: AceConfig, pts: Sequence, rows: Sequence, quick: bool = False, elapsed_s: float = 0.0) -> Reproduction:
     """The reproduction from the rows: ACE against the best baseline per (workload, system), per
-    workload beside the paper, and the headline figures.
+    workload beside the paper, the abstract's memory and utilization figures, and the batch
+    sensitivity (`batch.summarize_batches`).
 
     Parameters
     ----------
@@ -357,20 +392,12 @@ def summarize(cfg: AceConfig, pts: Sequence, rows: Sequence, quick: bool = False
     -------
     Reproduction
     """
+    from .batch import BatchPoint, summarize_batches
     from .report import Reproduction
 
-    runs = [r for r in rows if isinstance(r, RunRow)]
+    runs = [r for p, r in zip(pts, rows) if isinstance(r, RunRow) and not isinstance(p, BatchPoint)]
     by = {(r.workload, r.system, r.policy): r for r in runs}
-    systems: list[SystemSummary] = []
-    for wl, sys_name in dict.fromkeys((r.workload, r.system) for r in runs):
-        ace = by[(wl, sys_name, cfg.ace)]
-        base = min((by[(wl, sys_name, b)] for b in cfg.baselines), key=lambda r: r.iteration_s)
-        ideal = by.get((wl, sys_name, "ideal"))
-        systems.append(SystemSummary(
-            wl, sys_name, ace.npus, base.policy, base.iteration_s / ace.iteration_s,
-            ace.utilization / base.utilization if base.utilization > 0 else float("nan"),
-            base.memory_per_network_byte / ace.memory_per_network_byte if ace.memory_per_network_byte > 0 else float("nan"),
-            base.iteration_s / ideal.iteration_s if ideal else None))
+    systems = [compare(cfg, by, wl, sys_name) for wl, sys_name in dict.fromkeys((r.workload, r.system) for r in runs)]
     workloads = []
     for wl in dict.fromkeys(s.workload for s in systems):
         sp = [s.speedup for s in systems if s.workload == wl]
@@ -387,5 +414,6 @@ def summarize(cfg: AceConfig, pts: Sequence, rows: Sequence, quick: bool = False
                     all_reduce_memory_reduction(cfg, sys_names), cfg.paper.model_dump())
     splits = tuple(r for r in rows if isinstance(r, SplitRow))
     policies = {name: repr(sec.build()) for name, sec in cfg.policies.items()}  # presets resolved
+    batches = summarize_batches(cfg, pts, rows, systems)
     return Reproduction(cfg.name, quick, tuple(runs), tuple(systems), tuple(workloads), head, splits, policies,
-                        cfg.ace, tuple(cfg.baselines), round(elapsed_s, 1))
+                        cfg.ace, tuple(cfg.baselines), round(elapsed_s, 1), batches)

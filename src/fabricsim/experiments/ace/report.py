@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ...units import format_bandwidth, format_time
 from ..base import or_dash, study_table
+from .batch import BatchSummary
 from .plots import write_plots
 from .points import Headline, RunRow, SplitRow, SystemSummary, WorkloadSummary
 
@@ -39,6 +40,8 @@ class Reproduction:
     baselines : tuple of str
     elapsed_s : float
         Wall time of the run, s.
+    batch_sensitivity : tuple of BatchSummary
+        ACE's speedup against a workload's samples per NPU (`batch`), empty without one.
     """
 
     config: str
@@ -52,6 +55,7 @@ class Reproduction:
     ace: str
     baselines: tuple[str, ...]
     elapsed_s: float = 0.0
+    batch_sensitivity: tuple[BatchSummary, ...] = ()
 
     def to_dict(self) -> dict:
         """Everything as JSON-able data (times in s, bandwidths in bytes/s).
@@ -67,6 +71,7 @@ class Reproduction:
                 "headline": dict(asdict(self.headline),
                                  memory_reduction_all_reduce_mean=self.headline.memory_reduction_all_reduce_mean),
                 "sensitivity": [asdict(r) for r in self.sensitivity],
+                "batch_sensitivity": [asdict(b) for b in self.batch_sensitivity],
                 "elapsed_s": self.elapsed_s}
 
 
@@ -96,13 +101,14 @@ def write_outputs(rep: Reproduction, out: str | Path) -> list[Path]:
     Returns
     -------
     list of Path
-        ace.json, runs.csv, speedups.csv, sensitivity.csv and the figures.
+        ace.json, runs.csv, speedups.csv, sensitivity.csv, batch_sensitivity.csv and the figures.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     files = [out / "ace.json"]
     files[0].write_text(json.dumps(rep.to_dict(), indent=1))
-    tables = {"runs.csv": rep.runs, "speedups.csv": rep.systems, "sensitivity.csv": rep.sensitivity}
+    tables = {"runs.csv": rep.runs, "speedups.csv": rep.systems, "sensitivity.csv": rep.sensitivity,
+              "batch_sensitivity.csv": rep.batch_sensitivity}
     for name, rows in tables.items():
         with open(out / name, "w", newline="") as fh:
             wr = csv.writer(fh)
@@ -151,16 +157,14 @@ def print_report(rep: Reproduction, con, files=()) -> None:
         t.add_row(w.workload, or_dash(w.mean, "{:.3f}"), or_dash(w.paper_mean), or_dash(w.ratio_mean), or_dash(w.max, "{:.3f}"),
                   or_dash(w.paper_max), or_dash(w.ratio_max), *[or_dash(w.by_family.get(f), "{:.3f}") for f in fams])
     con.print(t)
-    h, p = rep.headline, rep.headline.paper
-    t = study_table("headline figures", ("figure", "fabricsim", "paper", "ratio"))
-    for name, ours, theirs in (("memory BW reduction (same network BW), mean over runs", h.memory_reduction,
-                                p.get("memory_bandwidth_reduction")),
-                               ("  the same for the all-reduce alone, mean over systems",
-                                h.memory_reduction_all_reduce_mean, p.get("memory_bandwidth_reduction")),
-                               ("network BW utilization gain, mean", h.utilization_gain_mean, p.get("utilization_gain_mean")),
-                               ("network BW utilization gain, max", h.utilization_gain_max, p.get("utilization_gain_max"))):
-        t.add_row(name, or_dash(ours), or_dash(theirs), or_dash(ours / theirs if theirs else None))
-    con.print(t)
+    if rep.batch_sensitivity:
+        wl = rep.batch_sensitivity[0].workload
+        t = study_table(f"{wl}: {rep.ace}'s speedup over the best baseline against its samples per NPU",
+                        ("factor", "samples/NPU", "compute/iteration", "mean", "paper", "ratio", "max", "paper", "ratio"))
+        for b in rep.batch_sensitivity:
+            t.add_row(f"{b.scale:g}", str(b.batch_per_npu), format_time(b.compute_s), or_dash(b.mean), or_dash(b.paper_mean),
+                      or_dash(b.mean / b.paper_mean), or_dash(b.max), or_dash(b.paper_max), or_dash(b.max / b.paper_max))
+        con.print(t)
     if rep.sensitivity:
         t = study_table("sensitivity: NPU-driven with each share of units and memory bandwidth given to communication",
                    ("workload", "system", "units", "memory", "iteration", "exposed comm", "compute x", "util."))

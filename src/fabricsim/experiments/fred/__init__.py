@@ -9,9 +9,13 @@ numbers).
     (GPT-3, Transformer-1T), inputs loaded (and prefetched) through the I/O controllers:
     iteration time and its breakdown per system, speedups over the mesh beside the paper's.
 (d) the strategy sweep: time and exposed communication per sample, Fred-D against the mesh.
+Two compute settings: the NPU as stated, and ONE speed factor on it inferred from ONE published
+result (Transformer-17B's Fred-C speedup; `calibrate`), with which every other figure is
+predicted. The run ends with the paper's headline figures beside ours (`headline`).
 
 Modules: `config` (the file and the systems), `comm` ((a) and (b)), `training` ((c) and (d)),
-`points` (points, evaluate, summarize), `report` (result, files, tables), `plots` (figures).
+`points` (points, evaluate, summarize), `report` (result, files, tables), `plots` (figures),
+`calibrate` (the one factor), `headline` (the headline figures and the causes of misses).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 from ..base import Experiment
 from .comm import MicroPoint, MicroRow, TrafficPoint, TrafficRow, microbenchmark, traffic
 from .config import DEFAULT_OUT, DIMENSIONS, FredConfig, load_config, parse_strategy
+from .headline import headlines
 from .plots import write_plots
 from .points import FredPoint, evaluate, label, points, summarize
 from .report import Reproduction, print_report, to_json, write_outputs
@@ -42,6 +47,7 @@ EXPERIMENT = Experiment(
     quick_help="the CI subset (config: quick)",
     load_config=load_config, points=points, evaluate=evaluate, summarize=summarize,
     write=write_outputs, render=print_report, to_json=to_json, default_out=DEFAULT_OUT, label=label,
+    headlines=headlines,
 )
 
 
@@ -97,6 +103,6 @@ def reproduce(config: str | Path | None = None, out: str | Path | None = None, q
 
 __all__ = ["DEFAULT_OUT", "DIMENSIONS", "EXPERIMENT", "E2ERow", "FredConfig", "FredPoint", "MicroPoint", "MicroRow",
            "Reproduction", "SweepPoint", "SweepRow", "SweepSummary", "TrafficPoint", "TrafficRow", "TrainPoint",
-           "end_to_end", "evaluate", "load_config", "microbenchmark", "parse_strategy", "points", "print_report",
+           "end_to_end", "evaluate", "headlines", "load_config", "microbenchmark", "parse_strategy", "points", "print_report",
            "reproduce", "run", "summarize", "summarize_sweep", "sweep_point", "to_json", "traffic", "train_config",
            "write_outputs", "write_plots"]

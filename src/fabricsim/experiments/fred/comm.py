@@ -40,6 +40,9 @@ class MicroPoint:
         `all-reduce`, `p2p` (one flow per pair) or `broadcast` (from each group's first NPU).
     paper : float, optional
         The paper's time, D / (TB/s).
+    chunks : int
+        Pieces a hierarchical all-reduce is split into and pipelined through its phases
+        (`pipelined`); 1: phase after phase.
     """
 
     dimension: str
@@ -52,6 +55,7 @@ class MicroPoint:
     groups: tuple[tuple[int, ...], ...]
     collective: str
     paper: float | None
+    chunks: int = 1
 
     @property
     def label(self) -> str:
@@ -129,7 +133,7 @@ def micro_point(cfg: FredConfig, system: str, dim: str) -> MicroPoint:
     coll = "all-reduce" if not dim.startswith("PP") else ("broadcast" if cfg.training.pp_send == "multicast" else "p2p")
     alg = algorithms(cfg, system).get(coll, "")
     return MicroPoint(dim, system, net["topology"], net["bandwidth"], net["latency"], alg, cfg.microbenchmarks.size,
-                      groups, coll, paper)
+                      groups, coll, paper, cfg.microbenchmarks.chunks)
 
 
 def evaluate_micro(pt: MicroPoint) -> MicroRow:
@@ -137,7 +141,10 @@ def evaluate_micro(pt: MicroPoint) -> MicroRow:
 
     Every group's schedule becomes flows through `network.lowering.dataflow.schedule_flows` (streams
     through the switch tree for in-network algorithms, dataflow otherwise), all groups merged
-    and run at once by `get_network_model("flow").flows`.
+    and run at once by `get_network_model("flow").flows`. A hierarchical all-reduce with phases
+    on two levels (L1 and L2) runs as `pt.chunks` pieces pipelined through its phases
+    (`pipelined`), as ASTRA-sim's chunks flow through the dimensions; on one level it has one
+    phase and runs whole.
 
     Parameters
     ----------
@@ -164,10 +171,49 @@ def evaluate_micro(pt: MicroPoint) -> MicroRow:
             injected = D
             continue
         s = build_schedule(topo, pt.collective, pt.algorithm, group=list(g))
-        parts.append(schedule_flows(topo, s, D))
+        if pt.chunks > 1 and sum(d > 1 for d in s.meta.get("dims", ())) > 1:  # phases on two levels
+            parts.append(pipelined(schedule_flows(topo, s, D / pt.chunks), pt.chunks))
+        else:
+            parts.append(schedule_flows(topo, s, D))
         injected = D if (s.streaming or pt.collective == "broadcast") else 2 * (len(g) - 1) / len(g) * D
     t = get_network_model("flow").flows(topo, merge_flows(*parts, topo=topo)).makespan
     return MicroRow(pt.dimension, pt.system, len(pt.groups), t * 1e12 / D, pt.paper, injected / t / 1e12)
+
+
+def pipelined(flows, k: int):
+    """`k` pieces of a collective's flows, each piece's transfers FIFO behind the previous
+    piece's on the same transfer: piece c's step waits for its own previous step and for piece
+    c-1's same step, so the pieces flow through the phases one behind the other.
+
+    Parameters
+    ----------
+    flows : Flows
+        The dataflow of one piece (`schedule_flows` of size / k), routed by the topology.
+    k : int
+        Pieces, >= 1.
+
+    Returns
+    -------
+    Flows
+        k x the flows; piece c's flow i is flow c * n + i (n flows per piece).
+    """
+    from dataclasses import replace
+
+    n = len(flows)
+    if k <= 1 or n == 0:
+        return flows
+    if flows.route_ptr is not None:
+        raise ValueError("pipelined: flows with explicit link sets are not pieces of a dataflow")
+    ptrs, idxs, base = [flows.dep_ptr], [flows.dep_idx], int(flows.dep_ptr[-1])
+    for c in range(1, k):  # each flow gains one dependency: the same flow of the previous piece
+        idx = np.insert(flows.dep_idx + c * n, flows.dep_ptr[1:], (c - 1) * n + np.arange(n))
+        ptrs.append((flows.dep_ptr + np.arange(n + 1))[1:] + base)
+        idxs.append(idx)
+        base += len(idx)
+    tile = lambda a: None if a is None else np.tile(a, k)  # noqa: E731
+    return replace(flows, src=tile(flows.src), dst=tile(flows.dst), size=tile(flows.size), start=tile(flows.start),
+                   cap=tile(flows.cap), priority=tile(flows.priority), dep_ptr=np.concatenate(ptrs),
+                   dep_idx=np.concatenate(idxs).astype(np.int64), latency=tile(flows.latency))
 
 
 def microbenchmark(cfg: FredConfig, system: str, dim: str) -> MicroRow:

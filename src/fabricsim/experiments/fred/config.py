@@ -57,10 +57,12 @@ class SystemSpec(_Strict):
 
 
 class Micro(_Strict):
-    """(a) The microbenchmarks: size D (bytes) and the paper's times per dimension and system,
-    in D / (TB/s)."""
+    """(a) The microbenchmarks: size D (bytes), the pieces an endpoint all-reduce with phases on
+    different links (the hierarchical ring) is split into and pipelined through its phases, and
+    the paper's times per dimension and system, in D / (TB/s)."""
 
     size: float
+    chunks: int = Field(default=64, ge=1)
     paper: dict[str, dict[str, float]]
 
     _size = field_validator("size", mode="before")(lambda v: parse_size(v, "size"))
@@ -85,26 +87,19 @@ class Sched(_Strict):
 
 
 class Calibrated(_Strict):
-    """The calibrated compute setting: per workload, a factor on the stated NPU's throughput (peak
-    and memory bandwidth) found so that `target`'s speedup over the mesh is the paper's, on
-    `network_model` with `iterations`."""
+    """The one-factor compute setting: ONE factor on the stated NPU's throughput (peak and memory
+    bandwidth), inferred from ONE published result -- `workload`'s speedup of `target` over the
+    mesh -- on `network_model` with `iterations`, and used for every workload and the sweep."""
 
+    workload: str
     target: str
     network_model: str
     iterations: int = Field(ge=1)
-    speed: dict[str, float]
-
-    @field_validator("speed")
-    @classmethod
-    def _positive(cls, v):
-        for k, x in v.items():
-            if not x > 0:
-                raise ValueError(f"speed of {k} must be > 0, got {x}")
-        return v
+    speed: float = Field(gt=0)
 
 
 class Compute(_Strict):
-    """The two compute settings: the NPU as stated and the per-workload calibration."""
+    """The two compute settings: the NPU as stated and the one-factor setting (`calibrated`)."""
 
     as_stated: NpuSpec
     calibrated: Calibrated
@@ -260,11 +255,13 @@ def load_config(path: str | Path | None = None) -> FredConfig:
     for name in list(cfg.sweep.workloads) + cfg.sweep.systems:
         if name not in cfg.workloads and name not in cfg.systems:
             raise ConfigError("sweep", name, f"accepted: workloads {', '.join(cfg.workloads)}; systems {', '.join(cfg.systems)}")
-    if cfg.compute.calibrated.target not in cfg.systems:
-        raise ConfigError("compute.calibrated.target", cfg.compute.calibrated.target, f"accepted: {', '.join(cfg.systems)}")
-    for name in cfg.compute.calibrated.speed:
-        if name not in cfg.workloads:
-            raise ConfigError("compute.calibrated.speed", name, f"accepted: {', '.join(cfg.workloads)}")
+    cal = cfg.compute.calibrated
+    if cal.workload not in cfg.workloads:
+        raise ConfigError("compute.calibrated.workload", cal.workload, f"accepted: {', '.join(cfg.workloads)}")
+    if cal.target not in cfg.workloads[cal.workload].paper_speedup:
+        raise ConfigError("compute.calibrated.target", cal.target,
+                          f"accepted: a system with a paper speedup for {cal.workload}: "
+                          f"{', '.join(cfg.workloads[cal.workload].paper_speedup)}")
     n = cfg.wafer.cols * cfg.wafer.rows
     for wl, sw in cfg.sweep.workloads.items():
         for name in sw.strategies:

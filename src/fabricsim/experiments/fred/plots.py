@@ -110,11 +110,19 @@ def e2e_figure(rep: Reproduction):
         paper_markers(ax, x, implied, label="paper: mesh time / paper speedup")
         ax.set_xticks(x, [_speedup_tick(r) for r in rows], fontsize=7)
         ax.set_xlabel("system; speedup over the mesh", fontsize=7.5)
-        ax.set_title(f"{wl}, compute {comp}" + (f" (NPU x{rows[0].speed:.3g})" if rows[0].speed != 1 else ""))
+        ax.set_title(f"{wl}, {_setting(comp, rows)}")
         ax.set_ylabel(f"time per iteration ({unit})")
         headroom(ax, list(totals) + [v for v in implied if v is not None])
     legend_outside(fig, order=[_SEGMENT_LABELS[c] for c in SEGMENTS])
     return fig
+
+
+def _setting(comp: str, rows) -> str:
+    """A compute setting as a title says it: `compute as stated`, or `one NPU factor x25.9`."""
+    speed = getattr(rows[0], "speed", 1.0) if rows else 1.0
+    if comp == "calibrated":
+        return "one NPU factor" + (f" x{speed:.3g}" if speed != 1 else "")
+    return f"compute {comp}" + (f" (NPU x{speed:.3g})" if speed != 1 else "")
 
 
 def _speedup_tick(r) -> str:
@@ -155,11 +163,11 @@ def sweep_figure(rep: Reproduction):
         tops: list[float] = []
         for k, sysname in enumerate(systems):
             by = {r.strategy: r for r in rows if r.system == sysname}
-            comp = np.array([by[st].compute_per_sample_s if st in by else 0.0 for st in strategies]) * scale
+            busy = np.array([by[st].compute_per_sample_s if st in by else 0.0 for st in strategies]) * scale
             exp_ = np.array([by[st].exposed_comm_per_sample_s if st in by else 0.0 for st in strategies]) * scale
-            rest = np.array([by[st].per_sample_s if st in by else 0.0 for st in strategies]) * scale - comp - exp_
+            rest = np.array([by[st].per_sample_s if st in by else 0.0 for st in strategies]) * scale - busy - exp_
             xs = x + (k - (len(systems) - 1) / 2) * w
-            tot = stacked_bars(ax, xs, {"compute": comp, f"exposed communication, {sysname}": exp_,
+            tot = stacked_bars(ax, xs, {"compute": busy, f"exposed communication, {sysname}": exp_,
                                         "idle": np.maximum(rest, 0.0)}, w,
                                colors={f"exposed communication, {sysname}": COLORS["MP" if k == 0 else "PP"]})
             tops += list(tot)
@@ -171,7 +179,8 @@ def sweep_figure(rep: Reproduction):
                       fontsize=7, va="top")
         ax.tick_params(axis="x", pad=12)
         ax.set_ylabel(f"time per sample ({unit})")
-        ax.set_title(f"{wl}: strategy sweep ({' vs '.join(systems)}), compute {comp}")
+        same = [r for r in rep.e2e if r.compute == comp] or rows  # the sweep's rows carry no factor
+        ax.set_title(f"{wl}: strategy sweep ({' vs '.join(systems)}), {_setting(comp, same)}")
         ax.set_xlabel(_summary_text(summary.get(key), systems), fontsize=7.5)
         headroom(ax, tops)
     legend_outside(fig)

@@ -108,7 +108,8 @@ def summarize(cfg: FredConfig, pts: Sequence[FredPoint], rows: Sequence, quick: 
     Returns
     -------
     Reproduction
-        Rows by part, end-to-end speedups over the mesh, the sweep's averages.
+        Rows by part, end-to-end speedups over the mesh, the sweep's averages, and the
+        (workload, system) the one NPU factor is inferred from.
     """
     from .report import Reproduction
 
@@ -123,5 +124,6 @@ def summarize(cfg: FredConfig, pts: Sequence[FredPoint], rows: Sequence, quick: 
             sp = base / r.iteration_s if base and r.iteration_s else None
             e2e.append(replace(r, speedup=sp))
     sweep = of(SweepRow)
+    cal = cfg.compute.calibrated
     return Reproduction(cfg.name, quick, tuple(of(MicroRow)), tuple(of(TrafficRow)), tuple(e2e), tuple(sweep),
-                        tuple(summarize_sweep(cfg, sweep)))
+                        tuple(summarize_sweep(cfg, sweep)), (cal.workload, cal.target))

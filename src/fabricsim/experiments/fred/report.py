@@ -18,7 +18,8 @@ from .training import E2ERow, SweepRow, SweepSummary
 @dataclass(frozen=True)
 class Reproduction:
     """The whole reproduction: (a) microbenchmarks, (b) traffic, (c) end to end with speedups over
-    the mesh, (d) the strategy sweep and its averages."""
+    the mesh, (d) the strategy sweep and its averages; `source`, the (workload, system) whose
+    published speedup the one NPU factor is inferred from."""
 
     config: str
     quick: bool
@@ -27,6 +28,7 @@ class Reproduction:
     e2e: tuple[E2ERow, ...]
     sweep: tuple[SweepRow, ...] = ()
     sweep_summary: tuple[SweepSummary, ...] = ()
+    source: tuple[str, str] | None = None
 
     def to_dict(self) -> dict:
         """Everything as JSON-able data.
@@ -34,10 +36,11 @@ class Reproduction:
         Returns
         -------
         dict
-            `config`, `quick`, and the rows of each part (`microbenchmarks` and `end_to_end`
-            with their ratios to the paper), `sweep` and `sweep_summary`.
+            `config`, `quick`, `factor_source` (workload, system), and the rows of each part
+            (`microbenchmarks` and `end_to_end` with their ratios to the paper), `sweep` and
+            `sweep_summary`.
         """
-        return {"config": self.config, "quick": self.quick,
+        return {"config": self.config, "quick": self.quick, "factor_source": list(self.source or ()),
                 "microbenchmarks": [dict(asdict(r), ratio=r.ratio) for r in self.micro],
                 "traffic": [asdict(r) for r in self.traffic],
                 "end_to_end": [dict(asdict(r), ratio=r.ratio) for r in self.e2e],
@@ -142,8 +145,10 @@ def _print_e2e(rep: Reproduction, con) -> None:
     cols = ["workload", "system"]
     for comp in settings:
         cols += [f"{comp}: NPU x", "speedup", "ratio"]
+    src = " ".join(rep.source) if rep.source else "one result"
     t = study_table("(c) speedup over the mesh in both compute settings beside the paper's "
-                    "(calibrated: Fred-C is the calibration target, the rest predicted)", (*cols[:2], "paper", *cols[2:]))
+                    f"(calibrated: ONE NPU factor, inferred from {src}; the rest predicted)",
+                    (*cols[:2], "paper", *cols[2:]))
     for wl, system in dict.fromkeys((r.workload, r.system) for r in rep.e2e):
         if system == "mesh":
             continue

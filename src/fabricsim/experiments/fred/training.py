@@ -43,12 +43,15 @@ def npu_of(cfg: FredConfig, workload: str, compute: str, speed: float | None = N
 
 
 def speed_of(cfg: FredConfig, workload: str, compute: str) -> float:
-    """The factor on the stated NPU's throughput in one compute setting (1 as stated).
+    """The factor on the stated NPU's throughput in one compute setting: 1 as stated; in the
+    one-factor setting (`calibrated`) the ONE factor of `compute.calibrated.speed`, the same for
+    every workload.
 
     Parameters
     ----------
     cfg : FredConfig
     workload : str
+        A key of `cfg.workloads` (the factor does not depend on it).
     compute : str
         `as stated` or `calibrated`.
 
@@ -59,7 +62,7 @@ def speed_of(cfg: FredConfig, workload: str, compute: str) -> float:
     """
     if compute not in COMPUTE_SETTINGS:
         raise ConfigError("compute", compute, f"accepted: {', '.join(COMPUTE_SETTINGS)}")
-    return 1.0 if compute == "as stated" else float(cfg.compute.calibrated.speed.get(workload, 1.0))
+    return 1.0 if compute == "as stated" else float(cfg.compute.calibrated.speed)
 
 
 def train_config(cfg: FredConfig, workload: str, system: str, iterations: int, model: str,
@@ -338,7 +341,7 @@ def sweep_point(cfg: FredConfig, workload: str, strategy: str, system: str, iter
     model : str
         Network model name.
     compute : str
-        The compute setting (`as stated`, `calibrated`: the workload's end-to-end factor).
+        The compute setting (`as stated`, `calibrated`: the one factor).
     speed : float, optional
         A factor on the stated NPU's throughput instead of the setting's (calibration's search).
 

@@ -1,8 +1,9 @@
 """Reproduce Swing (De Sensi et al., NSDI'24) with fabricsim's analytical network model.
 
 Everything the paper fixes comes from `configs/swing.yaml` (spec: docs/specs/swing.md): torus
-shapes, link bandwidth and latency, the per-step overhead alpha, vector sizes, the algorithms
-compared, and the paper's numbers to compare against.
+shapes, link bandwidth and latency, the NIC of the paper's SST artifact (injection bandwidth,
+packet size, per-packet overhead), the one labelled runtime the per-step overhead alpha is inferred
+from, vector sizes, the algorithms compared, and the paper's numbers to compare against.
 
 Definitions (the paper's):
 - goodput = vector size / runtime, in Gb/s (bits);
@@ -16,14 +17,16 @@ Definitions (the paper's):
   (n/D) beta Psi Xi exactly in this model.
 
 Modules: `config` (the resolved config), `schema` (the file's pydantic models), `resolve` (cross
-references), `points` (points, evaluate, summarize, run), `results` (the paper's arithmetic, result
-dataclasses), `tables` (ours beside the paper's numbers), `report` (files, printed tables),
-`plots` (figures).
+references), `calibrate` (the NIC's injection bound, alpha from one label), `points` (points,
+evaluate, summarize, run), `results` (the paper's arithmetic, result dataclasses), `tables` (ours
+beside the paper's numbers), `report` (files, printed tables), `plots` (figures), `headline` (the
+headline figures `reproduce` ends with).
 """
 
 from pathlib import Path
 
 from ..base import Experiment
+from .calibrate import injection_Bps, step_overhead
 from .config import (
     PAPER_ALGORITHMS,
     Entry,
@@ -38,6 +41,7 @@ from .config import (
     parse_config,
     size_label,
 )
+from .headline import headlines
 from .plots import write_plots
 from .points import CasePoint, CaseRows, Deficiency, deficiency, evaluate, points, run, summarize
 from .report import print_report, to_json, write_outputs
@@ -70,6 +74,7 @@ EXPERIMENT = Experiment(
     quick_help="the CI subset of tori (config: quick)",
     load_config=load_config, points=points, evaluate=evaluate, summarize=summarize,
     write=write_outputs, render=print_report, to_json=to_json, default_out=DEFAULT_OUT, label=_label,
+    headlines=headlines,
 )
 
 
@@ -101,9 +106,11 @@ def reproduce(config: str | Path | None = None, out: str | Path | None = None, q
     return run_study(EXPERIMENT, config, out, quick, json_out, con, progress)
 
 
-__all__ = ["DEFAULT_OUT", "EXPERIMENT", "PAPER_ALGORITHMS", "CasePoint", "CaseResult", "CaseRows", "Curve",
-           "Deficiency", "DeficiencyRow", "Entry", "GainRow", "GoodputRow", "LatencyRow", "PaperGain", "PaperGoodput",
-           "PeakRow", "Reproduction", "Shape", "SwingConfig", "Table2Row", "Variant", "bandwidth_label", "deficiency",
-           "eval_formula", "evaluate", "gain_pct", "goodput_gbps", "goodput_table", "load_config", "parse_config",
-           "points", "print_report", "reproduce", "run", "size_label", "speedup_of_gain", "summarize", "summary",
-           "to_json", "write_outputs", "write_plots"]
+__all__ = [
+    "CasePoint", "CaseResult", "CaseRows", "Curve", "DEFAULT_OUT", "Deficiency", "DeficiencyRow", "EXPERIMENT",
+    "Entry", "GainRow", "GoodputRow", "LatencyRow", "PAPER_ALGORITHMS", "PaperGain", "PaperGoodput", "PeakRow",
+    "Reproduction", "Shape", "SwingConfig", "Table2Row", "Variant", "bandwidth_label", "deficiency",
+    "eval_formula", "evaluate", "gain_pct", "goodput_gbps", "goodput_table", "headlines", "injection_Bps",
+    "load_config", "parse_config", "points", "print_report", "reproduce", "run", "size_label",
+    "speedup_of_gain", "step_overhead", "summarize", "summary", "to_json", "write_outputs", "write_plots"
+]

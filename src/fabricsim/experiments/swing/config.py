@@ -250,7 +250,11 @@ class SwingConfig:
     Bandwidths in bytes/s, times in s, sizes in bytes. `sizes` is the grid min..max by factor,
     `sizes_extended` the same to `max_extended` (extended shapes). `runtime_32B_us` holds
     (shape, entry key, us), `peak_fraction` (shape, model, sst), `swing_b_exact` (shape,
-    Psi*Xi), `l_distance_sums` (shape, Table 2 key, hops).
+    Psi*Xi), `l_distance_sums` (shape, Table 2 key, hops). The per-step overhead is either given
+    (`step_overhead_s`) or inferred from one labelled runtime, `step_overhead_from` = (shape,
+    entry key, s) (`calibrate.step_overhead`). `nic_injection_Bps` (bytes/s) bounds what a node
+    injects; `packet_size_B` (bytes) and `packet_overhead_s` (s per packet and send machine) bound
+    each of its 2D send machines (None: no bound).
     """
 
     name: str
@@ -258,7 +262,6 @@ class SwingConfig:
     link_bandwidth_Bps: float
     link_latency_s: float
     hop_processing_s: float
-    step_overhead_s: float
     model: str
     sizes: tuple[float, ...]
     sizes_extended: tuple[float, ...]
@@ -275,6 +278,11 @@ class SwingConfig:
     table2: tuple[Table2Row, ...]
     swing_b_exact: tuple[tuple[str, float], ...]
     l_distance_sums: tuple[tuple[str, str, float], ...] = ()
+    step_overhead_s: float | None = None
+    step_overhead_from: tuple[str, str, float] | None = None
+    nic_injection_Bps: float | None = None
+    packet_size_B: float | None = None
+    packet_overhead_s: float | None = None
 
     @property
     def hop_latency_s(self) -> float:

@@ -5,8 +5,10 @@ picklable) builds every variant's schedule on that torus and prices every size i
 
 Model (spec section 3, "recommended simulator model"): every collective is a sequence of lock-step
 steps; a step lasts alpha + the longest path latency of its transfers (400 ns per hop = 100 ns link +
-300 ns processing) + the bytes on its most loaded link / link bandwidth: the congestion-aware model
-of `network.model`, with the per-step overhead alpha.
+300 ns processing) + the larger of the bytes on its most loaded link / link bandwidth and the bytes
+a node sends in it / the node's injection bound (the SST artifact's NIC, `calibrate.injection_Bps`):
+the congestion-aware model of `network.model`, with the per-step overhead alpha (given, or inferred
+from one labelled runtime, `calibrate.step_overhead`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import ConfigError
+from .calibrate import injection_Bps, step_overhead
 from .config import Shape, SwingConfig, Variant
 from .results import DeficiencyRow, Reproduction, bandwidth_label, case_result
 from .tables import goodput_points, latency_table, peak_table, reproduction_table
@@ -107,6 +110,8 @@ class CasePoint:
         Per-step overhead alpha, s.
     hop_latency_s : float
         Latency per hop, s.
+    injection_Bps : float, optional
+        What a node can inject for the collective, bytes/s (None: no bound).
     """
 
     shape: Shape
@@ -117,6 +122,7 @@ class CasePoint:
     model: str
     step_overhead_s: float
     hop_latency_s: float
+    injection_Bps: float | None = None
 
     @property
     def name(self) -> str:
@@ -174,6 +180,7 @@ def points(cfg: SwingConfig, quick: bool = False, shapes: Sequence[str] | None =
         if n not in [s.name for s in cfg.shapes]:
             raise ConfigError("shapes", n, f"accepted: {', '.join(s.name for s in cfg.shapes)}")
     do_sweep = cfg.sweep_shape is not None and (cfg.quick_sweep or not quick)
+    alpha = step_overhead(cfg)
     out = []
     for name in names:
         shape = cfg.shape(name)
@@ -182,7 +189,8 @@ def points(cfg: SwingConfig, quick: bool = False, shapes: Sequence[str] | None =
             bws += [b for b in cfg.sweep_bandwidths if not math.isclose(b, cfg.link_bandwidth_Bps)]
         variants = tuple(v for e in cfg.algorithms if e.applies_to(name) for v in e.variants if v.algorithm in ALGORITHMS)
         sizes = cfg.sizes_extended if shape.extended else cfg.sizes
-        out += [CasePoint(shape, bw, k == 0, sizes, variants, cfg.model, cfg.step_overhead_s, cfg.hop_latency_s)
+        inj = injection_Bps(cfg, shape)
+        out += [CasePoint(shape, bw, k == 0, sizes, variants, cfg.model, alpha, cfg.hop_latency_s, inj)
                 for k, bw in enumerate(bws)]
     return out
 
@@ -198,7 +206,7 @@ def evaluate(point: CasePoint) -> CaseRows:
     -------
     CaseRows
         Times (s) per variant and size through `get_network_model(model).collective(topo,
-        schedule).times(sizes)`; on a base case also the deficiencies, and notes for the
+        schedule, injection).times(sizes)`; on a base case also the deficiencies, and notes for the
         variants that cannot serve the shape (e.g. Hamiltonian rings in 3-D).
     """
     from ...collectives.api import build_schedule
@@ -213,7 +221,8 @@ def evaluate(point: CasePoint) -> CaseRows:
             scheds[v.label] = build_schedule(topo, "all-reduce", v.algorithm, **v.options_dict)
         except ConfigError as err:  # the algorithm does not serve this shape
             notes.append(f"{shape.name}: {v.label} ({v.algorithm}) not applicable: {err}")
-    times = tuple((lab, tuple(float(x) for x in model.collective(topo, s).times(point.sizes))) for lab, s in scheds.items())
+    priced = {lab: model.collective(topo, s, injection=point.injection_Bps).times(point.sizes) for lab, s in scheds.items()}
+    times = tuple((lab, tuple(float(x) for x in t)) for lab, t in priced.items())
     if not point.base:
         return CaseRows(point.name, times, (), ())
     defs = tuple((lab, deficiency(topo, s)) for lab, s in scheds.items())
@@ -281,12 +290,16 @@ def summarize(cfg: SwingConfig, pts: Sequence[CasePoint], rows: Sequence[CaseRow
         defs += _deficiency_rows(cfg, pt.shape, r)
         notes += r.notes
     cases_t = tuple(cases)
+    cal = cfg.step_overhead_from
     return Reproduction(
         config=cfg.name, quick=quick, model=cfg.model, link_bandwidth_Bps=cfg.link_bandwidth_Bps,
-        hop_latency_s=cfg.hop_latency_s, step_overhead_s=cfg.step_overhead_s, cases=cases_t,
+        hop_latency_s=cfg.hop_latency_s, step_overhead_s=step_overhead(cfg), cases=cases_t,
         gains=tuple(reproduction_table(cfg, cases_t)), peaks=tuple(peak_table(cfg, cases_t, defs)),
         latencies=tuple(latency_table(cfg, cases_t)), goodputs=tuple(goodput_points(cfg, cases_t)),
         deficiencies=tuple(defs), warnings=tuple(_warnings(cfg)), notes=tuple(notes), elapsed_s=elapsed_s,
+        nic_injection_Bps=cfg.nic_injection_Bps, packet_size_B=cfg.packet_size_B,
+        packet_overhead_s=cfg.packet_overhead_s, calibration_point=None if cal is None else (cal[0], cal[1]),
+        calibration_us=None if cal is None else cal[2] * 1e6,
     )
 
 

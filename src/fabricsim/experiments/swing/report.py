@@ -118,8 +118,8 @@ def print_report(rep: Reproduction, con, files: Sequence[Path] = ()) -> None:
         con.print(f"warning: {w}", style="yellow", highlight=False, markup=False)
     con.print(f"# Swing (NSDI'24) reproduction{' (quick)' if rep.quick else ''}: {rep.model} model, "
               f"{bandwidth_label(rep.link_bandwidth_Bps)} links, {rep.hop_latency_s * 1e9:g} ns per hop, "
-              f"alpha = {rep.step_overhead_s * 1e6:g} us per step; {len(rep.cases)} cases in {rep.elapsed_s:.1f} s",
-              highlight=False, markup=False)
+              f"{_nic(rep)}; alpha = {rep.step_overhead_s * 1e6:.3f} us per step{_alpha_source(rep)}; "
+              f"{len(rep.cases)} cases in {rep.elapsed_s:.1f} s", highlight=False, markup=False)
     _print_gains(rep, con)
     _print_latencies(rep, con)
     _print_peaks(rep, con)
@@ -130,6 +130,24 @@ def print_report(rep: Reproduction, con, files: Sequence[Path] = ()) -> None:
     if files:
         con.print(f"# wrote {len(files)} files to {Path(files[0]).parent}: " + ", ".join(Path(f).name for f in files),
                   highlight=False, markup=False)
+
+
+def _nic(rep: Reproduction) -> str:
+    """The NIC as the header states it (`NIC 12800 Gb/s, 8KiB packets, 1 ns per packet`)."""
+    parts = []
+    if rep.nic_injection_Bps is not None:
+        parts.append(f"NIC {bandwidth_label(rep.nic_injection_Bps)}")
+    if rep.packet_size_B is not None and rep.packet_overhead_s is not None:
+        parts.append(f"{size_label(rep.packet_size_B)} packets, {rep.packet_overhead_s * 1e9:g} ns per packet")
+    return ", ".join(parts) if parts else "no NIC bound"
+
+
+def _alpha_source(rep: Reproduction) -> str:
+    """Where alpha comes from: ` (inferred from 64x64 swing 32 B = 40 us)`, or nothing (given)."""
+    if rep.calibration_point is None:
+        return ""
+    shape, entry = rep.calibration_point
+    return f" (inferred from {shape} {entry} 32 B = {rep.calibration_us:g} us)"
 
 
 def _print_gains(rep: Reproduction, con) -> None:

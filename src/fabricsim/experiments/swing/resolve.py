@@ -216,6 +216,31 @@ class _Resolver:
                  for shp, row in paper.l_distance_sums.items() for k, v in row.items()]
         return tuple(rt), tuple(peaks), tuple(gput), exact, tuple(lsums)
 
+    def network(self, rt) -> dict:
+        """The NIC, the packets and where the per-step overhead comes from: a value
+        (`network.step_overhead`) or one labelled 32 B runtime (`calibration.step_overhead_from`)."""
+        net, cal = self.raw.network, self.raw.calibration.step_overhead_from
+        if (net.packet_size is None) != (net.packet_overhead is None):
+            self.fail("network.packet_overhead" if net.packet_overhead is None else "network.packet_size", None,
+                      "required with the other; accepted: packet_size and packet_overhead together (or neither)")
+        point = None
+        if cal is not None:
+            if net.step_overhead is not None:
+                self.fail("calibration.step_overhead_from", f"{cal.shape}/{cal.entry}",
+                          "accepted: either network.step_overhead or calibration.step_overhead_from, not both")
+            path = "calibration.step_overhead_from"
+            shp, key = self.shape_name(cal.shape, f"{path}.shape"), self.entry_key(cal.entry, f"{path}.entry")
+            label = next((v for s, k, v in rt if s == shp and k == key), None)
+            if label is None:
+                self.fail(path, f"{shp}/{key}", "accepted: a shape and entry with a label in paper.runtime_32B_us")
+            point = (shp, key, label * 1e-6)
+        elif net.step_overhead is None:
+            self.fail("network.step_overhead", None, "required field is missing; accepted: a time, e.g. 0.5us "
+                      "(or calibration.step_overhead_from)")
+        return {"step_overhead_s": net.step_overhead, "step_overhead_from": point,
+                "nic_injection_Bps": net.nic_injection, "packet_size_B": net.packet_size,
+                "packet_overhead_s": net.packet_overhead}
+
 
 def resolve(raw: SwingConfigIn, source: str) -> SwingConfig:
     """The `SwingConfig` of a structurally valid config, cross references checked.
@@ -242,11 +267,12 @@ def resolve(raw: SwingConfigIn, source: str) -> SwingConfig:
     gains = r.gains(sweep_shape, sweep_bw)
     rt, peaks, gput, exact, lsums = r.tables()
     net = raw.network
+    nic = r.network(rt)
     return SwingConfig(
         name=raw.name, source=source, link_bandwidth_Bps=net.link_bandwidth, link_latency_s=net.link_latency,
-        hop_processing_s=net.hop_processing, step_overhead_s=net.step_overhead, model=net.model, sizes=sizes,
+        hop_processing_s=net.hop_processing, model=net.model, sizes=sizes,
         sizes_extended=sizes_ext, shapes=shapes, sweep_shape=sweep_shape, sweep_bandwidths=sweep_bw,
         algorithms=entries, quick_shapes=quick_shapes, quick_sweep=quick_sweep, paper_gains=tuple(gains),
         runtime_32B_us=rt, peak_fraction=peaks, paper_goodput=gput, table2=table2, swing_b_exact=exact,
-        l_distance_sums=lsums,
+        l_distance_sums=lsums, **nic,
     )

@@ -262,7 +262,10 @@ class DeficiencyRow:
 class Reproduction:
     """The whole reproduction: the network parameters (bytes/s, s), every case and every table.
     `warnings` name algorithms that are not registered (skipped), `notes` the ones that do not
-    serve a shape (skipped, as in the paper); `elapsed_s` is the run's wall time."""
+    serve a shape (skipped, as in the paper); `elapsed_s` is the run's wall time. The NIC
+    (`nic_injection_Bps`, bytes/s; `packet_size_B`, bytes; `packet_overhead_s`, s per packet) is
+    the config's; `calibration_point` (shape, entry) names the 32 B label alpha was inferred from
+    (`calibration_us`, us), None when alpha was given."""
 
     config: str
     quick: bool
@@ -279,6 +282,11 @@ class Reproduction:
     warnings: tuple[str, ...]  # algorithms not registered (skipped)
     notes: tuple[str, ...]  # algorithms that do not serve a shape (skipped, as in the paper)
     elapsed_s: float = 0.0
+    nic_injection_Bps: float | None = None
+    packet_size_B: float | None = None
+    packet_overhead_s: float | None = None
+    calibration_point: tuple[str, str] | None = None
+    calibration_us: float | None = None
 
     def case(self, name: str) -> CaseResult | None:
         """One case of the run.

@@ -241,13 +241,19 @@ class _In(BaseModel):
 
 
 class NetworkIn(_In):
-    """`network`: link bandwidth (bytes/s), link latency, per-hop processing and per-step overhead
-    (s), and the analytical model's name."""
+    """`network`: link bandwidth (bytes/s), link latency and per-hop processing (s), the per-step
+    overhead (s; or inferred, `calibration`), the NIC's injection bandwidth (bytes/s), its packet
+    size (bytes) and per-packet overhead (s), and the analytical model's name."""
 
     link_bandwidth: Bandwidth
     link_latency: Time
     hop_processing: Time
-    step_overhead: Time
+    step_overhead: Time | None = None
+    nic_injection: Annotated[float, _unit(parse_bandwidth, "a bandwidth, e.g. 12800Gbps",
+                                          positive="a bandwidth greater than zero")] | None = None
+    packet_size: Size | None = None
+    packet_overhead: Annotated[float, _unit(parse_time, "a time, e.g. 1ns",
+                                            positive="a time greater than zero")] | None = None
     model: str = "congestion-aware"
 
     @field_validator("model", mode="before")
@@ -256,6 +262,20 @@ class NetworkIn(_In):
         from ...network.analytical import normalize_model
 
         return normalize_model(v)
+
+
+class CalibrationPointIn(_In):
+    """The one point a constant is inferred from: an entry's 32 B runtime label on a shape
+    (`paper.runtime_32B_us`)."""
+
+    shape: Text
+    entry: Text
+
+
+class CalibrationIn(_In):
+    """`calibration`: the per-step overhead is inferred from one labelled 32 B runtime."""
+
+    step_overhead_from: CalibrationPointIn | None = None
 
 
 class SizesIn(_In):
@@ -367,6 +387,7 @@ class SwingConfigIn(_In):
 
     name: Text = "swing"
     network: NetworkIn
+    calibration: CalibrationIn = Field(default_factory=CalibrationIn)
     sizes: SizesIn
     shapes: List(ShapeIn, "a non-empty list of tori", nonempty=True)
     bandwidth_sweep: SweepIn | None = None

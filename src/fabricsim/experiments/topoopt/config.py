@@ -68,7 +68,8 @@ class Paper(_Strict):
 
 
 class Quick(_Strict):
-    """The CI subset."""
+    """The CI subset: a small cluster, and (`demo`) the paper's demo points at full size with the
+    full search, so that `--quick` compares the demo's figures."""
 
     servers: int = Field(ge=2)
     workloads: list[str]
@@ -77,6 +78,7 @@ class Quick(_Strict):
     fabrics: list[str]
     steps: int = Field(ge=0)
     rounds: int = Field(ge=1)
+    demo: bool = True
 
     _bws = _bandwidths("quick.link_bandwidths")
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...report.plotting import CYCLE, figure, legend_outside, save, styled, time_unit
+from ...report.plotting import CYCLE, figure, legend_outside, paper_markers, save, styled, time_unit
 
 if TYPE_CHECKING:
     from .report import Reproduction
@@ -36,8 +36,9 @@ def write_plots(rep: Reproduction, out: Path) -> list[Path]:
 
 @styled
 def fabrics_figure(rep: Reproduction):
-    """One panel per workload: grouped bars of iteration time per fabric for each (d, B), the
-    cost-equivalent fat-tree's time over TopoOpt's above each group.
+    """One panel per workload: grouped bars of iteration time per fabric for each (servers, d, B),
+    the cost-equivalent fat-tree's time over TopoOpt's above each group, the paper's times (its
+    demo points) as black diamonds on the bars they compare with.
 
     Parameters
     ----------
@@ -53,22 +54,42 @@ def fabrics_figure(rep: Reproduction):
     for ax, w in zip(axes, workloads):
         rows = [s for s in rep.speedups if s["workload"] == w]
         top = max(max(s.get(f, 0.0) for f in fabrics) for s in rows)
+        top = max([top] + [p["paper"] for p in rep.paper if p.get("workload") == w and p.get("fabric")])
         scale, unit = time_unit(top)
         x = np.arange(len(rows))
         width = 0.8 / len(fabrics)
         for i, f in enumerate(fabrics):
             ax.bar(x - 0.4 + (i + 0.5) * width, [s.get(f, np.nan) * scale for s in rows], width,
                    color=CYCLE[i % len(CYCLE)], label=f)
+        _paper_markers(ax, rep, rows, x, fabrics, width, scale)
         for xi, s in zip(x, rows):
             if "fat-tree-cost / topoopt" in s:
-                ax.text(xi, top * scale * 1.02, f"{s['fat-tree-cost / topoopt']:.2f}x", ha="center", va="bottom",
-                        fontsize=8)
-        ax.set_xticks(x, [f"d={s['degree']}\n{s['link_bandwidth'] * 8 / 1e9:g} Gb/s" for s in rows])
+                theirs = next((p["paper"] for p in rep.paper if p["unit"] == "x" and "workload" in p and all(
+                    p[k] == s[k] for k in ("workload", "servers", "degree", "link_bandwidth"))), None)
+                ax.text(xi, top * scale * 1.02, f"{s['fat-tree-cost / topoopt']:.2f}x"
+                        + ("" if theirs is None else f" (paper {theirs:.2f}x)"), ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(x, [f"{s['servers']} servers\nd={s['degree']}\n{s['link_bandwidth'] * 8 / 1e9:g} Gb/s"
+                          for s in rows])
         ax.set_ylim(0, top * scale * 1.15)
         ax.set_ylabel(f"iteration time ({unit})")
         ax.set_title(f"{w}: cost-equivalent fat-tree / TopoOpt above")
     legend_outside(fig)
     return fig
+
+
+def _paper_markers(ax, rep: Reproduction, rows, x, fabrics, width: float, scale: float) -> None:
+    """The paper's iteration times (its demo points) as diamonds on the bars they compare with,
+    ours / paper beside each (`report.plotting.paper_markers`)."""
+    xs, theirs, ours = [], [], []
+    for xi, s in zip(x, rows):
+        for p in rep.paper:
+            if p.get("fabric") in fabrics and all(p.get(k) == s[k] for k in ("workload", "servers", "degree",
+                                                                             "link_bandwidth")):
+                xs.append(xi - 0.4 + (fabrics.index(p["fabric"]) + 0.5) * width)
+                theirs.append(p["paper"] * scale)
+                ours.append(None if p["ours"] is None else p["ours"] * scale)
+    if xs:
+        paper_markers(ax, xs, theirs, ours, label="paper (demo)")
 
 
 @styled

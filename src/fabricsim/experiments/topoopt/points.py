@@ -219,7 +219,9 @@ def evaluate(p: FabricPoint) -> FabricRow:
 
 
 def points(cfg: TopoOptConfig, quick: bool = False) -> list[FabricPoint]:
-    """Every (workload, d, B, fabric) of the config (the quick subset with `quick`).
+    """Every (workload, d, B, fabric) of the config (the quick subset with `quick`, and with
+    `quick.demo` the paper's demo points at full size: TopoOpt and the cost-equivalent fat-tree
+    with the full search, so that the quick run compares the demo's figures).
 
     Parameters
     ----------
@@ -229,7 +231,7 @@ def points(cfg: TopoOptConfig, quick: bool = False) -> list[FabricPoint]:
     Returns
     -------
     list of FabricPoint
-        In workload, degree, bandwidth, fabric order.
+        In workload, degree, bandwidth, fabric order (the demo points last).
     """
     from ...optimize.cost import Prices
 
@@ -240,24 +242,33 @@ def points(cfg: TopoOptConfig, quick: bool = False) -> list[FabricPoint]:
     degrees = q.degrees if quick else cfg.degrees
     bws = q.link_bandwidths if quick else cfg.link_bandwidths
     fabrics = q.fabrics if quick else cfg.fabrics
-    steps, rounds = (q.steps, q.rounds) if quick else (cfg.search.steps, cfg.search.rounds)
-    npu = cfg.server.npu.build()
-    out = []
-    for name in names:
-        w = cfg.workloads[name]
-        for d in degrees:
-            for B in bws:
-                equiv = cost_equivalent(n, d, B, prices, cfg.fat_tree.tiers)
-                for fabric in fabrics:
-                    out.append(FabricPoint(
-                        name, w.model, w.dtype, n * cfg.server.gpus * w.batch_per_gpu, w.bag,
-                        w.alpha or cfg.search.alpha, n, cfg.server.gpus, cfg.server.intra_bandwidth,
-                        (npu.peak_flops, npu.memory_bandwidth, npu.efficiency), d, B,
-                        equiv if fabric == "fat-tree-cost" else d * B, cfg.latency, fabric, steps, rounds,
-                        cfg.search.split, cfg.search.select, cfg.search.seed, cfg.search.max_groups,
-                        cfg.network_model, cfg.fat_tree.leaf, cfg.fat_tree.oversubscribed,
-                        cfg.ocs.live / (cfg.ocs.live + cfg.ocs.reconfiguration)))
+    budget = (q.steps, q.rounds) if quick else (cfg.search.steps, cfg.search.rounds)
+    cases = [(name, n, d, B, fabrics, budget) for name in names for d in degrees for B in bws]
+    if quick and q.demo:
+        cases += [(demo.workload, cfg.servers, demo.degree, demo.bandwidth, ("topoopt", "fat-tree-cost"),
+                   (cfg.search.steps, cfg.search.rounds)) for demo in cfg.paper.demo]
+    out, seen = [], set()
+    for name, servers, d, B, fabs, (steps, rounds) in cases:
+        equiv = cost_equivalent(servers, d, B, prices, cfg.fat_tree.tiers)
+        for f in fabs:
+            if (name, servers, d, B, f) not in seen:  # a demo point the subset already runs
+                seen.add((name, servers, d, B, f))
+                out.append(_point(cfg, name, servers, d, B, f, equiv if f == "fat-tree-cost" else d * B, steps, rounds))
     return out
+
+
+def _point(cfg: TopoOptConfig, name: str, n: int, d: int, B: float, fabric: str, server_bw: float,
+           steps: int, rounds: int) -> FabricPoint:
+    """One run: workload `name` on `n` servers, degree `d`, line rate `B` (bytes/s), `fabric` at
+    `server_bw` bytes/s per server, the search's `steps` x `rounds`."""
+    w = cfg.workloads[name]
+    npu = cfg.server.npu.build()
+    return FabricPoint(
+        name, w.model, w.dtype, n * cfg.server.gpus * w.batch_per_gpu, w.bag, w.alpha or cfg.search.alpha, n,
+        cfg.server.gpus, cfg.server.intra_bandwidth, (npu.peak_flops, npu.memory_bandwidth, npu.efficiency), d, B,
+        server_bw, cfg.latency, fabric, steps, rounds, cfg.search.split, cfg.search.select, cfg.search.seed,
+        cfg.search.max_groups, cfg.network_model, cfg.fat_tree.leaf, cfg.fat_tree.oversubscribed,
+        cfg.ocs.live / (cfg.ocs.live + cfg.ocs.reconfiguration))
 
 
 def cost_equivalent(n: int, d: int, link_bw: float, prices, tiers: int) -> float:
