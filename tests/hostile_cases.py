@@ -365,3 +365,106 @@ def all_cases() -> list[Case]:
     """Every case of the table, command by command."""
     return (collective_cases() + train_cases() + traffic_cases() + astra_cases() + export_cases() + reproduce_cases()
             + topology_cases() + sweep_cases())
+
+
+# ---------------------------------------------------------------- issue 46: sweep and plot, round three
+_S46 = "name: s\nkind: collective\nbase: {collective: all-reduce, latency: 500ns, topology: 'ring:8', size: 1MiB}\naxes:\n"
+
+
+def _sweep46(axes, expect, field, defect, extra=("--dry-run",), out="{d}/o", name="s.yaml"):
+    return _c("sweep", ["sweep", f"{{d}}/{name}", "--out", out, "-q", *extra], expect, field,
+              ((name, _S46 + axes),), defect)
+
+
+def sweep_round3_cases() -> list[Case]:
+    """`fabricsim sweep` and `plot` (issue 46 defects 5-8, 12): counts, --dask, validation, --out."""
+    grid7 = "".join(f"  - grid: {{size: [{', '.join(f'{2**k}KiB' for k in range(10))}]}}\n" for _ in range(5))
+    grid7 = ("  - grid: {bandwidth: [" + ", ".join(f"{10 * k}Gbps" for k in range(1, 11)) + "]}\n"
+             "  - grid: {latency: [" + ", ".join(f"{k}ns" for k in range(1, 11)) + "]}\n" + grid7)
+    one = "  - grid: {algorithm: [ring, direct]}\n"
+    return [
+        _sweep46(grid7, "ok", "", "10^7 combinations, 1,000 points: dry run in seconds"),
+        _sweep46("  - random: {n: 100000000, seed: 1, fields: {size: {choice: [1KiB, 1MiB]}}}\n", "error", "axes",
+                 "no limit on points"),
+        _sweep46("  - random: {n: 3, seed: 1, fields: {size: {uniform: [1000, 100000]}}}\n", "error", "axes.size",
+                 "uniform size passed the dry run (fractional bytes)"),
+        _sweep46("  - grid: {algorithm: [ring, nvls]}\n", "error", "axes.algorithm", "nvls on ring:8 failed at run time"),
+        _sweep46("  - random: {n: 3, seed: 1, fields: {bandwidth: {loguniform: [1.0e+9, 1.0e+11]}}}\n", "error",
+                 "axes.bandwidth", "bare-number bandwidth ran (collective -B refuses it)"),
+        _sweep46(one, "error", "--dask", "--dask without a port: ValueError", extra=("--dask", "nope")),
+        _c("reproduce swing", ["reproduce", "swing", "--quick", "-q", "--out", "{d}/o", "--dask", "nope"], "error",
+           "--dask", (), "--dask without a port: ValueError"),
+        _sweep46(one, "error", "--out", "--out onto a file: 'File exists'", extra=(), out="{d}/s.yaml"),
+        _sweep46(one, "error", "--out", "--out onto /proc/x: 'No such file or directory'", extra=(), out="/proc/x"),
+        _sweep46(one, "error", "--out", "--out into a folder of other files", extra=(), out="{d}"),
+        _c("plot", ["plot", "{d}", "--x", "size_bytes", "--y", "busbw_Bps"], "error", "--results", (),
+           "plot of an empty folder: 'accepted: ' and nothing"),
+    ]
+
+
+_ALL_CASES_BEFORE_46 = all_cases
+
+
+def all_cases() -> list[Case]:  # noqa: F811 - the table grows at its end
+    """Every case of the table, command by command, with issue 46's sweep rows."""
+    return _ALL_CASES_BEFORE_46() + sweep_round3_cases()
+
+
+# ---- issue 46, "Robustness, round three" (tests/test_hostile_round3.py has the closed forms) -------
+
+BASE3 = """\
+network: {topology: 'switch:4', bandwidth: 300GB/s, latency: 1us}
+system: {npu: {gpu: a100}}
+workload:
+  model: {layers: 4, hidden: 256, heads: 8, seq: 128, vocab: 1000}
+  batch: 4
+  iterations: 1
+  parallelism: {mp: 2, pp: 2, microbatches: 4, recompute: selective, sequence_parallel: true, optimizer: adam}
+output: {trace: false, plot: false}
+"""
+
+
+def round3_cases() -> list[Case]:
+    """Issue 46 (round three): mp off Megatron's layout, graphs sized before building, options given
+    twice, options contradicting the topology, absurd answers, fields named as given."""
+    job = (ROOT / "configs" / "topoopt-job.yaml").read_text()
+    return [
+        _train(BASE3, "ok", defect="valid"),
+        _train(_sub(BASE3, "heads: 8", "heads: 1"), "error", "workload.model.heads", "mp off Megatron's layout"),
+        _train(_sub(BASE3, "vocab: 1000}", "vocab: 1000, ffn: 3}"), "error", "workload.model.ffn",
+               "mp off Megatron's layout"),
+        _train(_sub(BASE3, "heads: 8", "heads: 8, kv_heads: 1"), "error", "workload.model.kv_heads",
+               "mp off Megatron's layout"),
+        _export(["-o", "{d}/ch", "--train", "{d}/t.yaml"], "error", "workload.model.heads", "mp off Megatron's layout",
+                files=(("t.yaml", _sub(BASE3, "heads: 8", "heads: 1")),)),
+        _train(_sub(BASE3, "layers: 4", "layers: 100000000"), "error", "workload.model.layers",
+               "tasks limit before the model is built (memory)"),
+        _c("collective", ["--limit", "npus=8", "--limit", "npus=16", "collective", "-t", "ring:12", "-s", "1MiB", "-q"],
+           "error", "--limit", defect="option given twice"),
+        _coll(["-s", "2MiB"], "error", "--sizes", "option given twice"),
+        _coll(["-c", "broadcast", "-a", "ring", "-o", "chunks=2", "-o", "chunks=4"], "error", "--option",
+              "option given twice"),
+        _train(BASE3, "error", "--endpoint", "endpoint field given twice",
+               extra=("--endpoint", "npu,units=0.2,units=0.3,memory=0.1")),
+        _coll(["-a", "nccl_tree", "-o", "gpus_per_node=16"], "error", "gpus_per_node", "contradicts the topology",
+              t="dgx-h100:nodes=2"),
+        _coll(["-a", "nccl_tree", "-o", "gpus_per_node=8"], "ok", defect="valid", t="dgx-h100:nodes=2"),
+        _train(BASE3, "error", "--endpoint: units", "absurd answer (1e294 s)",
+               extra=("--endpoint", "npu,units=1e-300,memory=1e-300")),
+        _c("collective", ["collective", "-t", "ring:8", "-B", "100bps", "-s", "1GiB", "-q"], "error",
+           "--bandwidth 100bps", defect="absurd answer (over a year)"),
+        _c("topology optimize", ["topology", "optimize", "{d}/j.yaml", "--out", "{d}/o", "-q"], "error",
+           "j.yaml: link_bandwidth", (("j.yaml", _sub(job, "link_bandwidth: 100Gbps", "link_bandwidth: 1bps")),),
+           "wrong field named"),
+        _coll(["-a", "nvls"], "error", "'nvls'", "wrong value named", t="dgx-a100:nodes=2"),
+        _train(_sub(BASE3, "{gpu: a100}", "{gpu: a100, efficiency: 5e-1}"), "error", "exponent without a dot",
+               "YAML 1.1 text not said"),
+    ]
+
+
+_ALL_CASES_BEFORE_ROUND3 = all_cases
+
+
+def all_cases() -> list[Case]:  # noqa: F811 - the table grows at its end
+    """Every case of the table, with issue 46's round-three rows (`round3_cases`)."""
+    return _ALL_CASES_BEFORE_ROUND3() + round3_cases()

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from fabricsim.cli import main
+from fabricsim.sweep import store
 from fabricsim.sweep.run import evaluate_point, read_results, run_sweep
 from fabricsim.sweep.spec import SweepSpec, expand, load_sweep
 
@@ -135,10 +136,11 @@ def test_local_pool_and_dask_give_identical_rows(tmp_path):
 
 def test_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
     """In-network reduction needs a reducing switch: on ring:6 each size fails with a one-line
-    error (found only when the point runs); the ring points run."""
+    error when it runs (`load_sweep` refuses such a sweep before it runs; here the points go to the
+    runner unvalidated); the ring points run."""
     data = _collectives()
     data["axes"][0]["grid"].update(topology=["ring:6"], algorithm=["ring", "in_network"])
-    _, pts = load_sweep(_write(tmp_path, data))
+    pts = expand(SweepSpec.model_validate(data))
     got = run_sweep(pts, tmp_path / "r", workers=1)
     rows = read_results(tmp_path / "r").to_pylist()
     bad = [r for r in rows if r["error"]]
@@ -157,13 +159,35 @@ def test_resume_skips_finished_points(tmp_path):
 
 
 def _part_files(out):
-    return len(list(out.glob("part-*.parquet")))
+    return {p.name for p in out.glob("part-*.parquet")}
+
+
+def _damage(out, k):
+    """Between runs k and k+1: 50 zero bytes in the middle of the newest part and an unrelated
+    Parquet file (k = 1), the newest part truncated to 100 bytes (k = 2), a 0-byte part (k = 3)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    newest = max(out.glob("part-*.parquet"), key=lambda p: p.name.split("-")[1], default=None)
+    if k == 1 and newest is not None:
+        b = bytearray(newest.read_bytes())
+        b[len(b) // 2:len(b) // 2 + 50] = b"\0" * 50
+        newest.write_bytes(bytes(b))
+        pq.write_table(pa.table({"hash": ["not-a-point"], "busbw_Bps": [1e30]}), out / "unrelated.parquet")
+    elif k == 2 and newest is not None:
+        os.truncate(newest, 100)
+    elif k == 3:
+        (out / "part-1-1-00000.parquet").write_bytes(b"")
+    return newest.name if newest is not None and k in (1, 2) else "part-1-1-00000.parquet" if k == 3 else None
 
 
 def test_killed_five_times_every_point_exactly_once(tmp_path):
     """Kill `fabricsim sweep` (its whole process group: SIGKILL or SIGINT) 5 times, each at a random
     moment after that run has written rows of its own, then let it finish: the results hold every
-    point exactly once, with the values of an uninterrupted run."""
+    point exactly once, with the values of an uninterrupted run. Between runs the folder is damaged
+    (zero bytes in a part, a truncated part, a 0-byte part, an unrelated Parquet file): each damaged
+    part ends in _damaged/ and its points are run again, the unrelated file is left alone. A second
+    writer started while the first runs is refused in one line (exit 2) and changes nothing."""
     # 256 points, ~4 s on 2 workers: five runs killed early, even on a loaded machine where a run gets
     # far before the kill lands, leave points for the last run
     data = _collectives(sizes=[f"{2**k}KiB" for k in range(16)])
@@ -179,14 +203,20 @@ def test_killed_five_times_every_point_exactly_once(tmp_path):
     cmd = [sys.executable, "-m", "fabricsim", "sweep", str(f), "--out", str(out), "--workers", "2", "--flush-s", "0.05", "-q"]
     rng = random.Random(15)
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    kills = 0
+    kills, damaged, second = 0, [], None
     for k in range(5):
         before = _part_files(out)
         proc = subprocess.Popen(cmd, start_new_session=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
-        while _part_files(out) == before and proc.poll() is None:  # this run's first rows
+        while not (_part_files(out) - before) and proc.poll() is None:  # this run's first rows
             assert time.monotonic() < deadline
             time.sleep(0.01)
+        if k == 0 and proc.poll() is None:  # a second writer meanwhile: refused, nothing written
+            os.killpg(proc.pid, signal.SIGSTOP)  # the first holds the lock and cannot finish meanwhile
+            try:
+                second = (subprocess.run(cmd, env=env, timeout=120, capture_output=True, text=True), True)
+            finally:
+                os.killpg(proc.pid, signal.SIGCONT)
         time.sleep(rng.uniform(0.0, 0.05))
         if proc.poll() is not None:  # it finished what was left before the kill (this process starved)
             assert proc.returncode == 0
@@ -197,12 +227,24 @@ def test_killed_five_times_every_point_exactly_once(tmp_path):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # any worker left behind
         kills += 1
+        damaged.append(_damage(out, k))
     assert kills >= 2  # at least a SIGKILL and a SIGINT landed mid-sweep
     assert 0 < read_results(out).num_rows and (kills < 5 or read_results(out).num_rows < len(pts))
-    assert subprocess.run(cmd, env=env, timeout=600, capture_output=True).returncode == 0
+    if second is not None and second[1]:  # the first was still running when the second finished
+        res = second[0]
+        lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+        assert res.returncode == 2 and len(lines) == 1 and "--out" in lines[0] and "another fabricsim sweep" in lines[0]
+    unrelated = (out / "unrelated.parquet").read_bytes() if (out / "unrelated.parquet").exists() else None
+    last = subprocess.run(cmd, env=env, timeout=600, capture_output=True, text=True)
+    assert last.returncode == 0, last.stderr
     hashes = read_results(out).column("hash").to_pylist()
     assert len(hashes) == len(set(hashes)) == len(pts)
     assert set(hashes) == {p.hash for p in pts}
+    assert store.scan(out).duplicates == 0  # no row written twice (a reader would hide it)
+    for name in filter(None, damaged):  # moved aside by the run after the damage
+        assert (out / "_damaged" / name).exists() and not (out / name).exists(), name
+    if unrelated is not None:
+        assert (out / "unrelated.parquet").read_bytes() == unrelated
     run_sweep(pts, tmp_path / "clean", workers=2)
     got, clean = (read_results(x).drop(["wall_s"]) for x in (out, tmp_path / "clean"))
     assert got.equals(clean)

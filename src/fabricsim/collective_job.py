@@ -15,13 +15,19 @@ from .units import parse_size_range
 
 def parse_options(items: list[str]) -> dict[str, str]:
     """`--option KEY=VALUE` items as a mapping of strings; the algorithm types them
-    (`collectives.registry.choose_algorithm`)."""
-    opts = {}
+    (`collectives.registry.choose_algorithm`). A KEY given twice is refused (as a topology option is):
+    the last would win in silence."""
+    opts: dict = {}
+    first: dict = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError("--option", item, "accepted: KEY=VALUE, e.g. bidirectional=true or chunks=8")
-        opts[key.strip()] = value.strip()
+        key = key.strip()
+        if key in opts:
+            raise ConfigError("--option", item, f"option {key!r} is given twice (first {first[key]!r}); "
+                                                "accepted: each option once")
+        opts[key], first[key] = value.strip(), item
     return opts
 
 
@@ -82,6 +88,9 @@ def run_collective(topology: str, bandwidth: str, latency: str, collective: str,
     size_list = parse_size_range(sizes, "sizes")
     coll = normalize_collective(collective)
     ranks = parse_group(group)  # before the topology: a hostile range is refused without building it
+    from .collectives.registry import check_option_keys
+
+    check_option_keys(algorithm, parse_options(options or []), "--algorithm")
     choice = choose_algorithm(algorithm, parse_options(options or []), where="--option")
     topo = parse_topology(topology, bandwidth, latency)
     if ranks is not None and len(ranks) > topo.n_npus:
@@ -106,6 +115,9 @@ def run_collective(topology: str, bandwidth: str, latency: str, collective: str,
     report(progress, 0, len(size_list), f"timing {len(size_list)} sizes ({net.name})")
     sched = used[-1]
     rows = collective_rows(coll, sched.p, size_list, times)
+    from .engine.plausible import check_collective
+
+    check_collective(rows, f"--bandwidth {bandwidth}, --latency {latency} on {topo.name}")
     # auto with one plain candidate (no GPU cluster: ring) reads as that algorithm, as before
     nccl = len(priced.candidates) > 1 or any(c.protocol != "-" for c in priced.candidates)
     if nccl:  # what NCCL_DEBUG=INFO reports per call: algorithm, protocol, channels

@@ -13,6 +13,7 @@ levels) are in `fabricsim.inputs`, re-exported here.
 from __future__ import annotations
 
 import contextlib
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -114,7 +115,36 @@ def validate(model: type[M], data: dict, where: str, brackets: bool = False, *, 
             bound = next(iter(err.get("ctx", {}).values()), "")
             kind = "an integer" if isinstance(value, int) else "a number"
             msg = f"accepted: {kind} {_BOUNDS[err['type']]} {bound}"
+        if "a number" in msg or "an integer" in msg:
+            msg += _read_as_text(value)
         raise ConfigError(f"{where}: {'.'.join(loc)}", _short(value), msg) from None
+
+
+_EXPONENT_ONLY = re.compile(r"[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+")
+
+
+def _read_as_text(value: Any) -> str:
+    """What to add to "accepted: a number" when the value is a number that YAML read as text: YAML 1.1
+    (PyYAML) reads `1e-300` (an exponent, no dot) as a string, and anything in quotes is one.
+
+    Examples
+    --------
+    >>> _read_as_text("1e-300")
+    " (YAML 1.1 reads '1e-300', an exponent without a dot, as text: write 1.0e-300)"
+    >>> _read_as_text("0.5"), _read_as_text(0.5), _read_as_text("fast")
+    (' (given as text, in quotes: write 0.5 without them)', '', '')
+    """
+    if not isinstance(value, str):
+        return ""
+    text = value.strip()
+    if _EXPONENT_ONLY.fullmatch(text):
+        mant, _, exp = text.replace("E", "e").partition("e")
+        return f" (YAML 1.1 reads {text!r}, an exponent without a dot, as text: write {mant}.0e{exp})"
+    try:
+        float(text)
+    except ValueError:
+        return ""
+    return f" (given as text, in quotes: write {text} without them)"
 
 
 def _union_members(errors: list) -> list:

@@ -23,6 +23,7 @@ means more raises the one limit the message names. The limits in force are a con
     iterations    10,000       training iterations of one run
     proposals     100,000      MCMC proposals (steps x rounds) of one TopoOpt search (`topology optimize`)
     combos        1,000,000    combinations of the knobs one `fabricsim plan` search judges (~30 us each)
+    points        1,000,000    points of one sweep, counted before they are expanded (`fabricsim sweep`)
     file_bytes    256 MiB      bytes of one input file (YAML, JSON, text workload, trace)
     trace_nodes   10,000,000   nodes of the Chakra traces one export writes (all NPUs; ~450 B each)
 """
@@ -43,7 +44,7 @@ class Limits:
 
     Parameters
     ----------
-    npus, links, route_table, ranks, sizes, blocks, flows, tasks, chunks, iterations, proposals, combos, trace_nodes : int
+    npus, links, route_table, ranks, sizes, blocks, flows, tasks, chunks, iterations, proposals, combos, points, trace_nodes : int
         Counts (see the module docstring for what each counts and its default).
     file_bytes : int
         Bytes of one input file.
@@ -61,6 +62,7 @@ class Limits:
     iterations: int = 10_000
     proposals: int = 100_000
     combos: int = 1_000_000
+    points: int = 1_000_000
     file_bytes: int = 256 * 2**20
     trace_nodes: int = 10_000_000
 
@@ -153,6 +155,40 @@ def parse_limit(text: str) -> tuple[str, int]:
     if not (n == n) or n < 1 or n > 2**62 or n != int(n):
         raise ConfigError("--limit", text, f"{name} must be a whole number >= 1 (e.g. {name}=1e6)")
     return name, int(n)
+
+
+def parse_limits(items) -> dict[str, int]:
+    """Every `--limit NAME=VALUE` of a command line (`parse_limit`), each NAME once.
+
+    Parameters
+    ----------
+    items : iterable of str
+        The `--limit` values, in order.
+
+    Returns
+    -------
+    dict of str to int
+        NAME -> new value; ConfigError naming `--limit` when a NAME is given twice (the last would
+        win in silence).
+
+    Examples
+    --------
+    >>> parse_limits(["npus=8", "blocks=1e9"])
+    {'npus': 8, 'blocks': 1000000000}
+    >>> parse_limits(["npus=8", "npus=16"])
+    Traceback (most recent call last):
+    ...
+    fabricsim.errors.ConfigError: --limit: invalid value 'npus=16'; limit 'npus' is given twice (first 'npus=8'); accepted: each limit once
+    """
+    out: dict[str, int] = {}
+    first: dict[str, str] = {}
+    for text in items:
+        name, value = parse_limit(text)
+        if name in out:
+            raise ConfigError("--limit", text, f"limit {name!r} is given twice (first {first[name]!r}); "
+                                               "accepted: each limit once")
+        out[name], first[name] = value, str(text)
+    return out
 
 
 def check_limit(name: str, estimate: float, what: str, field: str, value: object) -> None:

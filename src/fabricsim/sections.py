@@ -194,7 +194,7 @@ class EndpointSection(BaseModel):
         A policy of `system.endpoint.ENDPOINT_POLICIES` (`fabricsim models`): ideal, npu,
         comp-opt, comm-opt, no-overlap, ace, offload.
     **fields
-        The policy's config fields (npu: `units`, `memory`, shares in (0, 1); ace: `sram`,
+        The policy's config fields (npu: `units`, `memory`, shares in [0.001, 1); ace: `sram`,
         `alu_throughput`, `dma_bandwidth`, `min_block`, with units; offload: `rate`).
     """
 
@@ -252,6 +252,8 @@ def parse_endpoint(text: str, field: str = "system.endpoint") -> dict:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise ConfigError(field, item, "accepted: POLICY[,FIELD=VALUE...], e.g. npu,units=0.1,memory=0.3")
+        if key.strip() in out:  # the last would win in silence
+            raise ConfigError(field, item, f"field {key.strip()!r} is given twice; accepted: each field once")
         out[key.strip()] = value.strip()
     return out
 

@@ -324,6 +324,7 @@ def run_train(cfg: TrainConfig, progress: Progress | None = None) -> TrainRun:
     topo = topology_of(cfg)
     system = system_of(cfg)
     memory, notes = memory_of(cfg, system)
+    notes = [*notes, *_layout_note(cfg)]
     pricer = system_pricer(cfg, topo, system)
     fold = _fold_wanted(cfg, pricer, topo.n_npus)
     report(progress, 0, 0, f"building the workload graph ({topo.n_npus} NPUs{', folded' if fold else ''})")
@@ -344,7 +345,48 @@ def run_train(cfg: TrainConfig, progress: Progress | None = None) -> TrainRun:
     report(progress, 0, len(graph), "simulating")
     tasks = None if progress is None else (lambda done, total: progress(done, total, "simulating"))
     with errors_in(cfg.source, "network.algorithms"):  # an algorithm that cannot serve a group of the workload
-        return TrainRun(cfg, topo, simulate(graph, system, pricer, progress=tasks), pricer, memory, tuple(notes))
+        result = simulate(graph, system, pricer, progress=tasks)
+    _check_plausible(cfg, result)
+    return TrainRun(cfg, topo, result, pricer, memory, tuple(notes))
+
+
+def _check_plausible(cfg: TrainConfig, result) -> None:
+    """None, or a ConfigError when the iteration takes over a year (`engine.plausible`), naming the
+    inputs its larger part (compute or exposed communication) comes from."""
+    from .engine.plausible import check_iteration
+
+    w, npu, net = cfg.workload, cfg.system.npu, cfg.network
+    if w.model is not None:
+        what = f"gpu: {npu.gpu}" if npu.gpu else f"peak: {npu.peak:g} FLOP/s, efficiency: {npu.efficiency:g}"
+        model = w.model if isinstance(w.model, str) else w.model.model_name()
+        compute = f"system.npu ({what}) with workload.model {model}"
+    else:
+        compute = (f"workload.astra_text {w.astra_text} (its compute times)" if w.astra_text is not None
+                   else f"workload.chakra {w.chakra} (its compute node durations)")
+    ep = cfg.system.endpoint.model_dump()
+    endpoint = ep.pop("policy") + "".join(f",{k}={v}" for k, v in ep.items())
+    comm = f"network.bandwidth {net.bandwidth}, network.latency {net.latency}, system.endpoint {endpoint}"
+    check_iteration(result.iteration_time, result.mean_breakdown(), {"compute": compute, "communication": comm},
+                    cfg.source or "")
+
+
+def _layout_note(cfg: TrainConfig) -> list[str]:
+    """A note when a zoo transformer runs under a tensor-parallel degree that does not divide its
+    heads or ffn: it then leaves Megatron-LM's layout (`workload.plan.by_shape`: FLOPs on the
+    roofline, no kernels, no memory model), said rather than silent. (A transformer by shape is
+    refused at load instead: `workload_config.check_tensor_split`; FRED's Transformer-17B strategies
+    MP(20), MP(10), MP(5) run so.)"""
+    w = cfg.workload
+    if not isinstance(w.model, str) or w.parallelism.mp == 1:
+        return []
+    from .workload.plan import by_shape
+
+    model = w.build_model()
+    if model.heads is None or model.ffn is None or not model.blocks() or by_shape(model, w.parallelism.mp):
+        return []
+    return [f"not Megatron-LM's layout: mp = {w.parallelism.mp} does not divide heads = {model.heads} or "
+            f"ffn = {model.ffn} of {model.name}; its blocks are priced by FLOPs on the roofline, without kernels "
+            "or a memory check"]
 
 
 def _single(cfg: TrainConfig) -> None:

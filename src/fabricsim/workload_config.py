@@ -216,6 +216,30 @@ class ShapeSection(_Strict):
         return self.name or self.preset or "transformer"
 
 
+def check_tensor_split(shape, mp: int) -> None:
+    """None when Megatron-LM can split a transformer by shape over `mp` tensor-parallel ranks: `mp`
+    divides its attention heads, its key/value heads and its MLP inner size (Megatron-LM refuses a
+    tensor-parallel size that does not). A ConfigError naming `model.heads`, `model.kv_heads` or
+    `model.ffn` otherwise: such a run would leave Megatron's layout (no kernels, no memory model).
+
+    Parameters
+    ----------
+    shape : workload.shapes.TransformerShape
+        The architecture.
+    mp : int
+        Tensor-parallel degree (`workload.parallelism.mp`).
+    """
+    if mp == 1:
+        return
+    for key, what in (("heads", "attention heads"), ("kv_heads", "key/value heads (query groups)"),
+                      ("ffn", "MLP inner size (default 4 x hidden)")):
+        value = getattr(shape, key)
+        if value % mp:
+            raise ConfigError(f"model.{key}", value, f"accepted with parallelism.mp = {mp}: a multiple of {mp} "
+                                                     f"(Megatron-LM splits the {what} over the tensor-parallel ranks); "
+                                                     f"or an mp dividing {value}")
+
+
 class WorkloadSection(_Strict):
     """`workload:` what runs: exactly one of `model`, `astra_text`, `chakra`.
 
@@ -296,6 +320,14 @@ class WorkloadSection(_Strict):
         if self.input_prefetch and not self.input_loading:
             raise ConfigError("input_prefetch", True, "applies with input_loading: true; accepted: input_loading: true, "
                                                       "or input_prefetch: false")
+        if isinstance(self.model, ShapeSection):
+            shape = self.model.shape()
+            check_tensor_split(shape, self.parallelism.mp)
+            # sized before the model (a Layer per block) or its graph is built: each block is at least
+            # two parts (attention, MLP), each a forward and a backward task, per microbatch and iteration
+            check_limit("tasks", 4 * shape.layers * self.parallelism.microbatches * self.iterations,
+                        "tasks (at least 4 per transformer block, microbatch and iteration)", "model.layers",
+                        shape.layers)
         return self
 
     @field_validator("model", mode="before")

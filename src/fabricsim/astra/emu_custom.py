@@ -44,11 +44,29 @@ class DepGraph:
         nid : int
             Id of the node that finished.
         """
+        self.free.extend(self.release(nid))
+        self.free.sort()
+
+    def release(self, nid: int) -> list[int]:
+        """Mark node `nid` done and return its children whose dependencies are now all done (they do
+        not join `free`: for a caller that keeps its ready nodes itself, in O(children)).
+
+        Parameters
+        ----------
+        nid : int
+            Id of the node that finished.
+
+        Returns
+        -------
+        list of int
+            The newly free children, in the order `nid` lists them.
+        """
+        out = []
         for c in self.children[nid]:
             self.waiting[c] -= 1
             if self.waiting[c] == 0:
-                self.free.append(c)
-        self.free.sort()
+                out.append(c)
+        return out
 
 
 class CustomAlgorithm(Algorithm):

@@ -71,7 +71,7 @@ H_QUEUE, H_COLL, H_N, H_STRIDE, H_DIRECT, H_WINDOW, H_DATA = range(NP)
 F_MEMBW, F_AWLAT, F_AWBW, F_DIM = 0, 1, 2, 3
 MAX_DIMS = 8
 # L (one typed list of lists): dimension queues [0, NPUs x dims), ready lists from M[P_READY], free
-# nodes from M[P_FREE]
+# nodes from M[P_FREE]: per NPU `emu_kernel_sys.NLANES` min-heaps of node ids, one per resource
 
 
 # ---- event heap, ordered by (tick, insertion number) ----

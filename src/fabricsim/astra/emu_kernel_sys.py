@@ -91,20 +91,83 @@ def generate(M, F, L, npu, node):
         schedule(M, F, L, npu)
 
 
+# ---- ready nodes of an NPU: one min-heap of ids per resource (none, gpu, cpu, comm), so that an
+# event looks at each lane's head, not at every waiting node (a wide graph: linear, not quadratic) ----
+
+NLANES = 4  # lane = resource + 1: -1 none (metadata, receives), 0 gpu, 1 cpu, 2 comm
+
+
+@njit(cache=True)
+def lane_push(h, x):
+    """Push node id x on the min-heap h (a typed list)."""
+    h.append(x)
+    i = len(h) - 1
+    while i > 0:
+        up = (i - 1) >> 1
+        if h[up] <= x:
+            break
+        h[i] = h[up]
+        i = up
+    h[i] = x
+
+
+@njit(cache=True)
+def lane_pop(h):
+    """Pop the least node id of the min-heap h (non-empty)."""
+    top = h[0]
+    last = h.pop()
+    n = len(h)
+    if n:
+        i = 0
+        while True:
+            c = 2 * i + 1
+            if c >= n:
+                break
+            if c + 1 < n and h[c + 1] < h[c]:
+                c += 1
+            if h[c] >= last:
+                break
+            h[i] = h[c]
+            i = c
+        h[i] = last
+    return top
+
+
+@njit(cache=True)
+def lanes_empty(M, L, npu):
+    """Whether the NPU has no ready node waiting."""
+    base = M[P_FREE] + npu * NLANES
+    for k in range(NLANES):
+        if len(L[base + k]) > 0:
+            return False
+    return True
+
+
 @njit(cache=True)
 def issue_free(M, F, L, npu):
-    """NpuWorkload.issue_free: issue every ready node whose resource is free, in ascending id."""
-    fl = L[M[P_FREE] + npu]
+    """NpuWorkload.issue_free: issue every ready node whose resource is free, in ascending id: every
+    node holding no resource and the least of each resource's lane whose resource is idle."""
+    base = M[P_FREE] + npu * NLANES
     orow = M[O_NPU] + npu * NR
     now = M[S_NOW]
-    kept = List.empty_list(types.int64)
-    for j in range(len(fl)):
-        nd = fl[j]
+    todo = List.empty_list(types.int64)
+    none = L[base]
+    while len(none) > 0:
+        todo.append(lane_pop(none))
+    for res in range(NLANES - 1):
+        lane = L[base + res + 1]
+        if len(lane) > 0 and M[orow + R_INFLIGHT + res] == 0:
+            c = lane_pop(lane)
+            todo.append(c)
+            i = len(todo) - 1
+            while i > 0 and todo[i - 1] > c:  # ascending: at most three heads placed
+                todo[i] = todo[i - 1]
+                i -= 1
+            todo[i] = c
+    for j in range(len(todo)):
+        nd = todo[j]
         on = M[O_NODE] + nd * ND
         res = M[on + D_RES]
-        if res >= 0 and M[orow + R_INFLIGHT + res] > 0:
-            kept.append(nd)
-            continue
         M[M[O_ISSUED] + nd] = 1
         if res >= 0:
             M[orow + R_INFLIGHT + res] += 1
@@ -124,7 +187,6 @@ def issue_free(M, F, L, npu):
                 register(M, npu, SE_REPLAY_DONE, nd, 0, M[on + D_DUR])
             else:
                 generate(M, F, L, npu, nd)
-    L[M[P_FREE] + npu] = kept
 
 
 @njit(cache=True)
@@ -146,18 +208,15 @@ def finished(M, F, L, nd):
     if res >= 0:
         M[orow + R_INFLIGHT + res] -= 1
     M[orow + R_RUNNING] -= 1
-    fl = L[M[P_FREE] + npu]
+    base = M[P_FREE] + npu * NLANES
     ow, oc = M[O_WAITING], M[O_CHSTART]
     for j in range(M[oc + nd], M[oc + nd + 1]):
         c = M[M[O_CHLIST] + j]
         M[ow + c] -= 1
-        if M[ow + c] == 0:  # into the ascending free list
-            i = len(fl)
-            while i > 0 and fl[i - 1] > c:
-                i -= 1
-            fl.insert(i, c)
+        if M[ow + c] == 0:  # into its resource's lane
+            lane_push(L[base + M[M[O_NODE] + c * ND + D_RES] + 1], c)
     issue_free(M, F, L, npu)
-    if len(L[M[P_FREE] + npu]) == 0 and M[orow + R_RUNNING] == 0 and M[orow + R_FINISH] < 0:
+    if lanes_empty(M, L, npu) and M[orow + R_RUNNING] == 0 and M[orow + R_FINISH] < 0:
         M[orow + R_FINISH] = M[S_NOW]
 
 
@@ -218,7 +277,7 @@ def run_events(M, F, keys, L):
     for npu in range(M[P_NPUS]):
         issue_free(M, F, L, npu)
         orow = M[O_NPU] + npu * NR
-        if len(L[M[P_FREE] + npu]) == 0 and M[orow + R_RUNNING] == 0 and M[orow + R_FINISH] < 0:
+        if lanes_empty(M, L, npu) and M[orow + R_RUNNING] == 0 and M[orow + R_FINISH] < 0:
             M[orow + R_FINISH] = 0
     oh = M[O_HEAP]
     while M[S_HN] > 0 and M[S_STATUS] == ST_OK:
@@ -264,19 +323,22 @@ def run_events(M, F, keys, L):
 
 @njit(cache=True)
 def _containers(M):
-    """L (dimension queues, ready lists, free nodes per NPU) and the map of message keys."""
+    """L (dimension queues, ready lists, then per NPU its `NLANES` lanes of free nodes) and the map of message keys."""
     n_npus, dims = M[P_NPUS], M[P_DIMS]
     L = List()
     for _ in range(n_npus * dims + n_npus):
         L.append(List.empty_list(types.int64))
     for r in range(n_npus):
-        fl = List.empty_list(types.int64)
+        lanes = List()
+        for _ in range(NLANES):
+            lanes.append(List.empty_list(types.int64))
         first = M[M[O_NPU] + r * NR + R_NSTART]
         end = M[M[O_NPU] + (r + 1) * NR + R_NSTART] if r + 1 < n_npus else (M[O_ISSUED] - M[O_WAITING])
         for i in range(first, end):
-            if M[M[O_WAITING] + i] == 0:
-                fl.append(i)
-        L.append(fl)
+            if M[M[O_WAITING] + i] == 0:  # ascending: each lane a sorted list, a valid heap
+                lanes[M[M[O_NODE] + i * ND + D_RES] + 1].append(i)
+        for lane in lanes:
+            L.append(lane)
     keys = Dict.empty(key_type=_K4, value_type=types.int64)
     return keys, L
 

@@ -36,6 +36,7 @@ from .emu_ring import halving_doubling_unpaired
 from .emu_system import phase_plan
 from .emulator import Deadlock, NetSpec, SysSpec, mirror_eligible, simulate_collective
 from .workload import COLLECTIVE_OF, COMM_COLL, NpuResult, Roofline, mirror_why_not, run_workload
+from .workload_nodes import check_finish, check_ticks
 
 BACKENDS = ("congestion-unaware", "congestion-aware")
 
@@ -295,6 +296,7 @@ def run_astra(workload: str, system_path: str, network_path: str, comm_groups: s
     report(progress, 0, net.npus, f"reading {net.npus} Chakra traces")
     traces = read_traces(workload, net.npus)
     check_peers(traces, workload)  # a send to itself would fail deep in the network model
+    check_ticks(traces, workload)  # durations beyond a 64-bit count of ns
     spec_n = net_spec(net)
     spec_s = sys_spec(system, net.npus, injection_scale)
     warnings += _system_warnings(system, system_path)
@@ -317,6 +319,7 @@ def run_astra(workload: str, system_path: str, network_path: str, comm_groups: s
         if stall is None or not (isinstance(e, Deadlock) or getattr(e, "value", None) == "deadlock"):
             raise
         raise stall from None
+    check_finish(results, workload)
     path, colls = _run_path(traces, single if not system.replay_only else None, how)
     return AstraRun(net, system, backend, workload, results, time.perf_counter() - t0, path, colls, tuple(warnings))
 

@@ -19,6 +19,7 @@ per-NPU result) is in `workload_nodes`, re-exported here; this module holds the 
 
 from __future__ import annotations
 
+import heapq
 from typing import Sequence
 
 from ..errors import ConfigError
@@ -75,6 +76,12 @@ class NpuWorkload:
         self.where = where
         self.graph = DepGraph(nodes)
         self.nodes = self.graph.nodes
+        # ready nodes, one min-heap of ids per resource: an event looks at each lane's head, not at
+        # every waiting node (linear in nodes, not quadratic, for a wide graph)
+        self.lanes: dict = {None: [], "gpu": [], "cpu": [], "comm": []}
+        for nid in self.graph.free:  # ascending: each lane sorted, a valid heap
+            self.lanes[self.resource(self.nodes[nid])].append(nid)
+        self.graph.free = []
         self.in_flight = {"gpu": 0, "cpu": 0, "comm": 0}
         self.running = 0
         self.nodes_issued: set[int] = set()
@@ -105,17 +112,22 @@ class NpuWorkload:
         return None
 
     def issue_free(self) -> None:
-        """Issue every ready node whose resource is free, in ascending id; the rest wait.
-        (Issuing never completes a node synchronously, so `free` is stable here.)"""
-        kept = []
-        for nid in self.graph.free:
+        """Issue every ready node whose resource is free, in ascending id; the rest wait: every node
+        holding no resource, and the least of each idle resource's lane (at most one node holds a
+        resource). (Issuing never completes a node synchronously, so the lanes are stable here.)"""
+        lanes = self.lanes
+        todo = sorted(lanes[None])
+        lanes[None] = []
+        for res in ("gpu", "cpu", "comm"):
+            if lanes[res] and self.in_flight[res] == 0:
+                todo.append(heapq.heappop(lanes[res]))
+        for nid in sorted(todo):
             node = self.nodes[nid]
-            res = self.resource(node)
-            if res is not None and self.in_flight[res] > 0:
-                kept.append(nid)
-            else:
-                self.issue(node, res)
-        self.graph.free = kept
+            self.issue(node, self.resource(node))
+
+    def waiting(self) -> bool:
+        """Whether a ready node waits for its resource."""
+        return any(self.lanes.values())
 
     def issue(self, node, res) -> None:
         """Start `node` now, holding resource `res`: compute as a delay, a collective on the
@@ -211,15 +223,16 @@ class NpuWorkload:
         if res is not None:
             self.in_flight[res] -= 1
         self.running -= 1
-        self.graph.finish(node.id)
+        for c in self.graph.release(node.id):
+            heapq.heappush(self.lanes[self.resource(self.nodes[c])], c)
         self.issue_free()
-        if not self.graph.free and self.running == 0 and self.finish_ns is None:
+        if not self.waiting() and self.running == 0 and self.finish_ns is None:
             self.finish_ns = self.world.eq.now
 
     def fire(self) -> None:
         """Start the NPU: issue the nodes that have no dependencies."""
         self.issue_free()
-        if not self.graph.free and self.running == 0 and self.finish_ns is None:
+        if not self.waiting() and self.running == 0 and self.finish_ns is None:
             self.finish_ns = self.world.eq.now
 
 

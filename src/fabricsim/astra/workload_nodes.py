@@ -173,3 +173,51 @@ def same_graph(a: Sequence, b: Sequence) -> bool:
         if y.data_deps != tuple(d + delta for d in x.data_deps) or y.ctrl_deps != tuple(d + delta for d in x.ctrl_deps):
             return False
     return True
+
+
+MAX_TICK = 2**63 - 1
+"""The latest time an emulation reaches, ns: the compiled core's int64 counter (ASTRA-sim's own Tick
+is an unsigned 64-bit count of ns, wrapping after 2^64 - 1: beyond either it answers nothing real)."""
+
+
+def check_ticks(traces: Sequence, where: str) -> None:
+    """None, or a ConfigError naming the trace file and node whose recorded durations cannot be
+    counted in 64-bit ns: one node's `duration_micros` x 1000, or one NPU's sum of them, beyond
+    `MAX_TICK` (a compute node of 2^64 - 1 us once answered 1.8e22 cycles).
+
+    Parameters
+    ----------
+    traces : sequence of EtTrace
+        One per NPU, rank order.
+    where : str
+        The trace prefix (files `<where>.<rank>.et`).
+    """
+    limit_us = MAX_TICK // 1000
+    for tr in traces:
+        total = 0
+        for n in tr.nodes:
+            d = n.duration_micros or 0
+            total += d
+            if d > limit_us or total > limit_us:
+                what = f"{d} us" if d > limit_us else f"{total} us in all up to node {n.id}"
+                raise ConfigError(f"{where}.{tr.rank}.et: node {n.id} duration_micros", what,
+                                  f"accepted: durations that add up to at most {limit_us:,} us per NPU (2^63 - 1 ns: "
+                                  "ASTRA-sim counts time in 64-bit ns)")
+
+
+def check_finish(results: Sequence[NpuResult], where: str) -> None:
+    """None, or a ConfigError when an NPU's finish is beyond `MAX_TICK` ns (communication of
+    astronomic sizes, a roofline of astronomic FLOPs), naming the trace prefix.
+
+    Parameters
+    ----------
+    results : sequence of NpuResult
+        Per NPU.
+    where : str
+        The trace prefix.
+    """
+    for r in results:
+        if not 0 <= r.finish_ns <= MAX_TICK:
+            raise ConfigError(f"{where}.{r.npu}.et", f"finish at {r.finish_ns} ns",
+                              f"accepted: traces that finish within {MAX_TICK:,} ns (2^63 - 1: ASTRA-sim counts time "
+                              "in 64-bit ns)")

@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
 
     cmd = typer.main.get_command(app)
     try:
+        from .argv import check_repeated_options
+
+        check_repeated_options(cmd, sys.argv[1:] if argv is None else list(argv))
         # a copied context: `--limit` set for this command does not outlive it
         rv = contextvars.copy_context().run(cmd.main, args=argv, prog_name="fabricsim", standalone_mode=False)
         return int(rv) if isinstance(rv, int) else 0

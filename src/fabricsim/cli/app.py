@@ -21,11 +21,11 @@ def _top(limit: list[str] = typer.Option(
                             "names and defaults: docs/limits.md")):
     """fabricsim: simulate the networks that train large neural networks."""
     if limit:
-        from ..limits import _LIMITS, current_limits, parse_limit
+        from ..limits import _LIMITS, current_limits, parse_limits
         from dataclasses import replace
 
         # main() runs each command in a copied context, so this does not outlive the command
-        _LIMITS.set(replace(current_limits(), **dict(parse_limit(x) for x in limit)))
+        _LIMITS.set(replace(current_limits(), **parse_limits(limit)))
 
 
 def out_console() -> Console:

@@ -27,9 +27,9 @@ def plan(
     from ..errors import ConfigError
     from ..plan.schema import load_plan_config
     from ..plan.search import run_plan
+    from ..sweep.run import check_workers
 
-    if workers < 0:
-        raise ConfigError("--workers", workers, "accepted: an integer >= 0 (0: one per CPU)")
+    check_workers(workers)
     if top is not None and top < 1:
         raise ConfigError("--top", top, "accepted: an integer >= 1")
     pc = load_plan_config(file)

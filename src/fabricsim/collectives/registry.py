@@ -117,6 +117,40 @@ def get_algorithm(name: str) -> Algorithm:
     return resolve_algorithm(name)[0]
 
 
+def check_option_keys(spec: object, options: Mapping[str, object] | None, where: str) -> None:
+    """None, or a ConfigError naming `where` when an algorithm option is given twice: in the
+    `NAME,KEY=VALUE,...` string (`ring,bidirectional=true,bidirectional=false`), or in it and in
+    `options` too (`-a ring,chunks=2 -o chunks=4`), where one would win in silence; topology
+    options given twice are refused alike.
+
+    Parameters
+    ----------
+    spec : str or object
+        The algorithm as given (anything but a string has no options of its own here).
+    options : mapping, optional
+        Options given apart (`--option KEY=VALUE`).
+    where : str
+        The field named in errors.
+
+    Examples
+    --------
+    >>> check_option_keys("ring,chunks=2", {"bidirectional": "true"}, "--algorithm")  # fine
+    >>> check_option_keys("ring,chunks=2", {"chunks": "4"}, "--algorithm")
+    Traceback (most recent call last):
+    ...
+    fabricsim.errors.ConfigError: --algorithm: invalid value 'chunks=4'; option 'chunks' is given twice (first 'chunks=2'); accepted: each option once
+    """
+    seen: dict[str, str] = {}
+    parts = str(spec).split(",")[1:] if isinstance(spec, str) else []
+    given = [p.strip() for p in parts] + [f"{k}={v}" for k, v in (options or {}).items()]
+    for item in given:
+        key = item.partition("=")[0].strip().lower().replace("-", "_")
+        if key in seen:
+            raise ConfigError(where, item, f"option {key!r} is given twice (first {seen[key]!r}); "
+                                           "accepted: each option once")
+        seen[key] = item
+
+
 def choose_algorithm(spec: str | AlgorithmChoice, options: Mapping[str, Any] | None = None,
                      where: str = "algorithm") -> AlgorithmChoice:
     """Parse what a user chose: `name[,key=value...]` plus `options` (a mapping, e.g. from YAML).
@@ -126,8 +160,8 @@ def choose_algorithm(spec: str | AlgorithmChoice, options: Mapping[str, Any] | N
     spec : str or AlgorithmChoice
         `ring`, `ring,bidirectional=no`, `hierarchical,inner=ring/direct,order=baseline`, an alias.
     options : mapping, optional
-        More options (they override the string's); values may be strings, numbers, booleans or
-        lists.
+        More options (they override the string's; `check_option_keys` refuses the overlap where a
+        command takes both); values may be strings, numbers, booleans or lists.
     where : str
         The field named in errors (`network.algorithms.all-reduce`, `--option`).
 
@@ -142,6 +176,7 @@ def choose_algorithm(spec: str | AlgorithmChoice, options: Mapping[str, Any] | N
         if name == AUTO:
             return spec
     else:
+        check_option_keys(spec, None, where)  # given twice in the string; against `options`: the caller's field
         name, *parts = [x.strip() for x in str(spec).split(",")]
         raw = {}
         for part in parts:

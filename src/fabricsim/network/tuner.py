@@ -151,6 +151,52 @@ def _candidate_choices(topo: Topology, coll: str, choice: AlgorithmChoice, where
     return out
 
 
+def _named(e: ConfigError, name: str) -> ConfigError:
+    """`e`, or, when it names the algorithm by a helper's name (`collectives.api.reducing_switch`
+    says `in_network` for nvls as well), the same refusal naming the algorithm that was asked for."""
+    if type(e) is ConfigError and e.field == "algorithm" and isinstance(e.value, str) and e.value != name:
+        accepted = e.accepted
+        if get_algorithm(name).cluster:  # NVLink SHARP: node switches that reduce, not a plain switch
+            accepted = accepted.split(" (try --topology switch")[0] + " (NVLink SHARP: try --topology dgx-h100:nodes=N)"
+        return ConfigError("algorithm", name, accepted)
+    return e
+
+
+def check_node_shape(topo: Topology, choice: AlgorithmChoice, group: Sequence[int] | None, where: str) -> None:
+    """None, or a ConfigError naming `<where> gpus_per_node` (or `nics_per_node`) when a cluster
+    algorithm is told a node shape that contradicts the cluster topology's for this group
+    (`collectives.api.cluster_shape`): `-o gpus_per_node=16` on `dgx-h100:nodes=2` (8 GPUs per node)
+    would price a node that does not exist. On a topology without nodes the options define them.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network (`node_gpus`, `node_nics`).
+    choice : AlgorithmChoice
+        One candidate, with its options.
+    group : sequence of int, optional
+        NPU ids (default: every NPU).
+    where : str
+        The option named in errors (`--option`).
+    """
+    opts = dict(choice.options)
+    given = {k: opts[k] for k in ("gpus_per_node", "nics_per_node") if opts.get(k) is not None}
+    if not given or int(getattr(topo, "node_gpus", 0) or 0) <= 0 or not get_algorithm(choice.name).cluster:
+        return
+    from ..collectives.api import cluster_shape
+
+    g = np.arange(topo.n_npus, dtype=np.int64) if group is None else np.asarray(group, dtype=np.int64)
+    shape = dict(zip(("gpus_per_node", "nics_per_node"), cluster_shape(topo, g)))
+    if given.get("gpus_per_node", shape["gpus_per_node"]) != shape["gpus_per_node"]:
+        given = {"gpus_per_node": given["gpus_per_node"]}  # the NICs of another node size are unknown
+    for key, value in given.items():
+        if int(value) != shape[key]:
+            what = "GPUs" if key == "gpus_per_node" else "NICs"
+            raise ConfigError(f"{where} {key}", value, f"on {topo.name} this group of {len(g)} NPUs has {shape[key]} "
+                                                       f"{what} per node; accepted: {shape[key]}, or leave it out "
+                                                       "(the topology's)")
+
+
 def chosen_protocol(choice: AlgorithmChoice) -> str:
     """What a choice asks of NCCL's protocols: `auto` for auto, else its `proto` option as given or
     its algorithm's default (`none` for an algorithm without one).
@@ -223,9 +269,11 @@ def price_collective(topo: Topology, coll: str, choice: AlgorithmChoice | str, m
             protos = _protocols(cand, alg, shape, where or "algorithm")
         except (ConfigError, UnsupportedGroupSize) as e:
             if choice.name != AUTO:
-                raise
+                raise _named(e, cand.name) from None
             first_error = first_error or e
             continue
+        if build is None:  # a collective of its own (a training job's groups differ in shape: not here); after
+            check_node_shape(topo, cand, group, where or "algorithm")  # the builder's own refusals (group size)
         rate = injection(sched) if injection is not None else None
         base = model.collective(topo, sched, rate)
         channels = sched.facts.channels
@@ -239,4 +287,4 @@ def price_collective(topo: Topology, coll: str, choice: AlgorithmChoice | str, m
     return PricedCollective(out)
 
 
-__all__ = ["AUTO", "Candidate", "chosen_protocol", "NCCL_CANDIDATES", "PLAIN_DEFAULTS", "PricedCollective", "price_collective"]
+__all__ = ["AUTO", "Candidate", "check_node_shape", "chosen_protocol", "NCCL_CANDIDATES", "PLAIN_DEFAULTS", "PricedCollective", "price_collective"]

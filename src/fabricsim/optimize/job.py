@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 from ..config import load_yaml
 from ..errors import ConfigError
 from ..sections import NpuSection
+from ..topology.family import check_link_value
 from ..units import parse_bandwidth, parse_time
 
 
@@ -35,12 +36,24 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def _bw(field: str):
-    return field_validator(field, mode="before")(lambda v: parse_bandwidth(v, field))
+def _bw(field: str, link: bool = False):
+    """A bandwidth field; `link`: one of the built topology's links, so within the range its
+    builder accepts (`topology.family.check_link_value`: 1 B/s to 1 EB/s), refused at load with the
+    file named, not later by the builder without it."""
+    def parse(v):
+        bw = parse_bandwidth(v, field)
+        return check_link_value(bw, field, v) if link else bw
+
+    return field_validator(field, mode="before")(parse)
 
 
-def _time(field: str):
-    return field_validator(field, mode="before")(lambda v: parse_time(v, field))
+def _time(field: str, link: bool = False):
+    """A time field; `link`: a link latency of the built topology (0 to 1e6 s)."""
+    def parse(v):
+        t = parse_time(v, field)
+        return check_link_value(t, "latency", v) if link else t
+
+    return field_validator(field, mode="before")(parse)
 
 
 def _network_model(v):
@@ -132,8 +145,8 @@ class JobConfig(_Strict):
     server: ServerSection
     workload: WorkloadSection
     search: SearchSection = Field(default_factory=SearchSection)
-    _b = _bw("link_bandwidth")
-    _l = _time("latency")
+    _b = _bw("link_bandwidth", link=True)
+    _l = _time("latency", link=True)
     _m = field_validator("network_model", mode="before")(_network_model)
 
     @field_validator("servers")

@@ -55,7 +55,7 @@ def pareto_front(xs, ys) -> list[int]:
     return front
 
 
-def load_results(path: str | Path, field: str = "--results"):
+def load_results(path: str | Path, field: str = "--results", notes: list | None = None):
     """Read a sweep's results: a Parquet file or a folder of Parquet part files.
 
     Parameters
@@ -64,12 +64,15 @@ def load_results(path: str | Path, field: str = "--results"):
         The file or folder.
     field : str
         The option named in errors.
+    notes : list, optional
+        Receives one-line notes on what a folder held but the table leaves out (damaged parts,
+        files that are not parts of the sweep, repeated rows; `sweep.store`).
 
     Returns
     -------
     pyarrow.Table
         Every point (rows with an error included); ConfigError naming `field` when the path is
-        missing or not Parquet.
+        missing, not Parquet, or a folder without one readable part.
     """
     import pyarrow as pa
 
@@ -79,10 +82,17 @@ def load_results(path: str | Path, field: str = "--results"):
     accepted = "accepted: a Parquet file or a folder of Parquet part files"
     if not p.exists():
         raise ConfigError(field, str(path), f"no such file or folder; {accepted}")
+    mine: list[str] = []
     try:
-        return read_results(p)
+        table = read_results(p, mine)
     except (pa.ArrowException, OSError, ValueError) as e:
         raise ConfigError(field, str(path), f"cannot be read ({' '.join(str(e).split())[:200]}); {accepted}") from None
+    if p.is_dir() and not table.column_names:
+        why = f"; {len(mine)} files left out ({mine[0][6:]})" if mine else ""
+        raise ConfigError(field, str(path), f"holds no results (no readable part file{why}); {accepted}")
+    if notes is not None:
+        notes += mine
+    return table
 
 
 def _num(v) -> bool:
@@ -377,8 +387,8 @@ def plot_results(path: str | Path, x: str, y: str | None, hue: str | None = None
     """
     if out is not None:
         P.check_path(out, "--out")
-    table = load_results(path)
     notes: list[str] = []
+    table = load_results(path, notes=notes)
     fig = results_figure(table, x, y, hue, facet, kind, logx, logy, notes, str(path))
     if out is None:
         p = Path(path)

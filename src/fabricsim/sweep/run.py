@@ -3,11 +3,13 @@
 - `evaluate_point(pt)` is pure and picklable (a module-level function of plain data), so every
   executor gives the same row for the same point (all but `wall_s`).
 - Results are a Parquet dataset: a directory of part files, each written whole (to a temporary
-  name, then renamed), so an interrupted sweep leaves only complete parts. On start the hashes
-  already in the directory are skipped: finished points are never recomputed or written twice.
+  name, then renamed), so an interrupted sweep leaves only complete parts; the folder is locked,
+  named by a manifest and checked part by part (`sweep.store`). On start the hashes already in the
+  directory are skipped: finished points are never recomputed or written twice.
 - Executors: `local` (a process pool of `workers`), `dask` (`distributed.Client(address)`, or a
-  `LocalCluster` of N single-threaded worker processes for `local:N`). For Slurm or PBS start a
-  dask-jobqueue cluster and pass its scheduler address (docs/sweep.md).
+  `LocalCluster` of N single-threaded worker processes for `local:N`; an address is checked before
+  anything connects, and a scheduler that does not answer within `DASK_CONNECT_S` is one line naming
+  `--dask`). For Slurm or PBS start a dask-jobqueue cluster and pass its scheduler address (docs/sweep.md).
 """
 
 from __future__ import annotations
@@ -15,33 +17,54 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..vocab import CATEGORIES
-from .spec import SweepPoint
+from . import store
+from .spec import SweepPoint, collective_args
 
 METRICS_TRAIN = ("compute", *CATEGORIES, "idle")
+DASK_CONNECT_S = 10.0  # how long a scheduler address may take to answer
+_DASK_ADDRESS = re.compile(r"(?:(?:tcp|tls|ws|wss|ucx)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})/?")
+DASK_ACCEPTED = ("accepted: local:N (N from 1 to {n} workers: 4 per CPU of this machine) or a scheduler address "
+                 "SCHEME://HOST:PORT with PORT 1-65535, e.g. tcp://host:8786")
+WORKERS_PER_CPU = 4  # local worker processes beyond this only queue for the CPUs and hold memory
 
 
-def _version() -> str:
-    try:
-        from importlib.metadata import version
+def max_local_workers() -> int:
+    """The most local worker processes (`--workers`, `local:N`) this machine is given: 4 per CPU.
 
-        return version("fabricsim")
-    except Exception:  # pragma: no cover - not installed as a distribution
-        return "unknown"
+    >>> max_local_workers() == 4 * (os.cpu_count() or 1)
+    True
+    """
+    return WORKERS_PER_CPU * (os.cpu_count() or 1)
+
+
+def check_workers(workers: int, field: str = "--workers") -> int:
+    """Check a local worker count: 0 (one per CPU) up to `max_local_workers()`.
+
+    Returns
+    -------
+    int
+        `workers`; a one-line ConfigError naming `field` otherwise.
+    """
+    top = max_local_workers()
+    if not 0 <= workers <= top:
+        raise ConfigError(field, workers, f"accepted: an integer from 0 (one per CPU) to {top} "
+                                          f"({WORKERS_PER_CPU} per CPU of this machine)")
+    return workers
 
 
 def _metrics_collective(c: dict) -> dict:
     from ..collective_job import run_collective
 
-    opts = [f"{k}={v}" for k, v in (c.get("options") or {}).items()]
-    group = None if c.get("group") is None else str(c["group"])
-    _, rows = run_collective(c["topology"], c["bandwidth"], c["latency"], c["collective"], c["algorithm"],
-                             str(c["size"]), c["model"], group, int(c.get("root") or 0), opts, check=False)
+    a = collective_args(c)  # the same arguments validation checked
+    _, rows = run_collective(a["topology"], a["bandwidth"], a["latency"], a["collective"], a["algorithm"],
+                             a["size"], a["model"], a["group"], a["root"], a["options"], check=False)
     r = rows[0]
     return {"size_bytes": float(r["size_bytes"]), "time_s": r["time_s"], "algbw_Bps": r["algbw_GBps"] * 1e9,
             "busbw_Bps": r["busbw_GBps"] * 1e9}
@@ -100,7 +123,7 @@ def evaluate_point(pt: SweepPoint) -> dict:
     except Exception as e:  # recorded, the sweep goes on
         row["error"] = f"{type(e).__name__}: {e}".splitlines()[0]
     row["wall_s"] = time.perf_counter() - t0
-    row["version"] = _version()
+    row["version"] = store.fabricsim_version()
     return row
 
 
@@ -108,7 +131,7 @@ def evaluate_point(pt: SweepPoint) -> dict:
 
 
 def done_hashes(out: str | Path) -> set[str]:
-    """Hashes of the points already in a results directory.
+    """Hashes of the points already in a results directory (in parts that pass their check).
 
     Parameters
     ----------
@@ -119,27 +142,20 @@ def done_hashes(out: str | Path) -> set[str]:
     -------
     set of str
     """
-    import pyarrow.parquet as pq
-
-    got: set[str] = set()
-    for part in _parts(Path(out)):
-        got.update(pq.read_table(part, columns=["hash"]).column("hash").to_pylist())
-    return got
+    return set(store.scan(out, columns=["hash"]).rows)
 
 
-def _parts(out: Path) -> list[Path]:
-    """The Parquet part files of a results directory, in name order (none if it does not exist;
-    the writer's temporaries end in .tmp and are never read)."""
-    return sorted(out.glob("*.parquet")) if out.is_dir() else []
-
-
-def read_results(out: str | Path):
+def read_results(out: str | Path, notes: list | None = None):
     """The results as one table, sorted by point.
 
     Parameters
     ----------
     out : str or Path
         A results directory (or one Parquet file).
+    notes : list, optional
+        Receives one-line notes on what a directory held but the table leaves out: damaged parts
+        (failing their checksum, footer or row count), files that are not parts, rows of a point
+        an earlier part already holds.
 
     Returns
     -------
@@ -150,7 +166,10 @@ def read_results(out: str | Path):
 
     out = Path(out)
     if out.is_dir():  # part by part: parts of a sweep may lack a column another has, or type it null
-        parts = [pq.read_table(p) for p in _parts(out)]
+        parts: list = []
+        s = store.scan(out, columns=None, tables=parts)
+        if notes is not None:
+            notes += s.notes()
         table = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
     else:
         table = pq.read_table(str(out))
@@ -158,7 +177,8 @@ def read_results(out: str | Path):
 
 
 class PartWriter:
-    """Buffers rows and writes them as whole part files (temporary name, then rename).
+    """Buffers rows and writes them as whole part files (`store.write_part`: temporary name, fsync,
+    rename, the name carrying the rows and a checksum).
 
     Parameters
     ----------
@@ -185,22 +205,20 @@ class PartWriter:
     def flush(self) -> None:
         """Write the buffered rows as one part file (nothing when empty)."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         self.since = time.monotonic()
         if not self.rows:
             return
-        names = list(dict.fromkeys(k for r in self.rows for k in r))
-        table = pa.Table.from_pylist([{k: r.get(k) for k in names} for r in self.rows])
+        # out of the buffer first: an interrupt after the rename must not write these rows again
+        # (at the `finally` flush); one before it loses them, and the next run computes them
+        rows, self.rows = self.rows, []
+        names = list(dict.fromkeys(k for r in rows for k in r))
+        table = pa.Table.from_pylist([{k: r.get(k) for k in names} for r in rows])
         for i, f in enumerate(table.schema):  # a column of no values: its type, not null
             if pa.types.is_null(f.type):
                 table = table.set_column(i, f.name, table.column(i).cast(pa.string() if f.name == "error" else pa.float64()))
-        name = f"part-{time.time_ns()}-{os.getpid()}-{self.n_parts:05d}.parquet"
-        tmp = self.out / f".{name}.tmp"
-        pq.write_table(table, tmp)
-        os.replace(tmp, self.out / name)  # whole or absent
         self.n_parts += 1
-        self.rows = []
+        store.write_part(self.out, table, self.n_parts - 1)
 
 
 # ---------------------------------------------------------------- executors
@@ -215,12 +233,13 @@ def _ignore_interrupts() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    store.release_inherited_lock()  # the results folder's lock is the parent's alone
 
 
 def _local(points: list[SweepPoint], workers: int) -> Iterable[dict]:
     import multiprocessing
 
-    if workers <= 1:
+    if workers <= 1 or len(points) <= 1:
         yield from map(evaluate_point, points)
         return
     # Pool, not ProcessPoolExecutor: an interrupted sweep must stop its workers mid-point, and
@@ -229,42 +248,94 @@ def _local(points: list[SweepPoint], workers: int) -> Iterable[dict]:
         yield from pool.imap_unordered(evaluate_point, points)
 
 
+def check_dask_address(address: str, field: str = "--dask") -> int | None:
+    """Check a `--dask` value before anything connects or starts.
+
+    Parameters
+    ----------
+    address : str
+        `local:N`, or a scheduler's `SCHEME://HOST:PORT` (scheme tcp, tls, ws, wss or ucx; `HOST:PORT`
+        means tcp).
+    field : str
+        The option named in errors.
+
+    Returns
+    -------
+    int or None
+        N for `local:N`, None for a scheduler address; a one-line ConfigError naming `field` otherwise.
+
+    Examples
+    --------
+    >>> check_dask_address("local:2"), check_dask_address("tcp://10.0.0.1:8786")
+    (2, None)
+    """
+    text = str(address).strip()
+    if text.startswith("local:"):
+        n = text.split(":", 1)[1]
+        if not (n.isascii() and n.isdigit()) or not 1 <= int(n) <= max_local_workers():
+            raise ConfigError(field, address, DASK_ACCEPTED.format(n=max_local_workers()))
+        return int(n)
+    m = _DASK_ADDRESS.fullmatch(text)
+    if m is None or not 1 <= int(m.group(2)) <= 65535:
+        raise ConfigError(field, address, DASK_ACCEPTED.format(n=max_local_workers()))
+    return None
+
+
 @contextlib.contextmanager
-def dask_client(address: str):
+def dask_client(address: str, field: str = "--dask"):
     """A Dask client for `address`: a scheduler's (tcp://host:8786) or `local:N` (a LocalCluster of N
     single-threaded worker processes, closed on exit).
 
     Parameters
     ----------
     address : str
+        As `check_dask_address`.
+    field : str
+        The option named in errors.
 
     Yields
     ------
     distributed.Client
-        ConfigError naming `--dask` for a malformed `local:N`.
+        ConfigError naming `field` for a malformed address, or for a scheduler that does not
+        answer within `DASK_CONNECT_S` seconds.
     """
     import logging
 
+    n = check_dask_address(address, field)
     from distributed import Client, LocalCluster
 
     cluster = None
-    if address.startswith("local:"):
-        n = address.split(":", 1)[1]
-        if not n.isdigit() or int(n) < 1:
-            raise ConfigError("--dask", address, "accepted: a scheduler address (tcp://host:8786) or local:N, N >= 1")
+    if n is not None:
         # our own cluster: its workers' shutdown chatter (heartbeats to a closing scheduler) is not the
         # user's business; task failures still reach the client as exceptions
-        cluster = LocalCluster(n_workers=int(n), threads_per_worker=1, processes=True, dashboard_address=None,
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
                                silence_logs=logging.CRITICAL)
         client = Client(cluster)
     else:
-        client = Client(address)
+        client = _connect(Client, str(address).strip(), field)
     try:
         yield client
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _connect(client_type, address: str, field: str):
+    """A client of the scheduler at `address`, or one line naming `field` when none answers in time."""
+    import logging
+
+    quiet = logging.getLogger("distributed")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)  # its retry warnings: the one line below says it all
+    try:
+        return client_type(address, timeout=f"{DASK_CONNECT_S}s")
+    except (OSError, TimeoutError) as e:
+        why = " ".join(str(e).split())[:160] or type(e).__name__
+        raise ConfigError(field, address, f"no Dask scheduler answered within {DASK_CONNECT_S:g} s ({why}); accepted: "
+                                          "the address of a running scheduler (tcp://host:8786) or local:N") from None
+    finally:
+        quiet.setLevel(level)
 
 
 @contextlib.contextmanager
@@ -289,17 +360,17 @@ def dask_map(address: str):
         yield map_fn
 
 
-def _dask(points: list[SweepPoint], address: str) -> Iterable[dict]:
+def _dask(points: list[SweepPoint], client) -> Iterable[dict]:
     from distributed import as_completed
 
-    with dask_client(address) as client:
-        futures = client.map(evaluate_point, points, pure=False)
-        for f in as_completed(futures):
-            yield f.result()
+    futures = client.map(evaluate_point, points, pure=False)
+    for f in as_completed(futures):
+        yield f.result()
 
 
 def run_sweep(points: list[SweepPoint], out: str | Path, *, workers: int = 0, dask: str | None = None,
-              progress: Callable[[int, int, str], None] | None = None, flush_s: float = 1.0) -> dict:
+              progress: Callable[[int, int, str], None] | None = None, flush_s: float = 1.0,
+              sweep: dict | None = None, force: bool = False, field: str = "--out") -> dict:
     """Run the points not yet in `out`, appending their rows as they finish.
 
     Parameters
@@ -307,33 +378,52 @@ def run_sweep(points: list[SweepPoint], out: str | Path, *, workers: int = 0, da
     points : list of SweepPoint
         Validated points (`spec.load_sweep`).
     out : str or Path
-        The results directory.
+        The results directory: created, locked for this run (a second writer is refused), its parts
+        checked (damaged ones moved to `_damaged/`, their points run again; `sweep.store`).
     workers : int
         Local worker processes (0: the CPU count; 1: in this process).
     dask : str, optional
-        Run on Dask instead: a scheduler address or `local:N`.
+        Run on Dask instead: a scheduler address or `local:N` (connected before the folder is touched).
     progress : callable, optional
         `progress(done, total, label)` as points finish (label counts the failures).
     flush_s : float
         How often rows are written, s.
+    sweep : dict, optional
+        `name` and `kind` of the sweep: the folder's manifest names it, and a folder of another
+        sweep is refused unless `force`. None: no manifest (a caller sharing the folder).
+    force : bool
+        Replace the results of another sweep in `out`.
+    field : str
+        The option named in errors about `out`.
 
     Returns
     -------
     dict
-        `total`, `skipped` (already done), `ran`, `failed`.
+        `total`, `skipped` (already done), `ran`, `failed` (of those run), `failed_before` (of those
+        already done), `first_error` (a failure's message, or None), `notes` (one-line notes on
+        the folder: parts moved aside, files ignored).
     """
-    done = done_hashes(out)
-    todo = [p for p in points if p.hash not in done]
-    writer = PartWriter(Path(out), flush_s)
-    rows = _dask(todo, dask) if dask else _local(todo, workers or os.cpu_count() or 1)
-    failed = ran = 0
-    try:
-        for row in rows:
-            ran += 1
-            failed += row["error"] is not None
-            writer.add(row)
-            if progress is not None:
-                progress(ran, len(todo), f"{failed} failed" if failed else "")
-    finally:
-        writer.flush()
-    return {"total": len(points), "skipped": len(points) - len(todo), "ran": ran, "failed": failed}
+    hashes = {p.hash for p in points}
+    ident = None if sweep is None else {"name": sweep["name"], "kind": sweep["kind"], "points": len(hashes),
+                                        "fingerprint": store.fingerprint(sweep["kind"], hashes)}
+    with contextlib.ExitStack() as stack:
+        client = stack.enter_context(dask_client(dask)) if dask else None
+        s = stack.enter_context(store.open_results(out, ident, hashes, force, field))
+        todo = [p for p in points if p.hash not in s.rows]
+        before = [s.rows[p.hash] for p in points if p.hash in s.rows and s.rows[p.hash]]
+        writer = PartWriter(Path(out), flush_s)
+        rows = _dask(todo, client) if client is not None else _local(todo, workers or os.cpu_count() or 1)
+        failed = ran = 0
+        first = before[0] if before else None
+        try:
+            for row in rows:
+                ran += 1
+                failed += row["error"] is not None
+                first = first or row["error"]
+                writer.add(row)
+                if progress is not None:
+                    progress(ran, len(todo), f"{failed} failed" if failed else "")
+        finally:
+            writer.flush()
+    return {"total": len(points), "skipped": len(points) - len(todo), "ran": ran, "failed": failed,
+            "failed_before": len(before), "first_error": first, "notes": s.notes("moved")}

@@ -15,6 +15,10 @@ axes:                       # blocks, combined by product
 Field names are dotted paths into the base config (`network.bandwidth`, `workload.parallelism.mp`
 for training configs). A point is the base with one value per field; equal points are run once.
 Its `hash` (SHA-256 of the kind and the canonical JSON of its config) names it in the results.
+
+The points are counted before they are expanded (`count_points`: per block, equal values of a field
+merged and fields a later block sets again dropped; a random block counts its `n`), and a sweep
+beyond the `points` limit (`fabricsim.limits`) is refused before anything is drawn or built.
 """
 
 from __future__ import annotations
@@ -23,15 +27,17 @@ import copy
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from ..config import read_yaml_mapping, validate
 from ..errors import ConfigError
+from ..limits import check_limit
 from ..topology.defaults import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
 
 KINDS = ("collective", "train", "reproduction")
@@ -99,6 +105,14 @@ class SweepSpec(_Strict):
     base: dict[str, Any]
     axes: list[Block] = Field(default_factory=list)
 
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not v.strip() or v in (".", "..") or any(c in v for c in "/\\\0") or len(v) > 200:
+            raise ValueError("accepted: a name of up to 200 characters without / or \\ (it names the results "
+                             "folder out/sweeps/NAME.parquet)")
+        return v
+
 
 @dataclass(frozen=True)
 class SweepPoint:
@@ -146,7 +160,7 @@ def _set(config: dict, path: str, value) -> None:
         node = node.setdefault(p, {})
         if not isinstance(node, dict):
             raise ConfigError(f"axes.{path}", value, f"accepted: a path into the base config ({p} is not a section)")
-    node[parts[-1]] = value
+    node[parts[-1]] = copy.deepcopy(value)  # a later path into it must not change the axis value itself
 
 
 def _draw(rng: np.random.Generator, d: dict):
@@ -185,6 +199,106 @@ def block_values(block: Block) -> list[dict]:
     return [{name: _draw(rng, d) for name, d in r.fields.items()} for _ in range(r.n)]
 
 
+def _fields(block: Block) -> list[str]:
+    """The fields (dotted paths) a block sets, in order."""
+    return list(block.grid or block.zip or block.random.fields)
+
+
+def _live(spec: SweepSpec) -> list[set]:
+    """Per block, the fields no later block sets again (a later block setting the same path, or a
+    section above it, replaces the value)."""
+    later: set = set()
+    out = []
+    for block in reversed(spec.axes):
+        names = _fields(block)
+        out.append({n for n in names if not any(n == q or n.startswith(q + ".") for q in later)})
+        later.update(names)
+    return out[::-1]
+
+
+def _vkey(value) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _distinct(values: list) -> list:
+    """The values without repeats (equal as JSON), first occurrences in order."""
+    seen: dict = {}
+    for v in values:
+        seen.setdefault(_vkey(v), v)
+    return list(seen.values())
+
+
+def _block_size(block: Block, live: set) -> int:
+    """How many assignments `_choices` gives a block (a random block: at most)."""
+    if not live:
+        return 1
+    if block.grid is not None:
+        return math.prod(len(_distinct(v)) if k in live else 1 for k, v in block.grid.items())
+    return len(next(iter(block.zip.values()))) if block.zip is not None else block.random.n
+
+
+def _choices(block: Block, live: set) -> list[dict]:
+    """A block's assignments, each first occurrence of its values of the live fields, in order.
+
+    The product of these over the blocks meets every distinct point in the order of the full
+    product (`block_values`), at its first occurrence: a point's first occurrence takes, in each
+    block, the first assignment with its live values."""
+    if block.grid is not None:
+        names = list(block.grid)
+        lists = [_distinct(v) if k in live else v[:1] for k, v in block.grid.items()]
+        return [dict(zip(names, combo)) for combo in itertools.product(*lists)]
+    if block.random is not None and not live:
+        block = Block(random=block.random.model_copy(update={"n": 1}))  # the first draw, as the full stream's
+    seen: dict = {}
+    for a in block_values(block):
+        seen.setdefault(_vkey({k: v for k, v in a.items() if k in live}), a)
+    return list(seen.values())
+
+
+def count_points(spec: SweepSpec) -> int:
+    """An upper bound on a sweep's distinct points, counted without expanding it.
+
+    Parameters
+    ----------
+    spec : SweepSpec
+
+    Returns
+    -------
+    int
+        The product over the blocks of: a grid's product of its fields' distinct values (fields
+        that a later block sets again count 1), a zip's length, a random block's `n` (1 for a block
+        every field of which a later block sets again).
+
+    Examples
+    --------
+    >>> spec = SweepSpec.model_validate({"kind": "collective", "base": {}, "axes": [
+    ...     {"grid": {"size": ["1KiB", "2KiB"], "algorithm": ["ring", "ring", "direct"]}},
+    ...     {"grid": {"size": ["4KiB", "8KiB", "16KiB"]}}]})
+    >>> count_points(spec)   # 2 algorithms x 3 sizes: the first block's sizes are set again
+    6
+    """
+    return math.prod(_block_size(b, live) for b, live in zip(spec.axes, _live(spec)))
+
+
+def check_count(spec: SweepSpec) -> int:
+    """`count_points`, refused beyond the `points` limit in one line naming `axes`.
+
+    Parameters
+    ----------
+    spec : SweepSpec
+
+    Returns
+    -------
+    int
+        The count.
+    """
+    n = count_points(spec)
+    sizes = " x ".join(f"{next(k for k in ('grid', 'zip', 'random') if getattr(b, k) is not None)} "
+                       f"{_block_size(b, live):,}" for b, live in zip(spec.axes, _live(spec)))
+    check_limit("points", n, "sweep points (the blocks' distinct values multiplied)", "axes", sizes)
+    return n
+
+
 def expand(spec: SweepSpec) -> list[SweepPoint]:
     """Every distinct point of a sweep, in order (the product of the blocks, the last fastest).
 
@@ -195,10 +309,13 @@ def expand(spec: SweepSpec) -> list[SweepPoint]:
     Returns
     -------
     list of SweepPoint
-        Not yet validated (`validate_point`).
+        Not yet validated (`validate_point`). The order and points are those of the full product
+        of `block_values` with repeats dropped; only first occurrences are built (`_choices`), and
+        beyond the `points` limit nothing is (`check_count`).
     """
+    check_count(spec)
     out, seen = [], set()
-    for parts in itertools.product(*[block_values(b) for b in spec.axes]):
+    for parts in itertools.product(*[_choices(b, live) for b, live in zip(spec.axes, _live(spec))]):
         config = copy.deepcopy(spec.base)
         axes: dict = {}
         for part in parts:
@@ -215,7 +332,7 @@ def expand(spec: SweepSpec) -> list[SweepPoint]:
     return out
 
 
-def validate_point(pt: SweepPoint, base_dir: str = ".") -> None:
+def validate_point(pt: SweepPoint, base_dir: str = ".", cache: set | None = None) -> None:
     """Check one point's config without running it.
 
     Parameters
@@ -223,6 +340,9 @@ def validate_point(pt: SweepPoint, base_dir: str = ".") -> None:
     pt : SweepPoint
     base_dir : str
         Where relative paths of a training config resolve.
+    cache : set, optional
+        Collective setups already found good (shared across the points of one sweep, so that
+        points differing only in size check their topology and algorithm once).
 
     Returns
     -------
@@ -232,7 +352,7 @@ def validate_point(pt: SweepPoint, base_dir: str = ".") -> None:
     """
     try:
         if pt.kind == "collective":
-            _check_collective(pt.config)
+            _check_collective(pt.config, set() if cache is None else cache)
         elif pt.kind == "reproduction":
             from .study import study_point
 
@@ -251,12 +371,50 @@ def validate_point(pt: SweepPoint, base_dir: str = ".") -> None:
         raise
 
 
-def _check_collective(c: dict) -> None:
+def _text(v) -> str:
+    """A collective argument as `fabricsim collective` takes it: text (a list: comma-separated)."""
+    return ",".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v)
+
+
+def collective_args(c: dict) -> dict:
+    """The arguments of `collective_job.run_collective` for a collective point, as its command
+    line gives them (text: a bandwidth drawn as a bare number is refused as `-B 1.5e10` is).
+
+    Parameters
+    ----------
+    c : dict
+        A collective point's config (`COLLECTIVE_KEYS`).
+
+    Returns
+    -------
+    dict
+        topology, bandwidth, latency, collective, algorithm, size, model, group (text or None),
+        root (int), options (`KEY=VALUE` items); ConfigError naming `root` or `options` when
+        they are not a whole rank or a mapping.
+    """
+    root, opts = c.get("root") or 0, c.get("options") or {}
+    if isinstance(root, bool) or not isinstance(root, int) or root < 0:
+        raise ConfigError("root", root, "accepted: a whole rank >= 0 (the root's index in the group)")
+    if not isinstance(opts, dict):
+        raise ConfigError("options", opts, "accepted: a mapping of the algorithm's options, e.g. {chunks: 4}")
+    return {"topology": _text(c.get("topology")), "bandwidth": _text(c["bandwidth"]),
+            "latency": _text(c["latency"]), "collective": str(c["collective"]), "algorithm": str(c["algorithm"]),
+            "size": _text(c.get("size")), "model": str(c["model"]),
+            "group": None if c.get("group") is None else _text(c["group"]), "root": root,
+            "options": [f"{k}={v}" for k, v in opts.items()]}
+
+
+def _check_collective(c: dict, cache: set) -> None:
+    """What the point's `run_collective` would refuse, before it runs: its arguments as the run
+    passes them, one size, and the algorithm's schedule built on the topology (priced on the
+    analytical model: every candidate `auto` has), once per setup (`cache`)."""
+    from ..collective_job import parse_options
     from ..collectives.api import normalize_collective, parse_group
     from ..collectives.registry import choose_algorithm
     from ..network.model import get_network_model
+    from ..network.tuner import price_collective
     from ..topology.spec import parse_topology
-    from ..units import parse_size
+    from ..units import parse_size_range
 
     unknown = sorted(set(c) - set(COLLECTIVE_KEYS))
     if unknown:
@@ -265,12 +423,22 @@ def _check_collective(c: dict) -> None:
         raise ConfigError("base.topology", None, "accepted: a topology spec, e.g. torus:8x8")
     if "size" not in c:
         raise ConfigError("base.size", None, "accepted: a size, e.g. 1MiB")
-    parse_size(c["size"], "size")
-    get_network_model(c["model"])
-    normalize_collective(c["collective"])
-    choose_algorithm(c["algorithm"], {k: str(v) for k, v in (c.get("options") or {}).items()}, where="options")
-    parse_topology(c["topology"], c["bandwidth"], c["latency"])
-    parse_group(None if c.get("group") is None else str(c["group"]))
+    a = collective_args(c)
+    if len(parse_size_range(a["size"], "size")) != 1:
+        raise ConfigError("size", c["size"], "accepted: one size per point, e.g. 1MiB (sweep sizes with an axis)")
+    key = json.dumps({k: v for k, v in a.items() if k != "size"}, sort_keys=True)
+    if key in cache:
+        return
+    get_network_model(a["model"])
+    coll = normalize_collective(a["collective"])
+    ranks = parse_group(a["group"])
+    choice = choose_algorithm(a["algorithm"], parse_options(a["options"]), where="options")
+    topo = parse_topology(a["topology"], a["bandwidth"], a["latency"])
+    if ranks is not None and len(ranks) > topo.n_npus:
+        raise ConfigError("group", a["group"], f"names {len(ranks)} ranks; accepted: at most {topo.n_npus} on {topo.name}")
+    price_collective(topo, coll, choice, get_network_model("analytical"), group=ranks, root=a["root"],
+                     where="options")
+    cache.add(key)
 
 
 def load_sweep(path: str | Path) -> tuple[SweepSpec, list[SweepPoint]]:
@@ -292,6 +460,7 @@ def load_sweep(path: str | Path) -> tuple[SweepSpec, list[SweepPoint]]:
         raise ConfigError("axes", None, "accepted: a list of blocks, each grid:, zip: or random:")
     pts = expand(spec)
     base_dir = str(Path(path).resolve().parent)
+    cache: set = set()
     for pt in pts:
-        validate_point(pt, base_dir)
+        validate_point(pt, base_dir, cache)
     return spec, pts

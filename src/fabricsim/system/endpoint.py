@@ -17,7 +17,7 @@ Registered policies (`ENDPOINT_POLICIES`; `system.endpoint.policy` in a training
 | policy | what | fields |
 |---|---|---|
 | `ideal` (default) | nothing held, no limit | |
-| `npu` | NPU-driven with a fixed split | `units`, `memory` (shares in (0, 1)) |
+| `npu` | NPU-driven with a fixed split | `units`, `memory` (shares in [0.001, 1)) |
 | `comp-opt` | `npu` preset favouring compute | (`units` 0.05, `memory` 0.1) |
 | `comm-opt` | `npu` preset favouring communication | (`units` 0.2, `memory` 0.4) |
 | `no-overlap` | communication takes the whole NPU, compute waits | |

@@ -106,6 +106,12 @@ class BesideTheNpu:
         return 0.0
 
 
+MIN_SHARE = 1e-3
+"""The least share of an NPU's units or memory bandwidth a policy may give communication: one SM of
+an A100's 108 (H100: 132) is about 1%, NCCL's least channel; a thousandth leaves margin, and keeps
+`units=1e-300` from pricing an iteration at 1e294 s."""
+
+
 @dataclass(frozen=True)
 class NpuDriven(OnTheNpu):
     """Policy `npu`: the NPU's cores run collectives with a fixed split (module doc).
@@ -113,9 +119,9 @@ class NpuDriven(OnTheNpu):
     Parameters
     ----------
     units : float
-        Share of the compute units given to communication, in (0, 1).
+        Share of the compute units given to communication, in [`MIN_SHARE`, 1).
     memory : float
-        Share of the memory bandwidth given to communication, in (0, 1).
+        Share of the memory bandwidth given to communication, in [`MIN_SHARE`, 1).
 
     Examples
     --------
@@ -135,8 +141,10 @@ class NpuDriven(OnTheNpu):
     def __post_init__(self):
         for f in ("units", "memory"):
             v = getattr(self, f)
-            if not (isinstance(v, (int, float)) and 0 < v < 1):
-                raise ConfigError(f"endpoint.{f}", v, "accepted: a share in (0, 1) of the NPU given to communication")
+            if not (isinstance(v, (int, float)) and MIN_SHARE <= v < 1):
+                raise ConfigError(f"endpoint.{f}", v, f"accepted: a share in (0, 1) of the NPU given to communication, "
+                                                      f"at least {MIN_SHARE:g} (below a thousandth no NPU splits its "
+                                                      "units or memory: one of a GPU's ~100 SMs is 1%)")
 
     def injection_rate(self, npu: NPU, demand: CommDemand) -> float:
         """The least of what the unit share can process and the memory share can feed.

@@ -154,7 +154,7 @@ def parse_topology(spec: str, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATEN
     text = str(spec).strip()
     kind, sep, rest = text.partition(":")
     fam = _lookup(kind)
-    if fam is None or not sep:
+    if fam is None or (not sep and not _has_defaults(fam)):
         examples = ", ".join(f.example for f in FAMILIES.values() if f.parse is not None)
         raise ConfigError("topology", spec, f"accepted: {examples}")
     if fam.parse is None:
@@ -163,6 +163,18 @@ def parse_topology(spec: str, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATEN
     parts = rest.split(",")
     params = validate(fam.params, fam.parse(text, parts[0], parts[1:]), f"topology {text}")
     return _build(fam, params, bandwidth, latency, text, text)
+
+
+def _has_defaults(fam) -> bool:
+    """Whether a family's bare name is a whole spec (`tpu-v4`, `dgx-h100`: the same as `tpu-v4:`,
+    its defaults); `ring` alone is not (it needs a size)."""
+    if fam.parse is None:
+        return False
+    try:
+        fam.parse(f"{fam.name}:", "", [])
+    except ConfigError:
+        return False
+    return True
 
 
 def build_topology(family: str, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY, **params: Any) -> Topology:
@@ -262,7 +274,7 @@ def topology_npus(value: Any) -> int | None:
         text = value.strip()
         kind, sep, rest = text.partition(":")
         fam = _lookup(kind)
-        if fam is not None and sep and fam.parse is not None:
+        if fam is not None and (sep or _has_defaults(fam)) and fam.parse is not None:
             parts = rest.split(",")
             return int(fam.size(validate(fam.params, fam.parse(text, parts[0], parts[1:]), f"topology {text}"))[0])
     elif isinstance(value, dict) and _lookup(value.get("family")) is not None:

@@ -163,6 +163,9 @@ def check_trace(trace: EtTrace, where: str = "trace") -> None:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{where}: node {n.id} {attr}", "missing" if value is None else value,
                                   f"a {n.type_name} needs {attr}, {what} (a whole number >= 0)")
+        size = n.attrs.get("comm_size")
+        if n.type == COMM_COLL_NODE and size is not None and not _whole(size):  # 1.5 would be read as 1
+            raise ConfigError(f"{where}: node {n.id} comm_size", size, "accepted: a whole number of bytes >= 0")
     for n in trace.nodes:
         for fname in ("data_deps", "ctrl_deps"):
             for d in getattr(n, fname):
@@ -174,6 +177,13 @@ def check_trace(trace: EtTrace, where: str = "trace") -> None:
         shown = " -> ".join(str(i) for i in cycle[:12]) + (" ..." if len(cycle) > 12 else "")
         raise ConfigError(f"{where}: node {cycle[0]} data_deps/ctrl_deps", shown,
                           "expected an acyclic dependency graph")
+
+
+def _whole(value: Any) -> bool:
+    """Whether an attribute value is a whole number >= 0 (an int, or a float without a fraction)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return value >= 0 and (isinstance(value, int) or float(value).is_integer())
 
 
 def _find_cycle(nodes: Sequence[EtNode]) -> list[int]:

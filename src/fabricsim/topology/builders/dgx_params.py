@@ -158,7 +158,7 @@ class DgxParams(Params):
             if rate not in given and not getattr(self, flag):  # a preset's rate goes with its flag
                 object.__setattr__(self, rate, None)
             if getattr(self, rate) is not None and not getattr(self, flag):
-                raise ConfigError(rate, getattr(self, rate), f"sets the reduction rate and {flag} is off; accepted: "
+                raise ConfigError(rate, format_bandwidth(getattr(self, rate)), f"sets the reduction rate and {flag} is off; accepted: "
                                                              f"{flag} with {rate}, or no {rate}")
         if self.nodes == 1:
             for key in ("sharp", "sharp_rate", "spines", "oversub"):
