@@ -433,3 +433,46 @@ def test_local_workers_are_bounded_by_the_machine(capsys):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and err.startswith(f"fabricsim: error: {field}") and f"to {top}" in err, err
+
+
+# ---- the fuzz net's finding: YAML 1.1 numbers that are not what is written ----------------------
+
+
+@pytest.mark.parametrize("text, shown, read", [("010", "'010'", "octal (8)"), ("-07", "'-07'", "octal (-7)"),
+                                               ("12:30:00", "'12:30:00'", "base-60 number (45000)"),
+                                               ("1:30.5", "'1:30.5'", "base-60 number (90.5)")])
+def test_yaml_11_numbers_unlike_what_is_written_are_refused(tmp_path, capsys, text, shown, read):
+    """`batch: 010` was 8 and `batch: 12:30:00` was 45000 without a word (YAML 1.1); YAML 1.2 and
+    every reader would take them otherwise, so they are refused naming the field and the reading."""
+    from fabricsim.cli import main
+
+    cfg = tmp_path / "t.yaml"
+    cfg.write_text("network: {topology: 'switch:4', bandwidth: 300GB/s, latency: 1us}\nsystem: {npu: {gpu: a100}}\n"
+                   "workload: {model: {layers: 2, hidden: 256, heads: 8, seq: 128, vocab: 1000}, "
+                   f"batch: {text}, parallelism: {{dp: 4}}}}\n")
+    assert main(["train", str(cfg), "-q", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "workload.batch" in err and shown in err and read in err, err
+
+
+def test_plain_yaml_numbers_still_read_as_written():
+    import yaml
+
+    from fabricsim.inputs import StrictLoader
+
+    got = yaml.load("a: 0\nb: 10\nc: -3\nd: 1_000\ne: 0x1F\nf: 0.5\ng: '010'\n", Loader=StrictLoader)  # noqa: S506
+    assert got == {"a": 0, "b": 10, "c": -3, "d": 1000, "e": 31, "f": 0.5, "g": "010"}
+
+
+@pytest.mark.parametrize("io", ["input_loading: true, parallelism: {dp: 4}",
+                                "parallelism: {dp: 4, weight_streaming: true}"])
+def test_io_on_a_topology_without_controllers_names_the_topology(tmp_path, capsys, io):
+    """Was `network.algorithms.topology` (the error surfaced while simulating)."""
+    from fabricsim.cli import main
+
+    cfg = tmp_path / "t.yaml"
+    cfg.write_text("network: {topology: 'switch:4', bandwidth: 300GB/s, latency: 1us}\nsystem: {npu: {gpu: a100}}\n"
+                   "workload: {model: {layers: 2, hidden: 256, heads: 8, seq: 128, vocab: 1000}, batch: 8, " + io + "}\n")
+    assert main(["train", str(cfg), "-q", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and ": network.topology: invalid value 'switch:4'" in err and "I/O" in err, err

@@ -197,10 +197,21 @@ class StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
     def construct_yaml_int(self, node):
-        """An integer, refused beyond 64 bits (before converting very long digit strings)."""
+        """An integer, refused beyond 64 bits (before converting very long digit strings), and
+        refused where YAML 1.1 reads it unlike what is written: base 60 (`12:30:00` is 45000) and
+        a leading zero (`010` is octal 8); YAML 1.2 reads neither so."""
         text = str(node.value)
         if len(text.replace("_", "")) > 40:  # no 64-bit integer is written this long
             raise self._error(node, _short(text), _INT_ACCEPTED)
+        digits = text.lstrip("+-").replace("_", "")
+        if ":" in digits:
+            raise self._error(node, text, "YAML 1.1 reads this as a base-60 number "
+                                          f"({super().construct_yaml_int(node)}); accepted: a plain decimal number, "
+                                          "or text in quotes")
+        if len(digits) > 1 and digits[0] == "0" and digits[1:2].isdigit():
+            sign = "-" if text.startswith("-") else ""
+            raise self._error(node, text, f"YAML 1.1 reads a leading zero as octal ({super().construct_yaml_int(node)}); "
+                                          f"accepted: the number without the leading zero ({sign}{int(digits)})")
         value = super().construct_yaml_int(node)
         if not -(2**_INT_BITS) <= value < 2**_INT_BITS:
             raise self._error(node, value, _INT_ACCEPTED)
@@ -222,6 +233,18 @@ for _tag in ("set", "omap", "pairs", "binary", "timestamp"):
     StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _not_plain)
 StrictLoader.add_constructor(None, _not_plain)  # any other tag: !!python/..., !custom
 StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yaml_int)
+
+
+def _construct_float(loader: StrictLoader, node) -> float:
+    """A float, refused in YAML 1.1's base 60 (`1:30.5` is 90.5), which YAML 1.2 reads as text."""
+    if ":" in str(node.value):
+        raise loader._error(node, str(node.value), f"YAML 1.1 reads this as a base-60 number "
+                                                   f"({loader.construct_yaml_float(node)}); accepted: a plain decimal "
+                                                   "number, or text in quotes")
+    return loader.construct_yaml_float(node)
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 
 
 def _check_expansion(root, path_of: dict[int, str]) -> None:

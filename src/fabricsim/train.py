@@ -72,7 +72,16 @@ def topology_of(cfg: TrainConfig) -> Topology:
         ConfigError naming the config file and `network.<field>` for what the topology refuses.
     """
     with errors_in(cfg.source, "network"):
-        return cfg.network.build_topology()
+        topo = cfg.network.build_topology()
+    for where, w in cfg.workloads():  # I/O needs controllers: say so at the topology, before building anything
+        par = w.parallelism
+        io = [k for k, on in (("input_loading", w.input_loading),
+                              ("parallelism.weight_streaming", par is not None and par.weight_streaming)) if on]
+        if io and len(topo.io_nodes) == 0:
+            raise ConfigError(f"{cfg.source}: network.topology" if cfg.source else "network.topology", topo.name,
+                              f"has no I/O controllers, which {where}.{io[0]} needs; accepted: a topology with I/O "
+                              "controllers (wafer:5x4, fred:5x4,...: io= and ios= options), or no I/O in the workload")
+    return topo
 
 
 def pricer_of(cfg: TrainConfig, topo: Topology) -> CommPricer:

@@ -82,7 +82,7 @@ def _check_applies(collective_name: str, algorithm: str, option: list[str], root
     """Refuse what `fabricsim collective` was given but would ignore: `--root` for a collective
     without a root, an algorithm option that does not change this collective, two output formats."""
     from ..collectives.api import normalize_collective
-    from ..collectives.registry import ALGORITHMS, choose_algorithm
+    from ..collectives.registry import ALGORITHMS, check_option_keys, choose_algorithm
 
     formats = [name for name, on in (("--json", json_out), ("--csv", csv_out), ("--nccl", nccl_out)) if on]
     if len(formats) > 1:
@@ -90,6 +90,7 @@ def _check_applies(collective_name: str, algorithm: str, option: list[str], root
     coll = normalize_collective(collective_name)
     if root is not None and coll not in ("broadcast", "reduce"):
         raise ConfigError("--root", root, f"a root applies to broadcast and reduce only; accepted: leave it out for {coll}")
+    check_option_keys(algorithm, parse_options(option or []), "--algorithm")  # given twice: the -a string's field
     choice = choose_algorithm(algorithm, parse_options(option or []), where="--option")
     if choice.name in ALGORITHMS:  # auto: NCCL's choice, no options
         ALGORITHMS[choice.name].check_applies(coll, choice.kwargs, where="--option")
