@@ -4,7 +4,14 @@ seeded grammar of near-valid tokens per command), each run under a 3 GiB address
 tried and how they ended: exit 0, exit 2 with one line, and the defects (tracebacks, hangs, memory
 errors, silent acceptances, refusals of valid input, errors not on one line or naming the wrong field).
 
-    .venv/bin/python benchmarks/fuzz_inputs.py [--per-command 100] [--seed 0]
+Then the fuzz net generated from the schemas and the command tree (tests/fuzz_schema.py, issue 46):
+every leaf of every config schema with every hostile value, every option of every command with
+every hostile value, each in a capped child process under a 60 s alarm (a case stuck past it in
+compiled code is killed). Its table counts ok / error and the defect classes (traceback,
+wrong-field, multi-line, hang, absurd, runaway); each defect is listed with the entry of
+tests/test_fuzz_schemas.py's KNOWN_DEFECTS that covers it, if any.
+
+    .venv/bin/python benchmarks/fuzz_inputs.py [--per-command 100] [--seed 0] [--schema-per-leaf N | --no-schema]
 """
 
 from __future__ import annotations
@@ -261,6 +268,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--per-command", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--schema-per-leaf", type=int, default=0,
+                    help="hostile values per schema leaf and per option (0: every value)")
+    ap.add_argument("--no-schema", action="store_true", help="skip the schema- and option-driven cases")
     a = ap.parse_args()
     r = random.Random(a.seed)
     cases = all_cases()
@@ -289,9 +299,52 @@ def main() -> None:
     res = {"inputs": len(outs), "wall_s": round(wall, 1), "seed": a.seed, "per_command": a.per_command,
            "table": {k: dict(v) for k, v in table.items()},
            "defects": [{"verdict": o.verdict, "argv": o.case["argv"], "err": o.err[-300:]} for o in defects]}
+    if not a.no_schema:
+        res.update(schema_driven(a.schema_per_leaf or None))
     path = HERE / "results" / "fuzz_inputs.json"
     path.write_text(json.dumps(res, indent=1) + "\n")
     print(f"wrote {path}")
+
+
+def schema_driven(per_leaf: int | None) -> dict:
+    """The fuzz net of tests/fuzz_schema.py: every schema leaf and every option with `per_leaf`
+    hostile values (None: all); prints its table, returns its part of the results."""
+    import fuzz_schema as fz
+    from test_fuzz_schemas import KNOWN_DEFECTS, _cli_cases, known
+
+    cases = [c for t in fz.targets() for c in fz.schema_cases(t, per_leaf)] + _cli_cases(per_leaf)
+    counts = {"leaves": {t.name: len(t.leaves()) for t in fz.targets()},
+              "options": {" ".join(c) or "fabricsim": len(o) for c, o in fz.cli_commands().items()}}
+    table: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    defects = []
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as d, fz.Runner(Path(d), timeout_s=60.0) as runner:
+        for c in cases:
+            o = runner.run(c)
+            table[c.target][o.verdict] += 1
+            if o.verdict not in ("ok", "error"):
+                k = known(c, o.verdict)
+                defects.append({"verdict": o.verdict, "target": c.target, "where": c.where, "value": c.value[:80],
+                                "err": o.err.strip()[-300:], "note": o.note, "known": k["id"] if k else None})
+    wall = time.perf_counter() - t0
+    cols = list(fz.CLASSES)
+    print(f"\nschema- and option-driven (tests/fuzz_schema.py): {len(cases)} inputs in {wall:.0f} s")
+    print(f"| target | inputs | {' | '.join(cols)} |")
+    print("|---" * (len(cols) + 2) + "|")
+    for name, cnt in table.items():
+        print(f"| {name} | {sum(cnt.values())} | " + " | ".join(str(cnt[k]) for k in cols) + " |")
+    total = collections.Counter()
+    for cnt in table.values():
+        total.update(cnt)
+    print(f"| all | {len(cases)} | " + " | ".join(str(total[k]) for k in cols) + " |")
+    unknown = [x for x in defects if not x["known"]]
+    print(f"{len(defects)} defects, {len(unknown)} not in KNOWN_DEFECTS ({len(KNOWN_DEFECTS)} entries)")
+    for x in defects:
+        print(f"  {x['verdict']}: {x['target']} | {x['where']} | {x['value'][:40]} :: {x['known'] or 'NEW'} "
+              f"{x['err'][-160:]} {x['note']}")
+    return {"schema_inputs": len(cases), "schema_wall_s": round(wall, 1), "schema_per_leaf": per_leaf or "all",
+            "schema_counts": counts, "schema_table": {k: dict(v) for k, v in table.items()},
+            "schema_defects": defects}
 
 
 if __name__ == "__main__":

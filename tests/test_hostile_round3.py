@@ -476,3 +476,16 @@ def test_io_on_a_topology_without_controllers_names_the_topology(tmp_path, capsy
     assert main(["train", str(cfg), "-q", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and ": network.topology: invalid value 'switch:4'" in err and "I/O" in err, err
+
+
+@pytest.mark.parametrize("block", ["grid: {}", "zip: {}"])
+def test_an_empty_sweep_block_is_one_line(tmp_path, capsys, block):
+    """Found by the schema fuzz net: `axes: [{grid: {}}, ...]` was an AttributeError traceback."""
+    from fabricsim.cli import main
+
+    f = tmp_path / "s.yaml"
+    f.write_text("name: s\nkind: collective\nbase: {topology: 'ring:8', size: 1MiB}\n"
+                 f"axes:\n  - {block}\n  - grid: {{algorithm: [ring]}}\n")
+    assert main(["sweep", str(f), "--dry-run", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "axes.0" in err and "empty block" in err and "Traceback" not in err

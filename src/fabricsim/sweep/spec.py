@@ -87,6 +87,8 @@ class Block(_Strict):
         given = [k for k in ("grid", "zip", "random") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError("accepted: exactly one of grid, zip, random per block")
+        if given[0] in ("grid", "zip") and not getattr(self, given[0]):
+            raise ValueError(f"{given[0]}: an empty block; accepted: at least one field with a list of values")
         for k in ("grid", "zip"):
             for name, values in (getattr(self, k) or {}).items():
                 if not values:
