@@ -34,7 +34,8 @@ import fuzz_schema as fz  # noqa: E402
 # `input_loading` / `weight_streaming` on a topology without I/O named `network.algorithms.topology`
 # (src/fabricsim/train.py); `--workers 99999999999999999999999` reaching multiprocessing.Pool
 # (src/fabricsim/cli/sweep.py, cli/plan.py: check_workers); `collective -a 'a,b,,'` named `--option`
-# (src/fabricsim/cli/collective.py).
+# (src/fabricsim/cli/collective.py); an empty `grid: {}` / `zip: {}` block in a sweep: a traceback
+# (src/fabricsim/sweep/spec.py).
 #
 # Each defect: the inputs it covers (fnmatch patterns on the case's target, where and value), one
 # `example` input that the strict xfail runs, what happened, and the source file that likely owns it.
@@ -53,13 +54,6 @@ KNOWN_DEFECTS: list[dict] = [
      "got": "`layers: 9223372036854775807` with `moe_layers: all` -> exit 2 `fabricsim: error: out of memory; ...`: "
             "no field named (moe_layer_list builds tuple(range(layers)) before the tasks limit is checked)",
      "owner": "src/fabricsim/workload/transformer_shape.py (moe_layer_list / _checked_moe)"},
-    {"id": "tasks-limit-blames-layers",
-     "target": "train (moe)", "where": "workload.parallelism.microbatches", "value": "9223372036854775807",
-     "verdicts": ("wrong-field",),
-     "example": ("train (moe)", "workload.parallelism.microbatches", "9223372036854775807"),
-     "got": "`microbatches: 9223372036854775807` -> exit 2 naming `workload.model.layers: invalid value 2; it needs "
-            "7.38e+19 tasks`: the tasks limit blames the 2 layers, not the microbatches",
-     "owner": "src/fabricsim/workload_config.py (the tasks estimate's field) / src/fabricsim/train.py"},
     {"id": "traffic-options-named-under-algorithm",
      "target": "traffic", "where": "collectives[0].options", "value": "{fuzz: 1}", "verdicts": ("wrong-field",),
      "example": ("traffic", "collectives[0].options", "{fuzz: 1}"),

@@ -489,3 +489,16 @@ def test_an_empty_sweep_block_is_one_line(tmp_path, capsys, block):
     assert main(["sweep", str(f), "--dry-run", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "axes.0" in err and "empty block" in err and "Traceback" not in err
+
+
+def test_the_tasks_limit_names_the_factor_that_makes_it_large(tmp_path, capsys):
+    """Found by the schema fuzz net: `microbatches: 2^63-1` was blamed on `model.layers: 2`."""
+    from fabricsim.cli import main
+
+    cfg = tmp_path / "t.yaml"
+    cfg.write_text("network: {topology: 'switch:4', bandwidth: 300GB/s, latency: 1us}\nsystem: {npu: {gpu: a100}}\n"
+                   "workload: {model: {layers: 2, hidden: 256, heads: 8, seq: 128, vocab: 1000}, batch: 8, "
+                   "parallelism: {dp: 1, pp: 2, microbatches: 100000000}}\n")
+    assert main(["train", str(cfg), "-q", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "parallelism.microbatches: invalid value 100000000" in err, err

@@ -325,9 +325,11 @@ class WorkloadSection(_Strict):
             check_tensor_split(shape, self.parallelism.mp)
             # sized before the model (a Layer per block) or its graph is built: each block is at least
             # two parts (attention, MLP), each a forward and a backward task, per microbatch and iteration
+            factors = {"model.layers": shape.layers, "parallelism.microbatches": self.parallelism.microbatches,
+                       "iterations": self.iterations}
+            field = max(factors, key=lambda k: factors[k])  # blame the factor that makes it large
             check_limit("tasks", 4 * shape.layers * self.parallelism.microbatches * self.iterations,
-                        "tasks (at least 4 per transformer block, microbatch and iteration)", "model.layers",
-                        shape.layers)
+                        "tasks (at least 4 per transformer block, microbatch and iteration)", field, factors[field])
         return self
 
     @field_validator("model", mode="before")
