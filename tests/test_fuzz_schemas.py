@@ -35,7 +35,8 @@ import fuzz_schema as fz  # noqa: E402
 # (src/fabricsim/train.py); `--workers 99999999999999999999999` reaching multiprocessing.Pool
 # (src/fabricsim/cli/sweep.py, cli/plan.py: check_workers); `collective -a 'a,b,,'` named `--option`
 # (src/fabricsim/cli/collective.py); an empty `grid: {}` / `zip: {}` block in a sweep: a traceback
-# (src/fabricsim/sweep/spec.py).
+# (src/fabricsim/sweep/spec.py); `microbatches: 9223372036854775807` blamed on `workload.model.layers`
+# by the tasks limit.
 #
 # Each defect: the inputs it covers (fnmatch patterns on the case's target, where and value), one
 # `example` input that the strict xfail runs, what happened, and the source file that likely owns it.
