@@ -10,18 +10,7 @@ from pathlib import Path
 import pytest
 
 from fabricsim.cli import main
-
-BASE = """\
-network: {topology: 'switch:4', bandwidth: 300GB/s, latency: 1us}
-system: {npu: {gpu: a100}}
-workload:
-  model: {layers: 4, hidden: 256, heads: 8, seq: 128, vocab: 1000}
-  batch: 4
-  iterations: 1
-  parallelism: {mp: 2, pp: 2, microbatches: 4, recompute: selective, sequence_parallel: true, optimizer: adam}
-output: {trace: false, plot: false}
-"""
-"""The issue's small config (base.yaml)."""
+from hostile_cases import BASE3 as BASE  # the issue's small config (base.yaml)
 
 
 def _run(capsys, argv: list[str]) -> tuple[int, str, str]:

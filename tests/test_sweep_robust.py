@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from fabricsim.cli import main
+from test_sweep_store import one_line  # noqa: E402  (the one-line error check both files use)
 from fabricsim.sweep.spec import (COLLECTIVE_DEFAULTS, SweepSpec, _set, block_values, count_points, expand,
                                   point_hash)
 
@@ -27,14 +28,6 @@ def cli(*args):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         rc = main([str(a) for a in args])
     return rc, out.getvalue(), err.getvalue()
-
-
-def one_line(err, *words):
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for w in words:
-        assert w in lines[0], (w, lines[0])
-    return lines[0]
 
 
 def write(tmp_path, data, name="s.yaml"):

@@ -64,8 +64,7 @@ def fabrics_figure(rep: Reproduction):
         _paper_markers(ax, rep, rows, x, fabrics, width, scale)
         for xi, s in zip(x, rows):
             if "fat-tree-cost / topoopt" in s:
-                theirs = next((p["paper"] for p in rep.paper if p["unit"] == "x" and "workload" in p and all(
-                    p[k] == s[k] for k in ("workload", "servers", "degree", "link_bandwidth"))), None)
+                theirs = next((p["paper"] for p in rep.paper if p["unit"] == "x" and _at(p, s)), None)
                 ax.text(xi, top * scale * 1.02, f"{s['fat-tree-cost / topoopt']:.2f}x"
                         + ("" if theirs is None else f" (paper {theirs:.2f}x)"), ha="center", va="bottom", fontsize=8)
         ax.set_xticks(x, [f"{s['servers']} servers\nd={s['degree']}\n{s['link_bandwidth'] * 8 / 1e9:g} Gb/s"
@@ -77,14 +76,18 @@ def fabrics_figure(rep: Reproduction):
     return fig
 
 
+def _at(paper_row: dict, speedup_row: dict) -> bool:
+    """Whether a paper figure is of this (workload, servers, d, B) group."""
+    return all(paper_row.get(k) == speedup_row[k] for k in ("workload", "servers", "degree", "link_bandwidth"))
+
+
 def _paper_markers(ax, rep: Reproduction, rows, x, fabrics, width: float, scale: float) -> None:
     """The paper's iteration times (its demo points) as diamonds on the bars they compare with,
     ours / paper beside each (`report.plotting.paper_markers`)."""
     xs, theirs, ours = [], [], []
     for xi, s in zip(x, rows):
         for p in rep.paper:
-            if p.get("fabric") in fabrics and all(p.get(k) == s[k] for k in ("workload", "servers", "degree",
-                                                                             "link_bandwidth")):
+            if p.get("fabric") in fabrics and _at(p, s):
                 xs.append(xi - 0.4 + (fabrics.index(p["fabric"]) + 0.5) * width)
                 theirs.append(p["paper"] * scale)
                 ours.append(None if p["ours"] is None else p["ours"] * scale)
